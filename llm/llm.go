@@ -1,0 +1,36 @@
+// Package llm holds the models docsift talks to: embedders that turn text into
+// vectors and answerers that write an answer grounded in retrieved chunks.
+//
+// Two families implement the interfaces: the built-in ones (deterministic, no
+// model files, always available) and Ollama's (a local model server). Callers
+// depend only on the interfaces, so the choice is made once, at start-up.
+package llm
+
+import "context"
+
+// Embedder turns texts into unit-length vectors of a fixed dimension.
+//
+// Model names the embedding space. Vectors of different models never mix in
+// one index, so the name is recorded with every index built from it.
+type Embedder interface {
+	Model() string
+	Dim() int
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Source is one retrieved chunk handed to an answerer, numbered by its
+// position in the slice: sources[0] is cited as [1].
+type Source struct {
+	Title string // document name
+	Page  int    // 1-based page, 0 when the document has no pages
+	Text  string
+}
+
+// Answerer writes an answer to query from sources only, citing them as [n].
+//
+// When onDelta is non-nil it receives the answer as it is produced (one call
+// per piece); the returned string is always the whole answer.
+type Answerer interface {
+	Model() string
+	Answer(ctx context.Context, query string, sources []Source, onDelta func(string)) (string, error)
+}
