@@ -1,0 +1,180 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Chunk is a passage of a document, the unit of retrieval. Seq is a number
+// unique across the store, assigned when the chunk is written: the index
+// keys vectors by it, and a snapshot records the highest it covers.
+type Chunk struct {
+	ID         string `json:"chunk_id"`
+	Seq        uint64 `json:"seq"`
+	DocumentID string `json:"document_id"`
+	OwnerID    string `json:"owner_id"`
+	Position   int    `json:"position"`
+	Page       int    `json:"page,omitempty"` // 1-based; 0 when the document has no pages
+	Start      int    `json:"start"`          // character offsets in the extracted text of its page
+	End        int    `json:"end"`
+	Text       string `json:"text"`
+}
+
+// ReplaceChunks writes a document's chunks and their vectors in one
+// transaction, replacing whatever a previous run wrote, and assigns each
+// chunk its Seq. It returns the sequences of the replaced chunks, which the
+// caller drops from the index. A deleted document is ErrNotFound.
+func (s *Store) ReplaceChunks(documentID string, chunks []Chunk, vectors [][]float32) ([]uint64, error) {
+	if len(chunks) != len(vectors) {
+		return nil, fmt.Errorf("store: replace chunks: %d chunks but %d vectors", len(chunks), len(vectors))
+	}
+	var removed []uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		d, err := getDoc(tx, documentID)
+		if err != nil {
+			return err
+		}
+		if removed, err = deleteChunks(tx, d); err != nil {
+			return err
+		}
+		cb, sb, ob, vb := tx.Bucket(bucketChunks), tx.Bucket(bucketSeqs), tx.Bucket(bucketOwnerSeqs), tx.Bucket(bucketVectors)
+		for i := range chunks {
+			c := &chunks[i]
+			if c.Seq, err = cb.NextSequence(); err != nil {
+				return err
+			}
+			c.ID, c.DocumentID, c.OwnerID = ChunkID(d.ID, c.Position), d.ID, d.OwnerID
+			seq := u64(c.Seq)
+			if err := put(cb, c.ID, c); err != nil {
+				return err
+			}
+			if err := sb.Put(seq, []byte(c.ID)); err != nil {
+				return err
+			}
+			if err := ob.Put(ownerKey(d.OwnerID, seq), nil); err != nil {
+				return err
+			}
+			if err := vb.Put(seq, encodeVector(vectors[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: replace chunks of %s: %w", documentID, err)
+	}
+	return removed, nil
+}
+
+// deleteChunks removes every chunk of d with its sequence entries and vector.
+func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
+	cb, sb, ob, vb := tx.Bucket(bucketChunks), tx.Bucket(bucketSeqs), tx.Bucket(bucketOwnerSeqs), tx.Bucket(bucketVectors)
+	prefix := []byte(chunkPrefix(d.ID))
+	var ids [][]byte
+	var seqs []uint64
+	c := cb.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var ch struct {
+			Seq uint64 `json:"seq"`
+		}
+		if err := jsonUnmarshal(v, &ch); err != nil {
+			return nil, err
+		}
+		ids = append(ids, bytes.Clone(k))
+		seqs = append(seqs, ch.Seq)
+	}
+	for i, id := range ids {
+		seq := u64(seqs[i])
+		for _, del := range []struct {
+			b *bolt.Bucket
+			k []byte
+		}{{cb, id}, {sb, seq}, {ob, ownerKey(d.OwnerID, seq)}, {vb, seq}} {
+			if err := del.b.Delete(del.k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return seqs, nil
+}
+
+// Chunk returns a chunk by id.
+func (s *Store) Chunk(id string) (*Chunk, error) {
+	var c *Chunk
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		c, err = get[Chunk](tx.Bucket(bucketChunks), id)
+		return err
+	})
+	return c, err
+}
+
+// ChunksBySeq returns the chunks with the given sequences, in that order,
+// skipping any that no longer exist.
+func (s *Store) ChunksBySeq(seqs []uint64) ([]Chunk, error) {
+	out := make([]Chunk, 0, len(seqs))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		sb, cb := tx.Bucket(bucketSeqs), tx.Bucket(bucketChunks)
+		for _, seq := range seqs {
+			id := sb.Get(u64(seq))
+			if id == nil {
+				continue
+			}
+			c, err := get[Chunk](cb, string(id))
+			if err != nil {
+				return err
+			}
+			out = append(out, *c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// OwnerSeqs returns the sequences of every chunk an owner has, ascending.
+func (s *Store) OwnerSeqs(ownerID string) ([]uint64, error) {
+	var seqs []uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		prefix := ownerKey(ownerID, nil)
+		c := tx.Bucket(bucketOwnerSeqs).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			seqs = append(seqs, fromU64(k[len(prefix):]))
+		}
+		return nil
+	})
+	return seqs, err
+}
+
+// Vector returns the stored vector of a chunk sequence, or ErrNotFound.
+func (s *Store) Vector(seq uint64) ([]float32, error) {
+	var vec []float32
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketVectors).Get(u64(seq))
+		if v == nil {
+			return ErrNotFound
+		}
+		vec = decodeVector(v)
+		return nil
+	})
+	return vec, err
+}
+
+// encodeVector writes float32s little-endian: 4 bytes each, no framing,
+// the dimension being the length divided by four.
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+func decodeVector(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}

@@ -1,0 +1,228 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Job and document statuses. A job moves PENDING → PROCESSING → SUCCEEDED or
+// FAILED; a PROCESSING job found at start-up was interrupted and goes back to
+// PENDING. A document carries its job's status.
+const (
+	StatusPending    = "PENDING"
+	StatusProcessing = "PROCESSING"
+	StatusSucceeded  = "SUCCEEDED"
+	StatusFailed     = "FAILED"
+)
+
+// Document is one upload: a file or a text, owned by a project or customer.
+type Document struct {
+	ID        string            `json:"document_id"`
+	ProjectID string            `json:"project_id"`
+	OwnerID   string            `json:"owner_id"`
+	Name      string            `json:"name"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Format    string            `json:"format"`
+	FileHash  string            `json:"-"`
+	Size      int64             `json:"size"`
+	Pages     int               `json:"pages,omitempty"`
+	JobID     string            `json:"job_id"`
+	Status    string            `json:"status"`
+	Error     string            `json:"error,omitempty"`
+	Chunks    int               `json:"chunks"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+}
+
+// Job is the durable record of the work of indexing one document.
+type Job struct {
+	ID         string    `json:"job_id"`
+	ProjectID  string    `json:"-"`
+	OwnerID    string    `json:"owner_id"`
+	DocumentID string    `json:"document_id"`
+	Status     string    `json:"status"`
+	Error      string    `json:"error,omitempty"`
+	Chunks     int       `json:"chunks"`
+	Attempts   int       `json:"attempts"`
+	NotBefore  time.Time `json:"next_attempt_at,omitzero"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	QueueSeq   uint64    `json:"-"`
+}
+
+// storedDocument and storedJob add the fields the API never shows.
+type storedDocument struct {
+	Document
+	FileHash string `json:"file_hash"`
+}
+
+type storedJob struct {
+	Job
+	ProjectID string `json:"project_id"`
+	QueueSeq  uint64 `json:"queue_seq,omitempty"`
+}
+
+func getDoc(tx *bolt.Tx, id string) (*Document, error) {
+	rec, err := get[storedDocument](tx.Bucket(bucketDocuments), id)
+	if err != nil {
+		return nil, err
+	}
+	rec.Document.FileHash = rec.FileHash
+	return &rec.Document, nil
+}
+
+func putDoc(tx *bolt.Tx, d *Document) error {
+	return put(tx.Bucket(bucketDocuments), d.ID, storedDocument{Document: *d, FileHash: d.FileHash})
+}
+
+func getJob(tx *bolt.Tx, id string) (*Job, error) {
+	rec, err := get[storedJob](tx.Bucket(bucketJobs), id)
+	if err != nil {
+		return nil, err
+	}
+	rec.Job.ProjectID, rec.Job.QueueSeq = rec.ProjectID, rec.QueueSeq
+	return &rec.Job, nil
+}
+
+func putJob(tx *bolt.Tx, j *Job) error {
+	return put(tx.Bucket(bucketJobs), j.ID, storedJob{Job: *j, ProjectID: j.ProjectID, QueueSeq: j.QueueSeq})
+}
+
+// CreateDocument stores a document's original bytes, records the document
+// and queues the job that indexes it. It fills in the ids, hash, statuses and
+// times of d and returns the job.
+//
+// fileMu makes the file write and the reference that keeps it one step as
+// far as DeleteDocument is concerned: otherwise a delete of another document
+// with the same content could remove the blob between the two.
+func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	hash, err := s.putFile(d.OwnerID, data)
+	if err != nil {
+		return nil, fmt.Errorf("store: create document: %w", err)
+	}
+	d.FileHash, d.Size = hash, int64(len(data))
+	now := s.now().UTC()
+	d.ID = NewID(PrefixDocument)
+	d.Status, d.CreatedAt, d.UpdatedAt = StatusPending, now, now
+	job := &Job{
+		ID: NewID(PrefixJob), ProjectID: d.ProjectID, OwnerID: d.OwnerID, DocumentID: d.ID,
+		Status: StatusPending, CreatedAt: now, UpdatedAt: now,
+	}
+	d.JobID = job.ID
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if err := s.enqueue(tx, job); err != nil {
+			return err
+		}
+		if err := putDoc(tx, d); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketOwnerDocs).Put(ownerKey(d.OwnerID, []byte(d.ID)), nil); err != nil {
+			return err
+		}
+		return addFileRef(tx, d.OwnerID, d.FileHash, 1)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create document: %w", err)
+	}
+	return job, nil
+}
+
+// Document returns a document by id.
+func (s *Store) Document(id string) (*Document, error) {
+	var d *Document
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		d, err = getDoc(tx, id)
+		return err
+	})
+	return d, err
+}
+
+// Documents lists an owner's documents, newest first.
+func (s *Store) Documents(ownerID string) ([]Document, error) {
+	var docs []Document
+	err := s.db.View(func(tx *bolt.Tx) error {
+		prefix := ownerKey(ownerID, nil)
+		c := tx.Bucket(bucketOwnerDocs).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			d, err := getDoc(tx, string(k[len(prefix):]))
+			if err != nil {
+				return err
+			}
+			docs = append(docs, *d)
+		}
+		return nil
+	})
+	sort.Slice(docs, func(i, j int) bool { return docs[i].CreatedAt.After(docs[j].CreatedAt) })
+	return docs, err
+}
+
+// DeleteDocument removes a document, its chunks and vectors, and its job
+// from the queue if it has not run. It returns the chunk sequences removed
+// (for the caller to drop from the index). The original file is removed
+// once no document of the owner refers to it.
+func (s *Store) DeleteDocument(id string) ([]uint64, error) {
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	var removed []uint64
+	var orphan string
+	var owner string
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		d, err := getDoc(tx, id)
+		if err != nil {
+			return err
+		}
+		owner = d.OwnerID
+		if removed, err = deleteChunks(tx, d); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketDocuments).Delete([]byte(id)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketOwnerDocs).Delete(ownerKey(d.OwnerID, []byte(id))); err != nil {
+			return err
+		}
+		if err := s.cancelJob(tx, d.JobID); err != nil {
+			return err
+		}
+		if err := addFileRef(tx, d.OwnerID, d.FileHash, -1); err != nil {
+			return err
+		}
+		if fileRefs(tx, d.OwnerID, d.FileHash) == 0 {
+			orphan = d.FileHash
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: delete document %s: %w", id, err)
+	}
+	if orphan != "" {
+		if err := s.removeFile(owner, orphan); err != nil {
+			// The records are gone; a leftover blob is swept at next start.
+			return removed, fmt.Errorf("store: delete document %s: %w", id, err)
+		}
+	}
+	return removed, nil
+}
+
+// cancelJob takes a deleted document's job out of the queue. A job already
+// running notices the document is gone when it commits.
+func (s *Store) cancelJob(tx *bolt.Tx, jobID string) error {
+	j, err := getJob(tx, jobID)
+	if err != nil {
+		return err
+	}
+	if j.Status != StatusPending {
+		return nil
+	}
+	if err := tx.Bucket(bucketQueue).Delete(u64(j.QueueSeq)); err != nil {
+		return err
+	}
+	j.Status, j.Error, j.UpdatedAt = StatusFailed, "the document was deleted before it was processed", s.now().UTC()
+	return putJob(tx, j)
+}

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Original files live on disk, not in bbolt: a 64 MiB PDF would bloat the
+// database and every transaction that copies its pages. They are
+// content-addressed per owner (DATA/files/OWNER/SHA256), so uploading the
+// same file twice stores it once, and a reference count in bbolt says when
+// the last document using it is gone.
+
+// putFile stores data for owner and returns its content hash. It is written
+// to a temporary file, synced and renamed, so a crash never leaves half a
+// file under the final name. A file no document refers to (a crash before
+// the document's transaction) is removed by SweepFiles.
+func (s *Store) putFile(ownerID string, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	hash := hex.EncodeToString(sum[:])
+	path := s.filePath(ownerID, hash)
+	if _, err := os.Stat(path); err == nil {
+		return hash, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("store: put file: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".upload-*")
+	if err != nil {
+		return "", fmt.Errorf("store: put file: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("store: put file: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("store: put file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("store: put file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("store: put file: %w", err)
+	}
+	return hash, nil
+}
+
+// ReadFile returns the original bytes of an owner's file.
+func (s *Store) ReadFile(ownerID, hash string) ([]byte, error) {
+	data, err := os.ReadFile(s.filePath(ownerID, hash))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store: read file %s: %w", hash, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read file %s: %w", hash, err)
+	}
+	return data, nil
+}
+
+// SweepFiles removes stored files that no document refers to: leftovers of
+// an upload interrupted inside CreateDocument, or of a delete
+// interrupted after its transaction. It returns how many it removed.
+func (s *Store) SweepFiles() (int, error) {
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	owners, err := os.ReadDir(s.filesDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: sweep files: %w", err)
+	}
+	n := 0
+	for _, o := range owners {
+		files, err := os.ReadDir(filepath.Join(s.filesDir, o.Name()))
+		if err != nil {
+			return n, fmt.Errorf("store: sweep files: %w", err)
+		}
+		for _, f := range files {
+			var refs uint64
+			_ = s.db.View(func(tx *bolt.Tx) error {
+				refs = fileRefs(tx, o.Name(), f.Name())
+				return nil
+			})
+			if refs > 0 {
+				continue
+			}
+			if err := os.Remove(filepath.Join(s.filesDir, o.Name(), f.Name())); err != nil {
+				return n, fmt.Errorf("store: sweep files: %w", err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (s *Store) removeFile(ownerID, hash string) error {
+	err := os.Remove(s.filePath(ownerID, hash))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove file: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) filePath(ownerID, hash string) string {
+	return filepath.Join(s.filesDir, filepath.Base(ownerID), filepath.Base(hash))
+}
+
+func fileRefs(tx *bolt.Tx, ownerID, hash string) uint64 {
+	v := tx.Bucket(bucketFileRefs).Get(ownerKey(ownerID, []byte(hash)))
+	if v == nil {
+		return 0
+	}
+	return fromU64(v)
+}
+
+func addFileRef(tx *bolt.Tx, ownerID, hash string, delta int) error {
+	b := tx.Bucket(bucketFileRefs)
+	k := ownerKey(ownerID, []byte(hash))
+	n := int64(fileRefs(tx, ownerID, hash)) + int64(delta)
+	if n <= 0 {
+		return b.Delete(k)
+	}
+	return b.Put(k, u64(uint64(n)))
+}
+
+func jsonUnmarshal(data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("store: decode record: %w", err)
+	}
+	return nil
+}

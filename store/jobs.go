@@ -1,0 +1,206 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrNoJob is returned by ClaimJob when no job is due.
+var ErrNoJob = errors.New("no job is due")
+
+// enqueue adds a PENDING job to the back of the queue and saves it.
+func (s *Store) enqueue(tx *bolt.Tx, j *Job) error {
+	q := tx.Bucket(bucketQueue)
+	seq, err := q.NextSequence()
+	if err != nil {
+		return err
+	}
+	j.QueueSeq = seq
+	if err := q.Put(u64(seq), []byte(j.ID)); err != nil {
+		return err
+	}
+	return putJob(tx, j)
+}
+
+// Job returns a job by id.
+func (s *Store) Job(id string) (*Job, error) {
+	var j *Job
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		j, err = getJob(tx, id)
+		return err
+	})
+	return j, err
+}
+
+// ClaimJob takes the oldest job that is due, marks it PROCESSING and returns
+// it with its document. It returns ErrNoJob when none is due.
+func (s *Store) ClaimJob() (*Job, *Document, error) {
+	var job *Job
+	var doc *Document
+	now := s.now().UTC()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		q := tx.Bucket(bucketQueue)
+		c := q.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			j, err := getJob(tx, string(v))
+			if err != nil {
+				return err
+			}
+			if j.NotBefore.After(now) {
+				continue // waiting out a retry back-off
+			}
+			if err := q.Delete(k); err != nil {
+				return err
+			}
+			if doc, err = getDoc(tx, j.DocumentID); err != nil {
+				return fmt.Errorf("document of job %s: %w", j.ID, err)
+			}
+			j.Status, j.Attempts, j.UpdatedAt, j.QueueSeq = StatusProcessing, j.Attempts+1, now, 0
+			doc.Status, doc.UpdatedAt = StatusProcessing, now
+			if err := putDoc(tx, doc); err != nil {
+				return err
+			}
+			job = j
+			return putJob(tx, j)
+		}
+		return ErrNoJob
+	})
+	if err != nil {
+		if errors.Is(err, ErrNoJob) {
+			return nil, nil, ErrNoJob
+		}
+		return nil, nil, fmt.Errorf("store: claim job: %w", err)
+	}
+	return job, doc, nil
+}
+
+// NextDue returns when the earliest queued job becomes due, or false when
+// the queue is empty. Workers sleep until then.
+func (s *Store) NextDue() (time.Time, bool) {
+	var next time.Time
+	var found bool
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketQueue).ForEach(func(_, v []byte) error {
+			j, err := getJob(tx, string(v))
+			if err != nil {
+				return nil
+			}
+			if !found || j.NotBefore.Before(next) {
+				next, found = j.NotBefore, true
+			}
+			return nil
+		})
+	})
+	return next, found
+}
+
+// FinishJob ends a job as SUCCEEDED (errMsg empty) or FAILED, and its
+// document with it.
+func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error {
+	status := StatusSucceeded
+	if errMsg != "" {
+		status = StatusFailed
+	}
+	return s.updateJob(jobID, func(j *Job, d *Document) {
+		j.Status, j.Error, j.Chunks = status, errMsg, chunks
+		if d != nil {
+			d.Status, d.Error, d.Chunks, d.Pages = status, errMsg, chunks, pages
+		}
+	})
+}
+
+// RetryJob puts a job back in the queue, due at notBefore, keeping errMsg as
+// the reason it waits.
+func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		j, err := getJob(tx, jobID)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		j.Status, j.Error, j.NotBefore, j.UpdatedAt = StatusPending, errMsg, notBefore.UTC(), now
+		if d, err := getDoc(tx, j.DocumentID); err == nil {
+			d.Status, d.Error, d.UpdatedAt = StatusPending, errMsg, now
+			if err := putDoc(tx, d); err != nil {
+				return err
+			}
+		}
+		return s.enqueue(tx, j)
+	})
+}
+
+// RequeueInterrupted returns every PROCESSING job to PENDING: they were
+// running when the process stopped. It returns how many there were.
+func (s *Store) RequeueInterrupted() (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var ids []string
+		err := tx.Bucket(bucketJobs).ForEach(func(k, _ []byte) error {
+			j, err := getJob(tx, string(k))
+			if err != nil {
+				return err
+			}
+			if j.Status == StatusProcessing {
+				ids = append(ids, j.ID)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			j, _ := getJob(tx, id)
+			j.Status, j.UpdatedAt = StatusPending, s.now().UTC()
+			if d, err := getDoc(tx, j.DocumentID); err == nil {
+				d.Status = StatusPending
+				if err := putDoc(tx, d); err != nil {
+					return err
+				}
+			}
+			if err := s.enqueue(tx, j); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: requeue interrupted jobs: %w", err)
+	}
+	return n, nil
+}
+
+// updateJob applies fn to a job and its document (nil when deleted) and
+// saves both in one transaction.
+func (s *Store) updateJob(jobID string, fn func(*Job, *Document)) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		j, err := getJob(tx, jobID)
+		if err != nil {
+			return err
+		}
+		d, err := getDoc(tx, j.DocumentID)
+		if errors.Is(err, ErrNotFound) {
+			d = nil
+		} else if err != nil {
+			return err
+		}
+		fn(j, d)
+		now := s.now().UTC()
+		j.UpdatedAt = now
+		if d != nil {
+			d.UpdatedAt = now
+			if err := putDoc(tx, d); err != nil {
+				return err
+			}
+		}
+		return putJob(tx, j)
+	})
+	if err != nil {
+		return fmt.Errorf("store: update job %s: %w", jobID, err)
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package store
+
+import (
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Project is the unit of billing and isolation: its keys reach it and its
+// customers, nothing else.
+type Project struct {
+	ID        string    `json:"project_id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// APIKey is a project's credential. Only the SHA-256 of the secret is kept;
+// the secret itself is shown once, when the key is created.
+type APIKey struct {
+	ID        string     `json:"key_id"`
+	ProjectID string     `json:"project_id"`
+	Hint      string     `json:"hint"` // the secret's first characters, to tell keys apart
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Customer is an isolated data space inside a project (multi-tenant use).
+type Customer struct {
+	ID        string    `json:"customer_id"`
+	ProjectID string    `json:"project_id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// keyHintLen is how much of a key's secret is kept in clear to tell keys
+// apart in listings: the prefix plus 4 random characters, 20 bits.
+const keyHintLen = len(PrefixAPIKey) + 4
+
+// storedKey is APIKey as written, with its hash.
+type storedKey struct {
+	APIKey
+	Hash string `json:"hash"`
+}
+
+// CreateProject creates a project and its first API key in one transaction
+// and returns the key's secret, which is not stored.
+func (s *Store) CreateProject(name string) (*Project, string, error) {
+	p := &Project{ID: NewID(PrefixProject), Name: name, CreatedAt: s.now().UTC()}
+	var secret string
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := put(tx.Bucket(bucketProjects), p.ID, p); err != nil {
+			return err
+		}
+		var err error
+		secret, _, err = s.createKey(tx, p.ID)
+		return err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("store: create project: %w", err)
+	}
+	return p, secret, nil
+}
+
+// Project returns a project by id.
+func (s *Store) Project(id string) (*Project, error) {
+	var p *Project
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		p, err = get[Project](tx.Bucket(bucketProjects), id)
+		return err
+	})
+	return p, err
+}
+
+// Projects returns every project, oldest first.
+func (s *Store) Projects() ([]Project, error) {
+	var ps []Project
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketProjects).ForEach(func(k, _ []byte) error {
+			p, err := get[Project](tx.Bucket(bucketProjects), string(k))
+			if err != nil {
+				return err
+			}
+			ps = append(ps, *p)
+			return nil
+		})
+	})
+	sort.Slice(ps, func(i, j int) bool { return ps[i].CreatedAt.Before(ps[j].CreatedAt) })
+	return ps, err
+}
+
+// CreateKey adds an API key to a project and returns its secret.
+func (s *Store) CreateKey(projectID string) (string, *APIKey, error) {
+	var secret string
+	var key *APIKey
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
+			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+		}
+		var err error
+		secret, key, err = s.createKey(tx, projectID)
+		return err
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("store: create key: %w", err)
+	}
+	return secret, key, nil
+}
+
+func (s *Store) createKey(tx *bolt.Tx, projectID string) (string, *APIKey, error) {
+	secret := NewSecret(PrefixAPIKey)
+	k := storedKey{APIKey: APIKey{
+		ID:        NewID(PrefixKey),
+		ProjectID: projectID,
+		Hint:      secret[:keyHintLen],
+		CreatedAt: s.now().UTC(),
+	}, Hash: hashSecret(secret)}
+	return secret, &k.APIKey, put(tx.Bucket(bucketKeys), k.Hash, k)
+}
+
+// Keys lists a project's keys, revoked ones included, oldest first.
+func (s *Store) Keys(projectID string) ([]APIKey, error) {
+	var keys []APIKey
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		return b.ForEach(func(k, _ []byte) error {
+			rec, err := get[storedKey](b, string(k))
+			if err != nil {
+				return err
+			}
+			if rec.ProjectID == projectID {
+				keys = append(keys, rec.APIKey)
+			}
+			return nil
+		})
+	})
+	sort.Slice(keys, func(i, j int) bool { return keys[i].CreatedAt.Before(keys[j].CreatedAt) })
+	return keys, err
+}
+
+// RevokeKey revokes a key by its id. Revoking twice is not an error.
+func (s *Store) RevokeKey(keyID string) (*APIKey, error) {
+	var found *APIKey
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			rec, err := get[storedKey](b, string(k))
+			if err != nil {
+				return err
+			}
+			if rec.ID != keyID {
+				continue
+			}
+			if rec.RevokedAt == nil {
+				now := s.now().UTC()
+				rec.RevokedAt = &now
+				if err := put(b, string(k), rec); err != nil {
+					return err
+				}
+			}
+			found = &rec.APIKey
+			return nil
+		}
+		return fmt.Errorf("key %s: %w", keyID, ErrNotFound)
+	})
+	return found, err
+}
+
+// Authenticate returns the project a key secret belongs to, or ErrNotFound
+// for an unknown or revoked key.
+//
+// The lookup is by the secret's hash, so timing reveals nothing about the
+// secret; the final comparison is constant-time all the same.
+func (s *Store) Authenticate(secret string) (*Project, error) {
+	h := hashSecret(secret)
+	var p *Project
+	err := s.db.View(func(tx *bolt.Tx) error {
+		rec, err := get[storedKey](tx.Bucket(bucketKeys), h)
+		if err != nil {
+			return err
+		}
+		want, _ := hex.DecodeString(rec.Hash)
+		got, _ := hex.DecodeString(h)
+		if subtle.ConstantTimeCompare(want, got) != 1 || rec.RevokedAt != nil {
+			return ErrNotFound
+		}
+		p, err = get[Project](tx.Bucket(bucketProjects), rec.ProjectID)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	return p, err
+}
+
+// CreateCustomer registers a customer under a project.
+func (s *Store) CreateCustomer(projectID, name string) (*Customer, error) {
+	c := &Customer{ID: NewID(PrefixCustomer), ProjectID: projectID, Name: name, CreatedAt: s.now().UTC()}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
+			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+		}
+		return put(tx.Bucket(bucketCustomers), c.ID, c)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create customer: %w", err)
+	}
+	return c, nil
+}
+
+// Customer returns a customer by id.
+func (s *Store) Customer(id string) (*Customer, error) {
+	var c *Customer
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		c, err = get[Customer](tx.Bucket(bucketCustomers), id)
+		return err
+	})
+	return c, err
+}
+
+// Customers lists a project's customers, oldest first.
+func (s *Store) Customers(projectID string) ([]Customer, error) {
+	var cs []Customer
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketCustomers)
+		return b.ForEach(func(k, _ []byte) error {
+			c, err := get[Customer](b, string(k))
+			if err != nil {
+				return err
+			}
+			if c.ProjectID == projectID {
+				cs = append(cs, *c)
+			}
+			return nil
+		})
+	})
+	sort.Slice(cs, func(i, j int) bool { return cs[i].CreatedAt.Before(cs[j].CreatedAt) })
+	return cs, err
+}

@@ -1,0 +1,52 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Session is an upload session: a capability URL a project's backend hands
+// to an end user, good for one owner until it expires. The token is in the
+// URL; only its hash is stored, so a copy of the database opens no session.
+type Session struct {
+	ID         string    `json:"session_id"`
+	ProjectID  string    `json:"project_id"`
+	OwnerID    string    `json:"owner_id"`
+	CustomerID string    `json:"customer_id,omitempty"`
+	Services   []string  `json:"services"`
+	SuccessURL string    `json:"success_url"`
+	CancelURL  string    `json:"cancel_url"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// Expired reports whether the session can no longer be used at t.
+func (s *Session) Expired(t time.Time) bool { return !t.Before(s.ExpiresAt) }
+
+// CreateSession stores a session valid for ttl and returns its token.
+func (s *Store) CreateSession(sess Session, ttl time.Duration) (*Session, string, error) {
+	token := NewSecret("")
+	sess.ID = NewID(PrefixSession)
+	sess.CreatedAt = s.now().UTC()
+	sess.ExpiresAt = sess.CreatedAt.Add(ttl)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return put(tx.Bucket(bucketSessions), hashSecret(token), &sess)
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("store: create session: %w", err)
+	}
+	return &sess, token, nil
+}
+
+// SessionByToken returns the session a token opens, expired or not: the
+// caller decides what an expired session may still show.
+func (s *Store) SessionByToken(token string) (*Session, error) {
+	var sess *Session
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		sess, err = get[Session](tx.Bucket(bucketSessions), hashSecret(token))
+		return err
+	})
+	return sess, err
+}

@@ -1,0 +1,166 @@
+// Package store keeps docsift's durable state in one bbolt file: projects,
+// API keys, customers, sessions, jobs, documents, chunks and their vectors,
+// plus the original uploaded files as content-addressed blobs on disk.
+//
+// Every change that touches more than one record happens in one bbolt
+// transaction, so a crash leaves either all of it or none of it. Records are
+// JSON: a few hundred bytes each, easy to inspect, and cheap next to the
+// cost of embedding.
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// schemaVersion is written on creation and checked on open; a file from a
+// newer docsift is refused rather than misread.
+const schemaVersion = 1
+
+// openTimeout bounds the wait for bbolt's file lock, so that a second process
+// on the same data dir fails with a clear error instead of hanging.
+const openTimeout = 2 * time.Second
+
+var (
+	bucketMeta      = []byte("meta")
+	bucketProjects  = []byte("projects")
+	bucketKeys      = []byte("keys")      // sha256(key) hex → APIKey
+	bucketCustomers = []byte("customers") // customer id → Customer
+	bucketSessions  = []byte("sessions")  // sha256(token) hex → Session
+	bucketDocuments = []byte("documents") // document id → Document
+	bucketOwnerDocs = []byte("ownerdocs") // owner \x00 document id → nil
+	bucketJobs      = []byte("jobs")      // job id → Job
+	bucketQueue     = []byte("queue")     // 8-byte sequence → job id, oldest first
+	bucketChunks    = []byte("chunks")    // chunk id → Chunk
+	bucketSeqs      = []byte("seqs")      // 8-byte chunk sequence → chunk id
+	bucketOwnerSeqs = []byte("ownerseqs") // owner \x00 8-byte sequence → nil
+	bucketVectors   = []byte("vectors")   // 8-byte chunk sequence → little-endian float32s
+	bucketFileRefs  = []byte("filerefs")  // owner \x00 sha256 hex → reference count
+	bucketSubpages  = []byte("subpages")  // subpage id → Subpage
+
+	allBuckets = [][]byte{bucketMeta, bucketProjects, bucketKeys, bucketCustomers,
+		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue,
+		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
+		bucketSubpages}
+
+	keySchemaVersion = []byte("schema_version")
+)
+
+// Errors callers map to responses. Everything else is a bug or an I/O fault.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrLocked   = errors.New("the data directory is in use by another docsift process")
+)
+
+// Store is docsift's state. It is safe for concurrent use.
+type Store struct {
+	db       *bolt.DB
+	filesDir string
+	fileMu   sync.Mutex // see CreateDocument
+	now      func() time.Time
+}
+
+// Open opens (creating if needed) the store in dir: dir/docsift.db for
+// records and dir/files/ for uploaded originals.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create data dir: %w", err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, "docsift.db"), 0o600, &bolt.Options{
+		Timeout:      openTimeout,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("store: open %s: %w", dir, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	s := &Store{db: db, filesDir: filepath.Join(dir, "files"), now: time.Now}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) init() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("store: create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		v := meta.Get(keySchemaVersion)
+		if v == nil {
+			return meta.Put(keySchemaVersion, u64(schemaVersion))
+		}
+		if got := fromU64(v); got > schemaVersion {
+			return fmt.Errorf("store: data was written by a newer docsift (schema %d, this build reads %d)", got, schemaVersion)
+		}
+		return nil
+	})
+}
+
+// Close closes the bbolt file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// SetClock replaces the clock; tests use it to move time forward.
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
+// Now is the store's clock, the one expiry times are compared against.
+func (s *Store) Now() time.Time { return s.now() }
+
+func get[T any](b *bolt.Bucket, key string) (*T, error) {
+	v := b.Get([]byte(key))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	var rec T
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return nil, fmt.Errorf("store: decode record %q: %w", key, err)
+	}
+	return &rec, nil
+}
+
+func put(b *bolt.Bucket, key string, rec any) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("store: encode %q: %w", key, err)
+	}
+	return b.Put([]byte(key), v)
+}
+
+// ownerKey is the composite key of the per-owner index buckets. Ids never
+// hold a NUL, so the prefix owner\x00 matches exactly one owner.
+func ownerKey(owner string, rest []byte) []byte {
+	k := make([]byte, 0, len(owner)+1+len(rest))
+	k = append(k, owner...)
+	k = append(k, 0)
+	return append(k, rest...)
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+	return b
+}
+
+func fromU64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
