@@ -126,6 +126,9 @@ func (s *Store) createKey(tx *bolt.Tx, projectID string) (string, *APIKey, error
 func (s *Store) Keys(projectID string) ([]APIKey, error) {
 	var keys []APIKey
 	err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
+			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+		}
 		b := tx.Bucket(bucketKeys)
 		return b.ForEach(func(k, _ []byte) error {
 			rec, err := get[storedKey](b, string(k))

@@ -1,0 +1,363 @@
+// Package ingest turns uploads into searchable chunks and answers searches
+// over them. An upload becomes a stored original, a document and a queued
+// job in one step; a pool of workers takes jobs from the durable queue and
+// runs each file through extraction, chunking, embedding, the store and the
+// owner's index. Search runs a query through the same owner index.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/pdf"
+	"github.com/docsift/docsift/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultEmbedBatch       = 32
+	DefaultExtractTimeout   = 5 * time.Minute
+	DefaultSnapshotInterval = 5 * time.Minute
+	DefaultRetryBase        = 2 * time.Second
+	DefaultRetryMax         = 5 * time.Minute
+	DefaultMaxAttempts      = 10
+)
+
+// Config tunes an Engine. The zero value of each field takes its default.
+type Config struct {
+	Workers          int           // job workers; default: number of CPUs
+	EmbedBatch       int           // texts per embedder call
+	ExtractTimeout   time.Duration // per document
+	SnapshotInterval time.Duration // how often changed indexes are saved
+	RetryBase        time.Duration // first back-off after a transient failure
+	RetryMax         time.Duration // longest back-off
+	MaxAttempts      int           // runs of a job before it fails for good
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = runtime.NumCPU()
+	}
+	if c.EmbedBatch <= 0 {
+		c.EmbedBatch = DefaultEmbedBatch
+	}
+	if c.ExtractTimeout <= 0 {
+		c.ExtractTimeout = DefaultExtractTimeout
+	}
+	if c.SnapshotInterval <= 0 {
+		c.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = DefaultRetryBase
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	return c
+}
+
+// Engine is the indexing pipeline and the search over its result.
+type Engine struct {
+	cfg      Config
+	store    *store.Store
+	indexes  *Indexes
+	embedder llm.Embedder
+	log      *slog.Logger
+
+	wake     chan struct{} // a job was queued
+	stop     chan struct{} // closed: claim no more jobs
+	cancel   context.CancelFunc
+	workers  sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New returns an engine over st whose index snapshots live in indexDir.
+func New(st *store.Store, embedder llm.Embedder, indexDir string, cfg Config, log *slog.Logger) *Engine {
+	return &Engine{
+		cfg:      cfg.withDefaults(),
+		store:    st,
+		indexes:  NewIndexes(st, indexDir, embedder.Model(), embedder.Dim(), log),
+		embedder: embedder,
+		log:      log,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+}
+
+// Upload is a file or text to index for an owner.
+type Upload struct {
+	ProjectID string
+	OwnerID   string
+	Name      string
+	Metadata  map[string]string
+	Data      []byte
+}
+
+// Submit stores an upload and queues its job. The content type is detected
+// here, from the bytes, so an unsupported file is refused at once (an error
+// wrapping pdf.ErrUnsupported) rather than failing later in a job.
+func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
+	format, err := pdf.Detect(u.Data)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc := &store.Document{
+		ProjectID: u.ProjectID, OwnerID: u.OwnerID, Name: u.Name,
+		Metadata: u.Metadata, Format: string(format),
+	}
+	job, err := e.store.CreateDocument(doc, u.Data)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.log.Info("job queued", "job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "format", format, "bytes", len(u.Data))
+	e.poke()
+	return job, doc, nil
+}
+
+// DeleteDocument removes a document from the store and its owner's index.
+func (e *Engine) DeleteDocument(doc *store.Document) error {
+	return e.indexes.Update(doc.OwnerID, func(x *index.OwnerIndex) (uint64, error) {
+		removed, err := e.store.DeleteDocument(doc.ID)
+		x.Delete(removed...)
+		return 0, err
+	})
+}
+
+func (e *Engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start requeues jobs interrupted by the last shutdown, removes orphaned
+// files and starts the workers and the snapshot loop.
+func (e *Engine) Start() error {
+	n, err := e.store.RequeueInterrupted()
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		e.log.Info("requeued jobs interrupted by the last shutdown", "jobs", n)
+	}
+	if n, err := e.store.SweepFiles(); err != nil {
+		e.log.Warn("could not sweep orphaned files", "err", err)
+	} else if n > 0 {
+		e.log.Info("removed orphaned files", "files", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	for range e.cfg.Workers {
+		e.workers.Add(1)
+		go e.work(ctx)
+	}
+	e.workers.Add(1)
+	go e.snapshotLoop()
+	return nil
+}
+
+// Shutdown stops taking jobs, lets running ones finish until ctx ends, then
+// cancels them (they go back to the queue), and snapshots the indexes.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.stopOnce.Do(func() { close(e.stop) })
+	done := make(chan struct{})
+	go func() { e.workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		e.log.Warn("jobs still running at the shutdown deadline: cancelling them; they will run again at next start")
+		e.cancel()
+		<-done
+	}
+	if e.cancel != nil {
+		e.cancel()
+	}
+	return e.indexes.Snapshot()
+}
+
+func (e *Engine) snapshotLoop() {
+	defer e.workers.Done()
+	t := time.NewTicker(e.cfg.SnapshotInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			if err := e.indexes.Snapshot(); err != nil {
+				e.log.Error("index snapshot failed", "err", err)
+			}
+		}
+	}
+}
+
+// work is one worker: it claims due jobs until told to stop, and otherwise
+// sleeps until a job is queued or the earliest back-off ends.
+func (e *Engine) work(ctx context.Context) {
+	defer e.workers.Done()
+	for {
+		select {
+		case <-e.stop:
+			return
+		default:
+		}
+		job, doc, err := e.store.ClaimJob()
+		if err == nil {
+			e.run(ctx, job, doc)
+			continue
+		}
+		if !errors.Is(err, store.ErrNoJob) {
+			e.log.Error("claiming a job failed", "err", err)
+		}
+		wait := time.Hour
+		if due, ok := e.store.NextDue(); ok {
+			wait = max(time.Until(due), 10*time.Millisecond)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-e.stop:
+			t.Stop()
+			return
+		case <-e.wake:
+			t.Stop()
+			e.poke() // let the other sleeping workers look too
+		case <-t.C:
+		}
+	}
+}
+
+// run processes one claimed job and records how it ended.
+func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
+	start := time.Now()
+	log := e.log.With("job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "attempt", job.Attempts)
+	log.Info("job started")
+	chunks, pages, err := e.process(ctx, doc)
+	var finishErr error
+	switch {
+	case err == nil:
+		finishErr = e.store.FinishJob(job.ID, chunks, pages, "")
+		log.Info("job succeeded", "chunks", chunks, "pages", pages, "ms", time.Since(start).Milliseconds())
+	case ctx.Err() != nil:
+		// Shutting down: not the document's fault, run it again later.
+		finishErr = e.store.RetryJob(job.ID, time.Now(), "interrupted by shutdown; will run again")
+		log.Info("job interrupted by shutdown, requeued")
+	case llm.IsTransient(err) && job.Attempts < e.cfg.MaxAttempts:
+		delay := backoff(e.cfg.RetryBase, e.cfg.RetryMax, job.Attempts)
+		msg := fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", err, delay.Round(time.Second), job.Attempts, e.cfg.MaxAttempts)
+		finishErr = e.store.RetryJob(job.ID, time.Now().Add(delay), msg)
+		log.Warn("job will be retried", "err", err, "delay", delay)
+	default:
+		msg := describe(err)
+		if llm.IsTransient(err) {
+			msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, job.Attempts)
+		}
+		finishErr = e.store.FinishJob(job.ID, 0, 0, msg)
+		log.Warn("job failed", "err", err)
+	}
+	if finishErr != nil {
+		// The job stays PROCESSING and is requeued at next start.
+		log.Error("recording the job's outcome failed", "err", finishErr)
+	}
+}
+
+// backoff doubles from base with each attempt, up to ceiling.
+func backoff(base, ceiling time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+// describe says what went wrong for the person who uploaded the document:
+// the extraction errors' own sentences, without the package prefixes that
+// wrapping added on the way.
+func describe(err error) string {
+	for _, known := range []error{pdf.ErrEncrypted, pdf.ErrNoText, pdf.ErrEmpty, pdf.ErrCorrupt, pdf.ErrTooSlow, errDocumentDeleted} {
+		if errors.Is(err, known) {
+			return known.Error()
+		}
+	}
+	return err.Error()
+}
+
+// errDocumentDeleted ends a job whose document was deleted while it ran.
+var errDocumentDeleted = errors.New("the document was deleted while it was being processed")
+
+// process extracts, chunks, embeds and indexes one document and returns the
+// number of chunks and pages. Errors are written for the uploader: they end
+// up as the job's error.
+func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, error) {
+	data, err := e.store.ReadFile(doc.OwnerID, doc.FileHash)
+	if err != nil {
+		return 0, 0, fmt.Errorf("the uploaded file is missing from the data directory: %w", err)
+	}
+	extractCtx, cancel := context.WithTimeout(ctx, e.cfg.ExtractTimeout)
+	extracted, err := pdf.Extract(extractCtx, data)
+	cancel()
+	if err != nil {
+		return 0, 0, err
+	}
+	pages := 0
+	if extracted.Paged {
+		pages = len(extracted.Pages)
+	}
+	chunks := ChunkPages(extracted.Pages)
+	if len(chunks) == 0 {
+		return 0, pages, errors.New("the document contains no text to index")
+	}
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = entryText(doc.Name, c.Text)
+	}
+	vectors, err := e.embed(ctx, texts)
+	if err != nil {
+		return 0, pages, err
+	}
+	err = e.indexes.Update(doc.OwnerID, func(x *index.OwnerIndex) (uint64, error) {
+		if x.Model() != e.embedder.Model() {
+			return 0, fmt.Errorf("this owner's index was built with %s but the server now embeds with %s: run `docsift reindex --owner %s`", x.Model(), e.embedder.Model(), doc.OwnerID)
+		}
+		removed, err := e.store.ReplaceChunks(doc.ID, chunks, vectors)
+		if errors.Is(err, store.ErrNotFound) {
+			return 0, errDocumentDeleted
+		}
+		if err != nil {
+			return 0, err
+		}
+		x.Delete(removed...)
+		entries := make([]index.Entry, len(chunks))
+		for i, c := range chunks {
+			entries[i] = index.Entry{ID: c.Seq, Vector: vectors[i], Text: texts[i]}
+		}
+		return chunks[len(chunks)-1].Seq, x.Add(entries...)
+	})
+	return len(chunks), pages, err
+}
+
+// embed embeds texts in batches of cfg.EmbedBatch.
+func (e *Engine) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, 0, len(texts))
+	for i := 0; i < len(texts); i += e.cfg.EmbedBatch {
+		batch := texts[i:min(i+e.cfg.EmbedBatch, len(texts))]
+		vecs, err := e.embedder.Embed(ctx, batch)
+		if err != nil {
+			return nil, fmt.Errorf("embedding failed: %w", err)
+		}
+		if len(vecs) != len(batch) {
+			return nil, fmt.Errorf("embedding failed: %d vectors for %d texts", len(vecs), len(batch))
+		}
+		out = append(out, vecs...)
+	}
+	return out, nil
+}

@@ -1,0 +1,215 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/store"
+)
+
+// Indexes holds the in-memory index of every owner that has been used since
+// start-up. An owner's index is loaded on first use from its snapshot in
+// DATA/index/ and caught up with the store, which is the source of truth: a
+// snapshot only saves re-reading and re-inserting every vector.
+type Indexes struct {
+	store *store.Store
+	dir   string
+	model string // embedder of new indexes
+	dim   int
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	owners map[string]*ownerIndex
+}
+
+// ownerIndex is one owner's index and its bookkeeping. mu serialises
+// changes that must reach the store and the index together (a job's commit,
+// a delete), so the two never disagree; searches do not take it.
+type ownerIndex struct {
+	mu      sync.Mutex
+	loaded  bool
+	x       *index.OwnerIndex
+	dirty   bool   // changed since the last snapshot
+	lastSeq uint64 // highest chunk sequence the index holds
+}
+
+// NewIndexes returns a registry whose new indexes take vectors of model and
+// dim. Snapshots live in dir.
+func NewIndexes(st *store.Store, dir, model string, dim int, log *slog.Logger) *Indexes {
+	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}}
+}
+
+func (r *Indexes) entry(owner string) *ownerIndex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.owners[owner]
+	if e == nil {
+		e = &ownerIndex{}
+		r.owners[owner] = e
+	}
+	return e
+}
+
+// Get returns an owner's index, loading it on first use.
+func (r *Indexes) Get(owner string) (*index.OwnerIndex, error) {
+	e := r.entry(owner)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := r.load(owner, e); err != nil {
+		return nil, err
+	}
+	return e.x, nil
+}
+
+// Update runs fn with the owner's index while holding the owner's update
+// lock: fn writes to the store and then applies the same change to the
+// index, and no other update of that owner interleaves.
+func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uint64, err error)) error {
+	e := r.entry(owner)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := r.load(owner, e); err != nil {
+		return err
+	}
+	seq, err := fn(e.x)
+	e.dirty = true
+	e.lastSeq = max(e.lastSeq, seq)
+	return err
+}
+
+func (r *Indexes) path(owner string) string {
+	return filepath.Join(r.dir, filepath.Base(owner)+".idx")
+}
+
+// load fills e from the owner's snapshot, or from nothing, then reconciles it
+// with the store: entries the store no longer has are deleted, chunks the
+// snapshot does not cover are added. A missing or corrupt snapshot only
+// costs time.
+func (r *Indexes) load(owner string, e *ownerIndex) error {
+	if e.loaded {
+		return nil
+	}
+	x, lastSeq, err := index.ReadSnapshot(r.path(owner))
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist):
+		x = index.New(r.model, r.dim)
+	default:
+		r.log.Warn("index snapshot unusable, rebuilding from the store", "owner", owner, "err", err)
+		x, lastSeq = index.New(r.model, r.dim), 0
+	}
+	seqs, err := r.store.OwnerSeqs(owner)
+	if err != nil {
+		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+	}
+	want := make(map[uint64]bool, len(seqs))
+	var missing []uint64
+	for _, s := range seqs {
+		want[s] = true
+		if !x.Has(s) {
+			missing = append(missing, s)
+		}
+	}
+	var stale []uint64
+	for _, id := range x.IDs() {
+		if !want[id] {
+			stale = append(stale, id)
+		}
+	}
+	x.Delete(stale...)
+	added, err := r.addFromStore(x, missing)
+	if err != nil {
+		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+	}
+	if len(stale)+added > 0 {
+		r.log.Info("index caught up with the store", "owner", owner, "added", added, "removed", len(stale))
+	}
+	e.x, e.loaded, e.dirty = x, true, len(stale)+added > 0
+	if len(seqs) > 0 {
+		lastSeq = max(lastSeq, seqs[len(seqs)-1])
+	}
+	e.lastSeq = lastSeq
+	return nil
+}
+
+// catchUpBatch bounds how many chunks are read per batch while rebuilding.
+const catchUpBatch = 512
+
+func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) {
+	names := map[string]string{}
+	added := 0
+	for len(seqs) > 0 {
+		n := min(len(seqs), catchUpBatch)
+		chunks, err := r.store.ChunksBySeq(seqs[:n])
+		if err != nil {
+			return added, err
+		}
+		seqs = seqs[n:]
+		entries := make([]index.Entry, 0, len(chunks))
+		for _, c := range chunks {
+			vec, err := r.store.Vector(c.Seq)
+			if err != nil {
+				return added, err
+			}
+			if len(vec) != x.Dim() {
+				r.log.Warn("stored vector does not fit the index, skipped", "chunk", c.ID, "dim", len(vec), "index_dim", x.Dim())
+				continue
+			}
+			name, ok := names[c.DocumentID]
+			if !ok {
+				if d, err := r.store.Document(c.DocumentID); err == nil {
+					name = d.Name
+				}
+				names[c.DocumentID] = name
+			}
+			entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: entryText(name, c.Text)})
+		}
+		if err := x.Add(entries...); err != nil {
+			return added, err
+		}
+		added += len(entries)
+	}
+	return added, nil
+}
+
+// entryText is what the lexical index sees of a chunk: its document's name
+// (often the best summary of what it is about) and its text.
+func entryText(docName, text string) string {
+	if docName == "" {
+		return text
+	}
+	return docName + "\n" + text
+}
+
+// Snapshot writes every changed index to disk. It is called periodically and
+// at shutdown; an error leaves the previous snapshot in place.
+func (r *Indexes) Snapshot() error {
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return fmt.Errorf("ingest: snapshot: %w", err)
+	}
+	r.mu.Lock()
+	owners := make(map[string]*ownerIndex, len(r.owners))
+	for o, e := range r.owners {
+		owners[o] = e
+	}
+	r.mu.Unlock()
+	var errs []error
+	for owner, e := range owners {
+		e.mu.Lock()
+		if e.loaded && e.dirty {
+			if err := e.x.WriteSnapshot(r.path(owner), e.lastSeq); err != nil {
+				errs = append(errs, fmt.Errorf("ingest: snapshot %s: %w", owner, err))
+			} else {
+				e.dirty = false
+			}
+		}
+		e.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,183 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/docsift/docsift/store"
+)
+
+// bbolt lets one process open the data file. So that `docsift project
+// create` and `docsift key …` work while a server holds it, the server also
+// listens on a unix socket in the data dir, reachable only by users who can
+// already read the data, and the commands talk to it. With no server
+// running, they open the store themselves.
+
+// SocketName is the admin socket's file name in the data dir.
+const SocketName = "docsift.sock"
+
+// Admin is what the admin commands need; *store.Store is one, AdminClient
+// (the running server's socket) the other.
+type Admin interface {
+	CreateProject(name string) (*store.Project, string, error)
+	CreateKey(projectID string) (string, *store.APIKey, error)
+	Keys(projectID string) ([]store.APIKey, error)
+	RevokeKey(keyID string) (*store.APIKey, error)
+}
+
+// CreatedKey is the answer to creating a project or a key: the only time the
+// key's secret is shown.
+type CreatedKey struct {
+	ProjectID string `json:"project_id"`
+	KeyID     string `json:"key_id,omitempty"`
+	APIKey    string `json:"api_key"`
+}
+
+// ListenAdmin serves the admin API on dataDir/docsift.sock until ctx ends.
+func ListenAdmin(ctx context.Context, dataDir string, admin Admin) (func(), error) {
+	path := filepath.Join(dataDir, SocketName)
+	// The store's file lock says no other server runs here, so a socket
+	// file left behind is stale.
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("server: admin socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("server: admin socket: %w", err)
+	}
+	srv := &http.Server{Handler: adminHandler(admin), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return func() { srv.Close(); os.Remove(path) }, nil
+}
+
+func adminHandler(admin Admin) http.Handler {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, v any, err error) {
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			status := http.StatusInternalServerError
+			if errors.Is(err, store.ErrNotFound) {
+				status = http.StatusNotFound
+			}
+			w.WriteHeader(status)
+			v = errorBody{Error: err.Error()}
+		}
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("POST /projects", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Name string }
+		json.NewDecoder(r.Body).Decode(&req)
+		p, secret, err := admin.CreateProject(req.Name)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		reply(w, CreatedKey{ProjectID: p.ID, APIKey: secret}, nil)
+	})
+	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ ProjectID string }
+		json.NewDecoder(r.Body).Decode(&req)
+		secret, k, err := admin.CreateKey(req.ProjectID)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		reply(w, CreatedKey{ProjectID: k.ProjectID, KeyID: k.ID, APIKey: secret}, nil)
+	})
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
+		keys, err := admin.Keys(r.URL.Query().Get("project_id"))
+		reply(w, keys, err)
+	})
+	mux.HandleFunc("POST /keys/revoke", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ KeyID string }
+		json.NewDecoder(r.Body).Decode(&req)
+		k, err := admin.RevokeKey(req.KeyID)
+		reply(w, k, err)
+	})
+	return mux
+}
+
+// AdminClient talks to a running server's admin socket.
+type AdminClient struct{ http *http.Client }
+
+// DialAdmin returns a client of the server running on dataDir, or an error
+// when none answers there.
+func DialAdmin(dataDir string) (*AdminClient, error) {
+	path := filepath.Join(dataDir, SocketName)
+	c := &AdminClient{http: &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}},
+	}}
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	conn.Close()
+	return c, nil
+}
+
+func (c *AdminClient) call(method, path string, body, out any) error {
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequest(method, "http://docsift"+path, rd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e errorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		if resp.StatusCode == http.StatusNotFound {
+			return fmt.Errorf("%s: %w", e.Error, store.ErrNotFound)
+		}
+		return errors.New(e.Error)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func (c *AdminClient) CreateProject(name string) (*store.Project, string, error) {
+	var out CreatedKey
+	err := c.call("POST", "/projects", map[string]string{"Name": name}, &out)
+	return &store.Project{ID: out.ProjectID, Name: name}, out.APIKey, err
+}
+
+func (c *AdminClient) CreateKey(projectID string) (string, *store.APIKey, error) {
+	var out CreatedKey
+	err := c.call("POST", "/keys", map[string]string{"ProjectID": projectID}, &out)
+	return out.APIKey, &store.APIKey{ID: out.KeyID, ProjectID: out.ProjectID}, err
+}
+
+func (c *AdminClient) Keys(projectID string) ([]store.APIKey, error) {
+	var keys []store.APIKey
+	err := c.call("GET", "/keys?project_id="+url.QueryEscape(projectID), nil, &keys)
+	return keys, err
+}
+
+func (c *AdminClient) RevokeKey(keyID string) (*store.APIKey, error) {
+	var k store.APIKey
+	err := c.call("POST", "/keys/revoke", map[string]string{"KeyID": keyID}, &k)
+	return &k, err
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/docsift/docsift/store"
+	"github.com/labstack/echo/v4"
+)
+
+// maxNameLen bounds customer and document names: they are labels, and a
+// megabyte "name" is a mistake worth saying so about.
+const maxNameLen = 200
+
+type createCustomerRequest struct {
+	ProjectID string `json:"project_id"`
+	Name      string `json:"name"`
+}
+
+func (s *Server) createCustomer(c echo.Context) error {
+	var req createCustomerRequest
+	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
+		return err
+	}
+	if err := checkProject(c, req.ProjectID); err != nil {
+		return err
+	}
+	name := strings.TrimSpace(req.Name)
+	if err := checkName("name", name, true); err != nil {
+		return err
+	}
+	cus, err := s.store.CreateCustomer(req.ProjectID, name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cus)
+}
+
+func (s *Server) listCustomers(c echo.Context) error {
+	cs, err := s.store.Customers(project(c).ID)
+	if err != nil {
+		return err
+	}
+	if cs == nil {
+		cs = []store.Customer{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"customers": cs})
+}
+
+func checkName(field, name string, required bool) error {
+	switch {
+	case name == "" && required:
+		return badRequest("%s is required", field)
+	case utf8.RuneCountInString(name) > maxNameLen:
+		return badRequest("%s is longer than %d characters", field, maxNameLen)
+	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return badRequest("%s must not contain control characters", field)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+// Package server is docsift's HTTP API: echo routes, bearer-key auth,
+// request validation, and the mapping of every failure to a JSON error with
+// a fitting status. Handlers validate and translate; the work happens in
+// ingest (uploads, search), store (records) and llm (answers).
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/store"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxFileBytes = 64 << 20
+	DefaultMaxTextBytes = 10 << 20
+	DefaultSessionTTL   = time.Hour
+	DefaultSubpageTTL   = 24 * time.Hour
+
+	// maxJSONBytes bounds the body of every JSON endpoint but /upload/text.
+	maxJSONBytes = 1 << 20
+	// multipartOverhead is what the part headers and the data part may
+	// add to a file upload's body beyond the file itself.
+	multipartOverhead = 1 << 20
+)
+
+// Config is what the server needs to know beyond its parts.
+type Config struct {
+	BaseURL      string // how clients reach the server, for session and subpage URLs
+	MaxFileBytes int64
+	MaxTextBytes int64
+	SessionTTL   time.Duration
+	SubpageTTL   time.Duration
+	Version      string
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxFileBytes <= 0 {
+		c.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if c.MaxTextBytes <= 0 {
+		c.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.SubpageTTL <= 0 {
+		c.SubpageTTL = DefaultSubpageTTL
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	return c
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg      Config
+	store    *store.Store
+	engine   *ingest.Engine
+	answerer llm.Answerer
+	fallback llm.Answerer // answers when answerer fails
+	log      *slog.Logger
+	echo     *echo.Echo
+}
+
+// New builds the API over its parts.
+func New(cfg Config, st *store.Store, engine *ingest.Engine, answerer llm.Answerer, log *slog.Logger) *Server {
+	s := &Server{
+		cfg: cfg.withDefaults(), store: st, engine: engine,
+		answerer: answerer, fallback: llm.NewExtractive(), log: log,
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RequestID())
+	e.Use(s.logRequests)
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.Error("panic in handler", "request_id", requestID(c), "route", c.Path(), "err", err, "stack", string(stack))
+			return err
+		},
+	}))
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/openapi.json", s.openAPI)
+	e.GET("/s/:token", s.sessionPage)
+
+	// The key is checked per route, not on a group: a group's middleware
+	// would answer 401 instead of 404 for paths that do not exist.
+	api := func(method, path string, h echo.HandlerFunc) { e.Add(method, path, h, s.requireKey) }
+	api(http.MethodPost, "/customer/create", s.createCustomer)
+	api(http.MethodGet, "/customers", s.listCustomers)
+	api(http.MethodPost, "/session/multi-tenant", s.createMultiTenantSession)
+	api(http.MethodPost, "/session/single-tenant", s.createSingleTenantSession)
+	api(http.MethodPost, "/upload/text", s.uploadText)
+	api(http.MethodPost, "/upload/file", s.uploadFile)
+	api(http.MethodPost, "/query/customer", s.queryCustomer)
+	api(http.MethodPost, "/query/project", s.queryProject)
+	api(http.MethodGet, "/jobs/:job_id", s.getJob)
+	api(http.MethodGet, "/documents", s.listDocuments)
+	api(http.MethodGet, "/documents/:document_id", s.getDocument)
+	api(http.MethodDelete, "/documents/:document_id", s.deleteDocument)
+	s.echo = e
+	return s
+}
+
+// Handler is the API as an http.Handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Echo exposes the router, for tests that walk its routes.
+func (s *Server) Echo() *echo.Echo { return s.echo }
+
+// logRequests writes one line per request. It logs the route pattern, not
+// the path: session paths carry their token, which is a credential.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "(no route)"
+		}
+		s.log.Info("request",
+			"request_id", requestID(c),
+			"method", c.Request().Method,
+			"route", route,
+			"status", c.Response().Status,
+			"bytes", c.Response().Size,
+			"ms", float64(time.Since(start).Microseconds())/1000,
+		)
+		return nil
+	}
+}
+
+func requestID(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+}

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/docsift/docsift/store"
+	"github.com/labstack/echo/v4"
+)
+
+// Session services. "all" means every service this server offers.
+const (
+	serviceAll         = "all"
+	serviceFileUpload  = "file_upload"
+	serviceGoogleDrive = "google_drive"
+)
+
+var knownServices = []string{serviceAll, serviceFileUpload, serviceGoogleDrive}
+
+type sessionRequest struct {
+	ProjectID  string   `json:"project_id"`
+	CustomerID string   `json:"customer_id"`
+	Services   []string `json:"services"`
+	SuccessURL string   `json:"success_url"`
+	CancelURL  string   `json:"cancel_url"`
+}
+
+type sessionResponse struct {
+	URL       string    `json:"url"`
+	SessionID string    `json:"session_id"`
+	OwnerID   string    `json:"owner_id"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func (s *Server) createMultiTenantSession(c echo.Context) error {
+	var req sessionRequest
+	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
+		return err
+	}
+	if err := checkProject(c, req.ProjectID); err != nil {
+		return err
+	}
+	cus, err := s.customerOf(c, req.CustomerID)
+	if err != nil {
+		return err
+	}
+	return s.createSession(c, req, cus.ID)
+}
+
+func (s *Server) createSingleTenantSession(c echo.Context) error {
+	var req sessionRequest
+	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
+		return err
+	}
+	if err := checkProject(c, req.ProjectID); err != nil {
+		return err
+	}
+	if req.CustomerID != "" {
+		return badRequest("customer_id is not accepted by /session/single-tenant: use /session/multi-tenant for a customer's session")
+	}
+	return s.createSession(c, req, req.ProjectID)
+}
+
+func (s *Server) createSession(c echo.Context, req sessionRequest, owner string) error {
+	if err := checkServices(req.Services); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, value string }{{"success_url", req.SuccessURL}, {"cancel_url", req.CancelURL}} {
+		if err := checkRedirectURL(f.name, f.value); err != nil {
+			return err
+		}
+	}
+	sess, token, err := s.store.CreateSession(store.Session{
+		ProjectID: req.ProjectID, OwnerID: owner, CustomerID: req.CustomerID,
+		Services: req.Services, SuccessURL: req.SuccessURL, CancelURL: req.CancelURL,
+	}, s.cfg.SessionTTL)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sessionResponse{
+		URL: s.cfg.BaseURL + "/s/" + token, SessionID: sess.ID, OwnerID: owner, ExpiresAt: sess.ExpiresAt,
+	})
+}
+
+// checkServices accepts a non-empty list of known services that leaves the
+// end user something to do. This server has no Google OAuth client, so a
+// Drive-only session would open on a page with nothing to use.
+func checkServices(services []string) error {
+	if len(services) == 0 {
+		return badRequest("services is required: a non-empty list of %q", knownServices)
+	}
+	usable := false
+	for _, sv := range services {
+		if !slices.Contains(knownServices, sv) {
+			return badRequest("services holds unknown service %q: allowed are %q", sv, knownServices)
+		}
+		usable = usable || sv != serviceGoogleDrive
+	}
+	if !usable {
+		return badRequest("services: Google Drive import is not available on this server (no Google OAuth client is configured); include %q or %q", serviceFileUpload, serviceAll)
+	}
+	return nil
+}
+
+// checkRedirectURL accepts only absolute http(s) URLs: the end user's browser
+// is sent there, so javascript:, data: and relative URLs are refused.
+func checkRedirectURL(field, raw string) error {
+	if raw == "" {
+		return badRequest("%s is required", field)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return badRequest("%s must be an absolute http or https URL, got %q", field, raw)
+	}
+	return nil
+}
+
+// sessionPage is where a session's URL lands. The hosted upload page is not
+// built yet; this says so, and says whether the session is usable.
+func (s *Server) sessionPage(c echo.Context) error {
+	sess, err := s.store.SessionByToken(c.Param("token"))
+	c.Response().Header().Set("Referrer-Policy", "no-referrer")
+	c.Response().Header().Set("Cache-Control", "no-store")
+	switch {
+	case err != nil:
+		return c.HTML(http.StatusNotFound, page("Upload link not found", "This upload link is not valid. Ask the site that sent you here for a new one."))
+	case sess.Expired(s.store.Now()):
+		return c.HTML(http.StatusGone, page("Upload link expired", "This upload link has expired. Ask the site that sent you here for a new one."))
+	}
+	return c.HTML(http.StatusOK, page("Upload page coming", fmt.Sprintf("This session is valid until %s. The hosted upload page is not available in this version yet.", sess.ExpiresAt.Format(time.RFC1123))))
+}
+
+func page(title, body string) string {
+	return `<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>` +
+		title + ` · docsift</title><body style="font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem"><h1>` +
+		title + `</h1><p>` + body + `</p></body></html>`
+}

@@ -1,0 +1,204 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/pdf"
+	"github.com/docsift/docsift/store"
+	"github.com/labstack/echo/v4"
+)
+
+// Metadata limits: metadata is for the caller's own labels (a source URL, a
+// department), not a second document.
+const (
+	maxMetadataKeys  = 64
+	maxMetadataBytes = 16 << 10
+)
+
+type uploadResponse struct {
+	JobID      string `json:"job_id"`
+	Status     string `json:"status"`
+	DocumentID string `json:"document_id"`
+}
+
+// uploadData is the JSON of /upload/text and of the data part of
+// /upload/file.
+type uploadData struct {
+	OwnerID  string            `json:"owner_id"`
+	Text     *string           `json:"text,omitempty"`
+	Name     string            `json:"name"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+func (s *Server) uploadText(c echo.Context) error {
+	var req uploadData
+	// The text limit is on the text; the body may be a little larger for
+	// JSON escaping and the other fields.
+	if err := decodeJSON(c, 2*s.cfg.MaxTextBytes+maxMetadataBytes+4096, &req); err != nil {
+		return err
+	}
+	if req.Text == nil {
+		return badRequest("text is required")
+	}
+	if int64(len(*req.Text)) > s.cfg.MaxTextBytes {
+		return errorf(http.StatusRequestEntityTooLarge, "text is %s, over the limit of %s", humanBytes(int64(len(*req.Text))), humanBytes(s.cfg.MaxTextBytes))
+	}
+	if strings.TrimSpace(*req.Text) == "" {
+		return badRequest("text is empty")
+	}
+	if req.Name == "" {
+		req.Name = "text"
+	}
+	return s.submit(c, req, []byte(*req.Text))
+}
+
+func (s *Server) uploadFile(c echo.Context) error {
+	req := c.Request()
+	mediaType, params, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+	if err != nil || mediaType != echo.MIMEMultipartForm || params["boundary"] == "" {
+		return errorf(http.StatusUnsupportedMediaType, "the request body must be multipart/form-data with a file part and a data part")
+	}
+	req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxFileBytes+multipartOverhead)
+	mr, err := req.MultipartReader()
+	if err != nil {
+		return badRequest("the multipart body could not be read: %v", err)
+	}
+	var (
+		data     *uploadData
+		file     []byte
+		fileName string
+		haveFile bool
+	)
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return s.multipartError(err)
+		}
+		switch part.FormName() {
+		case "file":
+			if haveFile {
+				return badRequest("the body holds more than one file part: send one file per request")
+			}
+			haveFile, fileName = true, part.FileName()
+			file, err = io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
+			if err != nil {
+				return s.multipartError(err)
+			}
+			if int64(len(file)) > s.cfg.MaxFileBytes {
+				return errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
+			}
+		case "data":
+			raw, err := io.ReadAll(io.LimitReader(part, maxJSONBytes+1))
+			if err != nil {
+				return s.multipartError(err)
+			}
+			if data, err = parseDataPart(raw); err != nil {
+				return err
+			}
+		default:
+			return badRequest("unknown part %q in the multipart body: send a file part and a data part", part.FormName())
+		}
+	}
+	switch {
+	case !haveFile:
+		return badRequest("the file part is missing")
+	case data == nil:
+		return badRequest(`the data part is missing: send a part named data holding {"owner_id": "..."}`)
+	case len(file) == 0:
+		return badRequest("the file is empty")
+	}
+	if data.Name == "" {
+		data.Name = fileName
+	}
+	if data.Name == "" {
+		data.Name = "upload"
+	}
+	return s.submit(c, *data, file)
+}
+
+func (s *Server) multipartError(err error) error {
+	var maxErr *http.MaxBytesError
+	if errors.As(err, &maxErr) {
+		return errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
+	}
+	return badRequest("the multipart body could not be read: %v", err)
+}
+
+// parseDataPart decodes the data part with the same strictness as a JSON body.
+func parseDataPart(raw []byte) (*uploadData, error) {
+	if len(raw) > maxJSONBytes {
+		return nil, errorf(http.StatusRequestEntityTooLarge, "the data part is over the limit of %s", humanBytes(maxJSONBytes))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var d uploadData
+	if err := dec.Decode(&d); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "":
+			return nil, badRequest("data part: field %s must be %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return nil, badRequest("data part: unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return nil, badRequest(`the data part must be a JSON object like {"owner_id": "..."}: %v`, err)
+	}
+	if d.Text != nil {
+		return nil, badRequest("data part: unknown field \"text\" (send text with /upload/text)")
+	}
+	return &d, nil
+}
+
+// submit validates the owner, name and metadata and hands the upload to the
+// pipeline.
+func (s *Server) submit(c echo.Context, req uploadData, content []byte) error {
+	owner, err := s.ownerOf(c, req.OwnerID)
+	if err != nil {
+		return err
+	}
+	if err := checkName("name", req.Name, false); err != nil {
+		return err
+	}
+	if err := checkMetadata(req.Metadata); err != nil {
+		return err
+	}
+	job, _, err := s.engine.Submit(ingest.Upload{
+		ProjectID: project(c).ID, OwnerID: owner, Name: req.Name, Metadata: req.Metadata, Data: content,
+	})
+	switch {
+	case errors.Is(err, pdf.ErrUnsupported):
+		return errorf(http.StatusUnsupportedMediaType, "%v; supported types: %s", err, strings.Join(pdf.Supported(), ", "))
+	case errors.Is(err, pdf.ErrEmpty):
+		return badRequest("the file is empty")
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusOK, uploadResponse{JobID: job.ID, Status: store.StatusPending, DocumentID: job.DocumentID})
+}
+
+func checkMetadata(m map[string]string) error {
+	if len(m) > maxMetadataKeys {
+		return badRequest("metadata has %d keys, over the limit of %d", len(m), maxMetadataKeys)
+	}
+	size := 0
+	for k, v := range m {
+		if k == "" || !utf8.ValidString(k) {
+			return badRequest("metadata keys must be non-empty strings")
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxMetadataBytes {
+		return badRequest("metadata is %s, over the limit of %s", humanBytes(int64(size)), humanBytes(maxMetadataBytes))
+	}
+	return nil
+}
