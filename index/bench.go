@@ -1,0 +1,198 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Defaults of RunIndexBench, matching `docsift bench index`.
+const (
+	benchDefaultN        = 100000
+	benchDefaultDim      = 384
+	benchDefaultQueries  = 1000
+	benchDefaultClusters = 100
+	// benchSpread is the noise around a cluster centre relative to the
+	// centre's unit length: enough that neighbours within a cluster are
+	// not trivially separated, as with real topic clusters.
+	benchSpread = 1.0
+	benchK      = 10
+)
+
+// BenchConfig sets up RunIndexBench. Zero fields take the defaults above.
+type BenchConfig struct {
+	N        int    // vectors in the index
+	Dim      int    // dimensions
+	Queries  int    // queries timed and scored
+	Clusters int    // clusters the synthetic vectors are drawn around
+	Seed     uint64 // data generator seed
+	Dir      string // where to write the snapshot; "" = a temp dir
+}
+
+// BenchResult is what RunIndexBench measured.
+type BenchResult struct {
+	N                     int     `json:"n"`
+	Dim                   int     `json:"dim"`
+	Queries               int     `json:"queries"`
+	RecallAt10            float64 `json:"recall_at_10"`
+	SearchP50Ms           float64 `json:"search_p50_ms"`
+	SearchP99Ms           float64 `json:"search_p99_ms"`
+	BuildSeconds          float64 `json:"build_seconds"`
+	BuildVectorsPerSecond float64 `json:"build_vectors_per_second"`
+	SnapshotWriteSeconds  float64 `json:"snapshot_write_seconds"`
+	SnapshotLoadSeconds   float64 `json:"snapshot_load_seconds"`
+	SnapshotLoadSpeedup   float64 `json:"snapshot_load_speedup"`
+	SnapshotBytes         int64   `json:"snapshot_bytes"`
+	BytesPerVector        float64 `json:"bytes_per_vector"`
+}
+
+// RunIndexBench measures the vector index on clustered synthetic unit
+// vectors: it computes exact top-10 ground truth by brute force, builds an
+// OwnerIndex through Add (as ingestion does), times single-threaded
+// searches, and compares loading a snapshot with rebuilding. Progress lines
+// go to progress (nil for none).
+func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
+	if cfg.N == 0 {
+		cfg.N = benchDefaultN
+	}
+	if cfg.Dim == 0 {
+		cfg.Dim = benchDefaultDim
+	}
+	if cfg.Queries == 0 {
+		cfg.Queries = benchDefaultQueries
+	}
+	if cfg.Clusters == 0 {
+		cfg.Clusters = benchDefaultClusters
+	}
+	if cfg.N < 1 || cfg.Dim < 1 || cfg.Queries < 1 {
+		return BenchResult{}, errors.New("index: bench: n, dim and queries must be positive")
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	res := BenchResult{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries}
+
+	fmt.Fprintf(progress, "generating %d clustered %d-d vectors and %d queries\n", cfg.N, cfg.Dim, cfg.Queries)
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0xbe7c4))
+	all := clusteredVectors(rng, cfg.N+cfg.Queries, cfg.Dim, cfg.Clusters, benchSpread)
+	vecs, queries := all[:cfg.N], all[cfg.N:]
+
+	fmt.Fprintf(progress, "computing exact top-%d for %d queries\n", benchK, cfg.Queries)
+	truth := groundTruth(vecs, queries, cfg.Dim)
+
+	entries := make([]Entry, cfg.N)
+	for i, v := range vecs {
+		entries[i] = Entry{ID: uint64(i), Vector: v}
+	}
+	fmt.Fprintf(progress, "building index of %d vectors\n", cfg.N)
+	before := heapInUse()
+	x := New("bench", cfg.Dim)
+	start := time.Now()
+	if err := x.Add(entries...); err != nil {
+		return res, fmt.Errorf("index: bench: %w", err)
+	}
+	build := time.Since(start)
+	res.BytesPerVector = float64(heapInUse()-before) / float64(cfg.N)
+	res.BuildSeconds = build.Seconds()
+	res.BuildVectorsPerSecond = float64(cfg.N) / build.Seconds()
+	fmt.Fprintf(progress, "built in %.1fs (%.0f vectors/s)\n", res.BuildSeconds, res.BuildVectorsPerSecond)
+
+	fmt.Fprintf(progress, "searching %d queries, one thread\n", cfg.Queries)
+	lat := make([]time.Duration, len(queries))
+	var found int
+	for i, q := range queries {
+		t := time.Now()
+		hits := x.Search(Query{Vector: q, K: benchK})
+		lat[i] = time.Since(t)
+		for _, h := range hits {
+			if slices.Contains(truth[i], uint32(h.ID)) {
+				found++
+			}
+		}
+	}
+	res.RecallAt10 = float64(found) / float64(len(queries)*benchK)
+	slices.Sort(lat)
+	res.SearchP50Ms = ms(lat[len(lat)/2])
+	res.SearchP99Ms = ms(lat[len(lat)*99/100])
+
+	dir := cfg.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "docsift-bench-")
+		if err != nil {
+			return res, fmt.Errorf("index: bench: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	path := filepath.Join(dir, "bench.idx")
+	fmt.Fprintf(progress, "writing and loading snapshot %s\n", path)
+	start = time.Now()
+	if err := x.WriteSnapshot(path, uint64(cfg.N)); err != nil {
+		return res, fmt.Errorf("index: bench: %w", err)
+	}
+	res.SnapshotWriteSeconds = time.Since(start).Seconds()
+	if st, err := os.Stat(path); err == nil {
+		res.SnapshotBytes = st.Size()
+	}
+	x = nil
+	runtime.GC()
+	start = time.Now()
+	y, _, err := ReadSnapshot(path)
+	if err != nil {
+		return res, fmt.Errorf("index: bench: %w", err)
+	}
+	load := time.Since(start)
+	res.SnapshotLoadSeconds = load.Seconds()
+	res.SnapshotLoadSpeedup = build.Seconds() / load.Seconds()
+	if y.Len() != cfg.N {
+		return res, fmt.Errorf("index: bench: loaded %d vectors, wrote %d", y.Len(), cfg.N)
+	}
+	fmt.Fprintf(progress, "recall@10 %.4f, p50 %.3f ms, load %.2fs (%.0fx faster than build)\n",
+		res.RecallAt10, res.SearchP50Ms, res.SnapshotLoadSeconds, res.SnapshotLoadSpeedup)
+	return res, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// heapInUse is the live heap after a collection, for memory per vector.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// groundTruth returns the exact top-k slots of every query, scanning in
+// parallel: it is the reference, so it must not share code paths with the
+// graph beyond the dot product.
+func groundTruth(vecs, queries [][]float32, dim int) [][]uint32 {
+	vs := newVectorSet(dim)
+	vs.data = make([]float32, 0, len(vecs)*dim)
+	for i, v := range vecs {
+		vs.add(uint64(i), v)
+	}
+	exact := exactSearcher{vs}
+	truth := make([][]uint32, len(queries))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(queries); i += workers {
+				for _, s := range exact.search(queries[i], benchK) {
+					truth[i] = append(truth[i], s.slot)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return truth
+}

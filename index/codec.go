@@ -1,0 +1,152 @@
+package index
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// encoder writes little-endian fields to a buffered writer and remembers the
+// first error, so the snapshot writer reads as a list of fields.
+type encoder struct {
+	w   *bufio.Writer
+	buf [8]byte
+	err error
+}
+
+func (e *encoder) bytes(b []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+	}
+}
+
+func (e *encoder) u8(v uint8) { e.bytes([]byte{v}) }
+
+func (e *encoder) u32(v uint32) {
+	binary.LittleEndian.PutUint32(e.buf[:4], v)
+	e.bytes(e.buf[:4])
+}
+
+func (e *encoder) u64(v uint64) {
+	binary.LittleEndian.PutUint64(e.buf[:8], v)
+	e.bytes(e.buf[:8])
+}
+
+func (e *encoder) str(s string) {
+	e.u32(uint32(len(s)))
+	if e.err == nil {
+		_, e.err = e.w.WriteString(s)
+	}
+}
+
+// f32s writes floats through a fixed scratch buffer: one Write per 16 KiB
+// instead of one per value.
+func (e *encoder) f32s(v []float32) {
+	var scratch [4096 * 4]byte
+	for len(v) > 0 && e.err == nil {
+		n := min(len(v), len(scratch)/4)
+		for i, f := range v[:n] {
+			binary.LittleEndian.PutUint32(scratch[4*i:], math.Float32bits(f))
+		}
+		e.bytes(scratch[:4*n])
+		v = v[n:]
+	}
+}
+
+func (e *encoder) u32s(v []uint32) {
+	var scratch [4096 * 4]byte
+	for len(v) > 0 && e.err == nil {
+		n := min(len(v), len(scratch)/4)
+		for i, x := range v[:n] {
+			binary.LittleEndian.PutUint32(scratch[4*i:], x)
+		}
+		e.bytes(scratch[:4*n])
+		v = v[n:]
+	}
+}
+
+// errShort reports a field that runs past the end of the content.
+var errShort = errors.New("truncated field")
+
+// decoder reads what encoder wrote from an in-memory buffer, checking every
+// length against what is left so that no field can make it allocate more
+// than the file holds.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(d.b) {
+		d.err = errShort
+		return nil
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) u8() uint8 {
+	if b := d.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (d *decoder) u32() uint32 {
+	if b := d.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (d *decoder) u64() uint64 {
+	if b := d.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+func (d *decoder) str() string {
+	return string(d.take(int(d.u32())))
+}
+
+// count reads a length prefix for items of size bytes each and fails when
+// the rest of the buffer cannot hold that many.
+func (d *decoder) count(size int) int {
+	n := int(d.u32())
+	if d.err == nil && n*size > len(d.b) {
+		d.err = fmt.Errorf("count %d exceeds remaining %d bytes", n, len(d.b))
+		return 0
+	}
+	return n
+}
+
+func (d *decoder) f32s(n int) []float32 {
+	b := d.take(4 * n)
+	if b == nil {
+		return nil
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+func (d *decoder) u32s(n int) []uint32 {
+	b := d.take(4 * n)
+	if b == nil {
+		return nil
+	}
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}

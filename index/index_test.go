@@ -1,0 +1,301 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+)
+
+func testVectors(n, dim int, seed uint64) [][]float32 {
+	return clusteredVectors(rand.New(rand.NewPCG(seed, 1)), n, dim, 20, 1.0)
+}
+
+// bruteForce is the reference: every dot product, sorted.
+func bruteForce(vecs [][]float32, live func(int) bool, q []float32, k int) []int {
+	type pair struct {
+		i int
+		s float64
+	}
+	var all []pair
+	for i, v := range vecs {
+		if !live(i) {
+			continue
+		}
+		var s float64
+		for j := range v {
+			s += float64(v[j]) * float64(q[j])
+		}
+		all = append(all, pair{i, s})
+	}
+	sort.Slice(all, func(a, b int) bool { return all[a].s > all[b].s })
+	var out []int
+	for _, p := range all[:min(k, len(all))] {
+		out = append(out, p.i)
+	}
+	return out
+}
+
+func entries(vecs [][]float32, firstID uint64) []Entry {
+	es := make([]Entry, len(vecs))
+	for i, v := range vecs {
+		es[i] = Entry{ID: firstID + uint64(i), Vector: v}
+	}
+	return es
+}
+
+func TestExactSearchMatchesBruteForce(t *testing.T) {
+	for _, n := range []int{1, 10, 500} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			const dim = 32
+			vecs := testVectors(n, dim, 1)
+			x := New("m", dim)
+			if err := x.Add(entries(vecs, 0)...); err != nil {
+				t.Fatal(err)
+			}
+			for qi, q := range testVectors(20, dim, 2) {
+				got := x.Search(Query{Vector: q, K: 10})
+				want := bruteForce(vecs, func(int) bool { return true }, q, 10)
+				if len(got) != len(want) {
+					t.Fatalf("query %d: %d hits, want %d", qi, len(got), len(want))
+				}
+				for i := range want {
+					if got[i].ID != uint64(want[i]) {
+						t.Fatalf("query %d rank %d: got %d, want %d", qi, i, got[i].ID, want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAddValidatesDim(t *testing.T) {
+	x := New("m", 4)
+	err := x.Add(Entry{ID: 1, Vector: []float32{1, 0, 0, 0}}, Entry{ID: 2, Vector: []float32{1}})
+	if err == nil {
+		t.Fatal("want error for wrong dimension")
+	}
+	if x.Len() != 0 {
+		t.Fatalf("a failed Add changed the index: Len %d", x.Len())
+	}
+}
+
+func TestReplaceAndDelete(t *testing.T) {
+	x := New("m", 2)
+	must(t, x.Add(
+		Entry{ID: 1, Vector: []float32{1, 0}, Text: "red apple"},
+		Entry{ID: 2, Vector: []float32{0, 1}, Text: "green pear"},
+	))
+	// Replace 1 with a vector and text pointing elsewhere.
+	must(t, x.Add(Entry{ID: 1, Vector: []float32{0, 1}, Text: "yellow banana"}))
+	if x.Len() != 2 {
+		t.Fatalf("Len %d after replace, want 2", x.Len())
+	}
+	if hits := x.Search(Query{Text: "apple", K: 5}); len(hits) != 0 {
+		t.Fatalf("replaced text still found: %v", hits)
+	}
+	if hits := x.Search(Query{Text: "banana", K: 5}); len(hits) != 1 || hits[0].ID != 1 {
+		t.Fatalf("new text not found: %v", hits)
+	}
+	x.Delete(2, 99)
+	if x.Has(2) || !x.Has(1) || x.Len() != 1 {
+		t.Fatalf("after delete: Has(2)=%v Has(1)=%v Len=%d", x.Has(2), x.Has(1), x.Len())
+	}
+	for _, q := range []Query{{Vector: []float32{0, 1}, K: 5}, {Text: "pear", K: 5}, {Vector: []float32{0, 1}, Text: "green pear", K: 5}} {
+		for _, h := range x.Search(q) {
+			if h.ID == 2 {
+				t.Fatalf("deleted id returned for %+v", q)
+			}
+		}
+	}
+	if ids := x.IDs(); len(ids) != 1 || ids[0] != 1 {
+		t.Fatalf("IDs %v", ids)
+	}
+}
+
+func TestDeleteManyCompacts(t *testing.T) {
+	const dim = 8
+	vecs := testVectors(2000, dim, 3)
+	es := entries(vecs, 0)
+	for i := range es {
+		es[i].Text = fmt.Sprintf("doc%d common", i)
+	}
+	x := New("m", dim)
+	must(t, x.Add(es...))
+	var dead []uint64
+	for i := 0; i < 2000; i += 2 {
+		dead = append(dead, uint64(i))
+	}
+	x.Delete(dead...)
+	if x.Len() != 1000 {
+		t.Fatalf("Len %d", x.Len())
+	}
+	hits := x.Search(Query{Text: "common", K: 2000})
+	if len(hits) != 1000 {
+		t.Fatalf("%d lexical hits, want 1000", len(hits))
+	}
+	for _, h := range hits {
+		if h.ID%2 == 0 {
+			t.Fatalf("deleted %d returned", h.ID)
+		}
+	}
+	q := vecs[10]
+	got := x.Search(Query{Vector: q, K: 10})
+	want := bruteForce(vecs, func(i int) bool { return i%2 == 1 }, q, 10)
+	for i := range want {
+		if got[i].ID != uint64(want[i]) {
+			t.Fatalf("rank %d: got %d want %d", i, got[i].ID, want[i])
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHybridFusion(t *testing.T) {
+	// Doc 1 wins on text, doc 2 on vector, doc 3 is good on both and must
+	// come first in the fused ranking.
+	x := New("m", 2)
+	s := float32(math.Sqrt(0.5))
+	must(t, x.Add(
+		Entry{ID: 1, Vector: []float32{0, 1}, Text: "solar panel solar panel efficiency"},
+		Entry{ID: 2, Vector: []float32{1, 0}, Text: "unrelated words here"},
+		Entry{ID: 3, Vector: []float32{s + 0.2, s - 0.2}, Text: "solar panel efficiency"},
+		Entry{ID: 4, Vector: []float32{-1, 0}, Text: "nothing"},
+	))
+	hits := x.Search(Query{Vector: []float32{1, 0}, Text: "solar panel efficiency", K: 3})
+	if len(hits) != 3 || hits[0].ID != 3 {
+		t.Fatalf("fused ranking %v, want id 3 first", hits)
+	}
+	for i := 1; i < len(hits); i++ {
+		if hits[i].Score > hits[i-1].Score {
+			t.Fatalf("not sorted: %v", hits)
+		}
+	}
+	// Lexical only (embedder down) and vector only.
+	if hits := x.Search(Query{Text: "efficiency", K: 10}); len(hits) != 2 {
+		t.Fatalf("lexical only: %v", hits)
+	}
+	if hits := x.Search(Query{Vector: []float32{1, 0}, K: 1}); len(hits) != 1 || hits[0].ID != 2 {
+		t.Fatalf("vector only: %v", hits)
+	}
+	if hits := x.Search(Query{K: 10}); hits != nil {
+		t.Fatalf("empty query: %v", hits)
+	}
+}
+
+func TestConcurrentAddSearch(t *testing.T) {
+	const dim = 16
+	vecs := testVectors(3000, dim, 4)
+	x := New("m", dim)
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(vecs); i += 2 * 50 {
+				end := min(i+50, len(vecs))
+				es := entries(vecs[i:end], uint64(i))
+				for j := range es {
+					es[j].Text = fmt.Sprintf("word%d shared", j)
+				}
+				must(t, x.Add(es...))
+				x.Delete(uint64(i))
+			}
+		}()
+	}
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				q := Query{Vector: vecs[(i*7+r)%len(vecs)], Text: "shared word3", K: 5}
+				for _, h := range x.Search(q) {
+					if h.ID%100 == 0 && h.ID < 3000 && !x.Has(h.ID) {
+						// Deleted between search and check is allowed; nothing to assert.
+						continue
+					}
+				}
+				x.Len()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	const dim = 16
+	vecs := testVectors(300, dim, 5)
+	es := entries(vecs, 1000)
+	for i := range es {
+		es[i].Text = fmt.Sprintf("chunk %d about topic%d", i, i%7)
+	}
+	x := New("builtin-v1", dim)
+	must(t, x.Add(es...))
+	x.Delete(1000, 1001)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 4242))
+	y, seq, err := ReadSnapshot(path)
+	must(t, err)
+	if seq != 4242 || y.Model() != "builtin-v1" || y.Dim() != dim || y.Len() != x.Len() {
+		t.Fatalf("got seq %d model %q dim %d len %d", seq, y.Model(), y.Dim(), y.Len())
+	}
+	for i := range 20 {
+		q := Query{Vector: vecs[i*3], Text: fmt.Sprintf("topic%d", i%7), K: 10}
+		a, b := x.Search(q), y.Search(q)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("query %d differs after reload:\n%v\n%v", i, a, b)
+		}
+	}
+	// The loaded index keeps working.
+	must(t, y.Add(Entry{ID: 1, Vector: vecs[0], Text: "fresh"}))
+	y.Delete(1002)
+	if !y.Has(1) || y.Has(1002) {
+		t.Fatal("loaded index does not accept changes")
+	}
+}
+
+func TestCorruptSnapshot(t *testing.T) {
+	x := New("m", 4)
+	must(t, x.Add(Entry{ID: 1, Vector: []float32{1, 0, 0, 0}, Text: "hello world"}))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "good")
+	must(t, x.WriteSnapshot(path, 1))
+	good, err := os.ReadFile(path)
+	must(t, err)
+
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)/2] ^= 0x40
+	cases := map[string][]byte{
+		"empty":     {},
+		"garbage":   []byte("not a snapshot at all, just text"),
+		"truncated": good[:len(good)-7],
+		"half":      good[:len(good)/2],
+		"bit flip":  flipped,
+		"no crc":    good[:len(good)-4],
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(dir, "bad")
+			must(t, os.WriteFile(p, b, 0o600))
+			if _, _, err := ReadSnapshot(p); !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("err = %v, want ErrCorruptSnapshot", err)
+			}
+		})
+	}
+	if _, _, err := ReadSnapshot(filepath.Join(dir, "missing")); err == nil || errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("missing file: err = %v, want a plain not-exist error", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("temp files left behind: %v", entries)
+	}
+}

@@ -1,0 +1,318 @@
+package ollamatest
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/ollama/ollama/api"
+)
+
+const (
+	// chatModelDim is the dimension a chat model's embeddings have here:
+	// Ollama embeds with any model, not only embedding models.
+	chatModelDim = 64
+
+	// chatPieceRunes is the size of one streamed chat piece: small, so that
+	// tags and words are split across pieces as a real model's tokens split
+	// them.
+	chatPieceRunes = 3
+
+	// DefaultReply is the chat answer unless SetReply changes it.
+	DefaultReply = "The sources answer the question [1]."
+
+	// pullTotal is the size of the single layer a pull pretends to fetch.
+	pullTotal = 1000
+)
+
+func (s *Server) handleTags(w http.ResponseWriter) {
+	s.mu.Lock()
+	var list []api.ListModelResponse
+	for _, m := range s.models {
+		list = append(list, api.ListModelResponse{
+			Name:       m.Name,
+			Model:      m.Name,
+			ModifiedAt: time.Now().UTC(),
+			Size:       int64(1 << 20),
+			Digest:     digest(m.Name),
+			Details:    details(m),
+		})
+	}
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	writeJSON(w, http.StatusOK, api.ListResponse{Models: list})
+}
+
+func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
+	var req api.ShowRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	name := req.Model
+	if name == "" {
+		name = req.Name
+	}
+	if name == "" {
+		writeError(w, http.StatusBadRequest, "model is required")
+		return
+	}
+	m, ok := s.lookup(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("model '%s' not found", name))
+		return
+	}
+	d := details(m)
+	dim, capability := chatModelDim, "completion"
+	if m.Dim > 0 {
+		dim, capability = m.Dim, "embedding"
+	}
+	// Written as a map: the response's capability type lives in a package
+	// of Ollama's that docsift does not otherwise need.
+	writeJSON(w, http.StatusOK, map[string]any{
+		"details": d,
+		"model_info": map[string]any{
+			"general.architecture":         d.Family,
+			d.Family + ".embedding_length": dim,
+			d.Family + ".context_length":   8192,
+		},
+		"capabilities": []string{capability},
+		"modified_at":  time.Now().UTC(),
+	})
+}
+
+func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request) {
+	var req api.EmbedRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	var input []string
+	switch in := req.Input.(type) {
+	case nil:
+	case string:
+		if in != "" {
+			input = []string{in}
+		}
+	case []any:
+		for _, v := range in {
+			str, ok := v.(string)
+			if !ok {
+				writeError(w, http.StatusBadRequest, "invalid input type")
+				return
+			}
+			input = append(input, str)
+		}
+	default:
+		writeError(w, http.StatusBadRequest, "invalid input type")
+		return
+	}
+	m, ok := s.lookup(req.Model)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("model '%s' not found", req.Model))
+		return
+	}
+	s.mu.Lock()
+	s.embeds = append(s.embeds, req)
+	scale := s.scale
+	s.mu.Unlock()
+
+	dim := m.Dim
+	if dim == 0 {
+		dim = chatModelDim
+	}
+	vecs := make([][]float32, len(input))
+	for i, text := range input {
+		vecs[i] = Embedding(text, dim)
+		for j := range vecs[i] {
+			vecs[i][j] *= scale
+		}
+	}
+	writeJSON(w, http.StatusOK, api.EmbedResponse{
+		Model:           req.Model,
+		Embeddings:      vecs,
+		TotalDuration:   time.Millisecond,
+		PromptEvalCount: len(input),
+	})
+}
+
+// Embedding is the stand-in's vector for text: each lower-cased word hashed
+// to a signed coordinate, then unit-normalized. Texts sharing words are
+// close, so retrieval through the stand-in behaves sensibly in tests.
+func Embedding(text string, dim int) []float32 {
+	v := make([]float32, dim)
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	if len(words) == 0 {
+		words = []string{text}
+	}
+	for _, w := range words {
+		h := fnv.New64a()
+		h.Write([]byte(w))
+		sum := h.Sum64()
+		sign := float32(1)
+		if sum>>63 == 1 {
+			sign = -1
+		}
+		v[sum%uint64(dim)] += sign
+	}
+	var norm float64
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	if norm > 0 {
+		inv := float32(1 / math.Sqrt(norm))
+		for i := range v {
+			v[i] *= inv
+		}
+	}
+	return v
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req api.ChatRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Model == "" {
+		writeError(w, http.StatusBadRequest, "model is required")
+		return
+	}
+	m, ok := s.lookup(req.Model)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("model '%s' not found", req.Model))
+		return
+	}
+	if m.Dim > 0 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q does not support chat", req.Model))
+		return
+	}
+	s.mu.Lock()
+	s.chats = append(s.chats, req)
+	reply, think, truncate := s.reply, s.think, s.truncate
+	s.mu.Unlock()
+
+	text := DefaultReply
+	if reply != nil {
+		text = reply(&req)
+	}
+	if think != "" {
+		text = "<think>" + think + "</think>\n\n" + text
+	}
+
+	final := api.ChatResponse{
+		Model:      req.Model,
+		CreatedAt:  time.Now().UTC(),
+		Message:    api.Message{Role: "assistant"},
+		Done:       true,
+		DoneReason: "stop",
+		Metrics:    api.Metrics{TotalDuration: time.Millisecond, EvalCount: len(text)},
+	}
+	if req.Stream != nil && !*req.Stream {
+		final.Message.Content = text
+		writeJSON(w, http.StatusOK, final)
+		return
+	}
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	pieces := split(text, chatPieceRunes)
+	if truncate {
+		pieces = pieces[:len(pieces)/2]
+	}
+	for _, p := range pieces {
+		if r.Context().Err() != nil {
+			return
+		}
+		writeLine(w, api.ChatResponse{
+			Model:     req.Model,
+			CreatedAt: time.Now().UTC(),
+			Message:   api.Message{Role: "assistant", Content: p},
+		})
+	}
+	if !truncate {
+		writeLine(w, final)
+	}
+}
+
+func (s *Server) handlePull(w http.ResponseWriter, r *http.Request) {
+	var req api.PullRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	name := req.Model
+	if name == "" {
+		name = req.Name
+	}
+	s.mu.Lock()
+	m, ok := s.library[canonical(name)]
+	s.mu.Unlock()
+	if !ok {
+		// Ollama reports an unknown model as the stream's first item, which
+		// makes it a plain 500.
+		writeError(w, http.StatusInternalServerError, "pull model manifest: file does not exist")
+		return
+	}
+	d := digest(m.Name)
+	steps := []api.ProgressResponse{{Status: "pulling manifest"}}
+	for c := int64(0); c <= pullTotal; c += pullTotal / 4 {
+		steps = append(steps, api.ProgressResponse{Status: "pulling " + d[7:19], Digest: d, Total: pullTotal, Completed: c})
+	}
+	steps = append(steps,
+		api.ProgressResponse{Status: "verifying sha256 digest"},
+		api.ProgressResponse{Status: "writing manifest"},
+		api.ProgressResponse{Status: "success"},
+	)
+	s.AddModel(m)
+	if req.Stream != nil && !*req.Stream {
+		writeJSON(w, http.StatusOK, api.ProgressResponse{Status: "success"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	for _, p := range steps {
+		if r.Context().Err() != nil {
+			return
+		}
+		writeLine(w, p)
+	}
+}
+
+// writeLine writes one NDJSON line and flushes it, as Ollama streams.
+func writeLine(w http.ResponseWriter, v any) {
+	b, _ := json.Marshal(v)
+	w.Write(append(b, '\n'))
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// split cuts s into pieces of n runes.
+func split(s string, n int) []string {
+	var out []string
+	runes := []rune(s)
+	for len(runes) > 0 {
+		k := min(n, len(runes))
+		out = append(out, string(runes[:k]))
+		runes = runes[k:]
+	}
+	return out
+}
+
+func digest(name string) string {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("sha256:%016x%048x", h.Sum64(), 0)
+}
+
+func details(m Model) api.ModelDetails {
+	if m.Dim > 0 {
+		return api.ModelDetails{Format: "gguf", Family: "nomic-bert", Families: []string{"nomic-bert"}, ParameterSize: "137M", QuantizationLevel: "F16"}
+	}
+	return api.ModelDetails{Format: "gguf", Family: "qwen2", Families: []string{"qwen2"}, ParameterSize: "1.5B", QuantizationLevel: "Q4_K_M"}
+}

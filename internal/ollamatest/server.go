@@ -1,0 +1,355 @@
+// Package ollamatest runs a stand-in for an Ollama server in tests: it speaks
+// the parts of Ollama's HTTP API docsift uses, with deterministic embeddings
+// and replies, and can be told to misbehave (refuse connections, hang, fail
+// with a status, lose a model, change dimension, cut a stream short).
+//
+// Real models cannot be downloaded in tests, and docsift's handling of a
+// broken Ollama is exactly what needs testing, so the stand-in favours
+// control over fidelity: it answers what a real server would for the
+// requests docsift sends, and nothing more.
+package ollamatest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+)
+
+// Version is what /api/version reports.
+const Version = "0.17.4"
+
+// Model is a model the server has pulled (or can pull). Dim > 0 makes it an
+// embedding model with that dimension; Dim == 0 a chat model.
+type Model struct {
+	Name string
+	Dim  int
+}
+
+// Server is a running stand-in. Its methods are safe for concurrent use.
+type Server struct {
+	// URL is the server's base address, stable across Stop and Start.
+	URL string
+
+	addr string
+
+	mu       sync.Mutex
+	srv      *http.Server
+	models   map[string]Model // pulled, by canonical name
+	library  map[string]Model // pullable, by canonical name
+	fails    []failure
+	hangs    map[string]bool
+	release  chan struct{} // closed to free hung handlers
+	delay    map[string]time.Duration
+	reply    func(*api.ChatRequest) string
+	think    string
+	truncate bool
+	scale    float32
+	calls    map[string]int
+	chats    []api.ChatRequest
+	embeds   []api.EmbedRequest
+}
+
+// failure is a planned error answer.
+type failure struct {
+	path   string // "" matches every path
+	status int
+	left   int
+}
+
+// New starts a server holding models, and stops it when the test ends.
+func New(t testing.TB, models ...Model) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("ollamatest: listen: %v", err)
+	}
+	s := &Server{
+		addr:    ln.Addr().String(),
+		models:  make(map[string]Model),
+		library: make(map[string]Model),
+		hangs:   make(map[string]bool),
+		release: make(chan struct{}),
+		delay:   make(map[string]time.Duration),
+		calls:   make(map[string]int),
+		scale:   1,
+	}
+	s.URL = "http://" + s.addr
+	for _, m := range models {
+		s.models[canonical(m.Name)] = Model{Name: canonical(m.Name), Dim: m.Dim}
+	}
+	s.serve(ln)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) serve(ln net.Listener) {
+	s.srv = &http.Server{Handler: s}
+	go s.srv.Serve(ln)
+}
+
+// Stop closes the listener and every connection: from now on clients get
+// "connection refused", as when Ollama is not running.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	srv := s.srv
+	s.srv = nil
+	s.unhangLocked()
+	s.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// Start serves again on the same address after Stop, as when Ollama comes
+// back.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("ollamatest: listen again on %s: %w", s.addr, err)
+	}
+	s.serve(ln)
+	return nil
+}
+
+// canonical adds the ":latest" tag a bare model name implies.
+func canonical(name string) string {
+	if !strings.Contains(name, ":") {
+		return name + ":latest"
+	}
+	return name
+}
+
+// AddModel makes a model present, as after `ollama pull`.
+func (s *Server) AddModel(m Model) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models[canonical(m.Name)] = Model{Name: canonical(m.Name), Dim: m.Dim}
+}
+
+// RemoveModel makes a model absent, as after `ollama rm`.
+func (s *Server) RemoveModel(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.models, canonical(name))
+}
+
+// AddLibrary makes a model available to /api/pull.
+func (s *Server) AddLibrary(m Model) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.library[canonical(m.Name)] = Model{Name: canonical(m.Name), Dim: m.Dim}
+}
+
+// SetDim changes an embedding model's dimension, as when a different model
+// is pulled under the same name.
+func (s *Server) SetDim(name string, dim int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.models[canonical(name)]; ok {
+		m.Dim = dim
+		s.models[m.Name] = m
+	}
+}
+
+// SetEmbedScale multiplies every embedding by f: a real Ollama returns unit
+// vectors, and a scale other than 1 checks that clients normalize anyway.
+func (s *Server) SetEmbedScale(f float32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scale = f
+}
+
+// FailNext makes the next n requests to path ("" for any /api/ path) fail
+// with status and an Ollama-style {"error": …} body; later ones succeed.
+func (s *Server) FailNext(path string, n, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fails = append(s.fails, failure{path: path, status: status, left: n})
+}
+
+// Hang makes requests to path ("" for any /api/ path) block until the client
+// gives up, Unhang is called or the server stops: a model stuck loading.
+func (s *Server) Hang(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hangs[path] = true
+}
+
+// Unhang frees hung requests and stops hanging new ones.
+func (s *Server) Unhang() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unhangLocked()
+}
+
+func (s *Server) unhangLocked() {
+	clear(s.hangs)
+	close(s.release)
+	s.release = make(chan struct{})
+}
+
+// SetDelay delays every answer on path by d (or until the client gives up):
+// a slow model, for tests of deadlines that should not fire.
+func (s *Server) SetDelay(path string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay[path] = d
+}
+
+// SetReply sets how /api/chat answers; the default cites [1].
+func (s *Server) SetReply(f func(*api.ChatRequest) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reply = f
+}
+
+// SetThink makes chat replies start with <think>text</think>, as reasoning
+// models emit when the server does not separate their thinking.
+func (s *Server) SetThink(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.think = text
+}
+
+// SetTruncateChat makes streamed chat replies end without their final
+// "done" line, as when Ollama dies mid-answer.
+func (s *Server) SetTruncateChat(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.truncate = on
+}
+
+// Calls returns how many requests reached path, failed ones included.
+func (s *Server) Calls(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[path]
+}
+
+// ChatRequests returns every /api/chat request received, in order.
+func (s *Server) ChatRequests() []api.ChatRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]api.ChatRequest(nil), s.chats...)
+}
+
+// EmbedRequests returns every /api/embed request received, in order.
+func (s *Server) EmbedRequests() []api.EmbedRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]api.EmbedRequest(nil), s.embeds...)
+}
+
+// ServeHTTP routes like Ollama: HEAD or GET / for a heartbeat, the API under
+// /api/.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	if path == "/" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, "Ollama is running")
+		return
+	}
+	s.mu.Lock()
+	s.calls[path]++
+	status := s.takeFailureLocked(path)
+	hang := s.hangs[path] || s.hangs[""]
+	release := s.release
+	delay := max(s.delay[path], s.delay[""])
+	s.mu.Unlock()
+
+	if hang {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+		if r.Context().Err() != nil {
+			return
+		}
+	}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
+	}
+	if status != 0 {
+		writeError(w, status, fmt.Sprintf("ollamatest: injected failure (HTTP %d)", status))
+		return
+	}
+
+	switch {
+	case path == "/api/version" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, map[string]string{"version": Version})
+	case path == "/api/tags" && r.Method == http.MethodGet:
+		s.handleTags(w)
+	case path == "/api/show" && r.Method == http.MethodPost:
+		s.handleShow(w, r)
+	case path == "/api/embed" && r.Method == http.MethodPost:
+		s.handleEmbed(w, r)
+	case path == "/api/chat" && r.Method == http.MethodPost:
+		s.handleChat(w, r)
+	case path == "/api/pull" && r.Method == http.MethodPost:
+		s.handlePull(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) takeFailureLocked(path string) int {
+	for i := range s.fails {
+		f := &s.fails[i]
+		if f.left > 0 && (f.path == "" || f.path == path) {
+			f.left--
+			return f.status
+		}
+	}
+	return 0
+}
+
+// lookup returns a pulled model by any spelling of its name.
+func (s *Server) lookup(name string) (Model, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.models[canonical(name)]
+	return m, ok
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers as Ollama does: a status and {"error": message}.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// decode reads a JSON request body, answering 400 as Ollama does when it is
+// missing or malformed.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		msg := err.Error()
+		if msg == "EOF" {
+			msg = "missing request body"
+		}
+		writeError(w, http.StatusBadRequest, msg)
+		return false
+	}
+	return true
+}

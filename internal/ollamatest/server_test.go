@@ -1,0 +1,168 @@
+package ollamatest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+)
+
+func client(t *testing.T, s *Server) *api.Client {
+	t.Helper()
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api.NewClient(u, http.DefaultClient)
+}
+
+func TestWireFormats(t *testing.T) {
+	s := New(t, Model{Name: "emb", Dim: 8}, Model{Name: "chat:1b"})
+	c := client(t, s)
+	ctx := context.Background()
+
+	if err := c.Heartbeat(ctx); err != nil {
+		t.Errorf("heartbeat: %v", err)
+	}
+	if v, err := c.Version(ctx); err != nil || v != Version {
+		t.Errorf("version = %q, %v", v, err)
+	}
+	list, err := c.List(ctx)
+	if err != nil || len(list.Models) != 2 || list.Models[0].Name != "chat:1b" || list.Models[1].Name != "emb:latest" {
+		t.Errorf("tags = %+v, %v", list, err)
+	}
+	show, err := c.Show(ctx, &api.ShowRequest{Model: "emb"})
+	if err != nil || len(show.Capabilities) != 1 || show.Capabilities[0] != "embedding" || show.ModelInfo["nomic-bert.embedding_length"] != float64(8) {
+		t.Errorf("show = %+v, %v", show, err)
+	}
+	var se api.StatusError
+	if _, err := c.Show(ctx, &api.ShowRequest{Model: "nope"}); !errors.As(err, &se) || se.StatusCode != 404 || !strings.Contains(se.ErrorMessage, "not found") {
+		t.Errorf("show of a missing model: %v", err)
+	}
+
+	// One string, as well as a list, is valid input.
+	emb, err := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: "hello world"})
+	if err != nil || len(emb.Embeddings) != 1 || len(emb.Embeddings[0]) != 8 {
+		t.Errorf("embed of a string = %+v, %v", emb, err)
+	}
+	emb, err = c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: []string{}})
+	if err != nil || len(emb.Embeddings) != 0 {
+		t.Errorf("embed of nothing = %+v, %v", emb, err)
+	}
+	if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: 42}); !errors.As(err, &se) || se.StatusCode != 400 {
+		t.Errorf("embed of a number: %v", err)
+	}
+
+	// Not streamed: one response, done.
+	noStream := false
+	var got []api.ChatResponse
+	err = c.Chat(ctx, &api.ChatRequest{Model: "chat:1b", Stream: &noStream, Messages: []api.Message{{Role: "user", Content: "hi"}}},
+		func(r api.ChatResponse) error { got = append(got, r); return nil })
+	if err != nil || len(got) != 1 || !got[0].Done || got[0].Message.Content != DefaultReply {
+		t.Errorf("unstreamed chat = %+v, %v", got, err)
+	}
+	// Streamed: pieces, then an empty done message.
+	got = nil
+	err = c.Chat(ctx, &api.ChatRequest{Model: "chat:1b", Messages: []api.Message{{Role: "user", Content: "hi"}}},
+		func(r api.ChatResponse) error { got = append(got, r); return nil })
+	if err != nil || len(got) < 3 || !got[len(got)-1].Done || got[0].Done || got[0].Message.Role != "assistant" {
+		t.Errorf("streamed chat = %+v, %v", got, err)
+	}
+	if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "chat:1b", Input: "x"}); err != nil {
+		t.Errorf("a chat model embeds too: %v", err)
+	}
+
+	s.AddLibrary(Model{Name: "new"})
+	var statuses []string
+	if err := c.Pull(ctx, &api.PullRequest{Model: "new"}, func(p api.ProgressResponse) error {
+		statuses = append(statuses, p.Status)
+		return nil
+	}); err != nil || statuses[len(statuses)-1] != "success" {
+		t.Errorf("pull: %q, %v", statuses, err)
+	}
+	if _, err := c.Show(ctx, &api.ShowRequest{Model: "new:latest"}); err != nil {
+		t.Errorf("pulled model is missing: %v", err)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	s := New(t, Model{Name: "emb", Dim: 4})
+	c := client(t, s)
+	ctx := context.Background()
+	embed := func() error {
+		_, err := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: "x"})
+		return err
+	}
+
+	s.FailNext("/api/embed", 2, http.StatusBadGateway)
+	for i := 0; i < 2; i++ {
+		var se api.StatusError
+		if err := embed(); !errors.As(err, &se) || se.StatusCode != http.StatusBadGateway {
+			t.Errorf("failure %d: %v", i, err)
+		}
+	}
+	if err := embed(); err != nil {
+		t.Errorf("after the failures: %v", err)
+	}
+	if n := s.Calls("/api/embed"); n != 3 {
+		t.Errorf("Calls = %d, want 3", n)
+	}
+
+	// A hung request ends when the client gives up, and hanging ends on Unhang.
+	s.Hang("")
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Embed(hctx, &api.EmbedRequest{Model: "emb", Input: "x"})
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("hung request: %v", err)
+	}
+	s.Unhang()
+	if err := embed(); err != nil {
+		t.Errorf("after Unhang: %v", err)
+	}
+
+	s.Stop()
+	// A connection the client kept from before may fail first (EOF); once
+	// it is dropped, dialing is refused.
+	refused := false
+	for i := 0; i < 3 && !refused; i++ {
+		err := embed()
+		if err == nil {
+			t.Fatal("stopped server answered")
+		}
+		refused = strings.Contains(err.Error(), "refused")
+	}
+	if !refused {
+		t.Error("stopped server: connections are not refused")
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := embed(); err != nil {
+		t.Errorf("restarted server: %v", err)
+	}
+}
+
+func TestEmbeddingIsDeterministicAndSimilar(t *testing.T) {
+	a := Embedding("the cat sat on the mat", 64)
+	b := Embedding("the cat sat on the mat", 64)
+	c := Embedding("a cat on a mat", 64)
+	d := Embedding("quarterly revenue forecast", 64)
+	var ab, ac, ad float32
+	for i := range a {
+		ab += a[i] * b[i]
+		ac += a[i] * c[i]
+		ad += a[i] * d[i]
+	}
+	if ab < 0.999 || ac <= ad {
+		t.Errorf("similarities: same %f, overlapping %f, unrelated %f", ab, ac, ad)
+	}
+}

@@ -1,0 +1,120 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/docsift/docsift/analysis"
+)
+
+// Built-in embedder parameters. The vector is a signed feature hash: every
+// stemmed word and every pair of adjacent stemmed words adds ±weight to one
+// of builtinDim buckets. It knows no synonyms, but it needs no model files,
+// is deterministic across machines, and complements BM25 in fusion with
+// phrase (bigram) evidence that a bag of words lacks.
+const (
+	// builtinModel names the feature set. Bump the version whenever the
+	// features, weights or hash change: vectors of two versions are not
+	// comparable and must never share an index.
+	builtinModel = "builtin-v1"
+	builtinDim   = 384
+
+	unigramWeight = 1.0
+	// bigramWeight is below 1 because a bigram also counts through its two
+	// words; it rewards word order without drowning the words.
+	bigramWeight = 0.5
+)
+
+// Builtin is the embedder that always works: feature hashing of analysed
+// terms, no network, no files.
+type Builtin struct{}
+
+// NewBuiltin returns the built-in embedder.
+func NewBuiltin() *Builtin { return &Builtin{} }
+
+// Model is the versioned name of the feature set.
+func (*Builtin) Model() string { return builtinModel }
+
+// Dim is the vector length.
+func (*Builtin) Dim() int { return builtinDim }
+
+// Embed returns one unit vector per text. A text with no terms (empty, or
+// only stop words) gets the zero vector: it is similar to nothing.
+func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("llm: builtin embed: %w", err)
+			}
+		}
+		out[i] = embedText(t)
+	}
+	return out, nil
+}
+
+// feature is one hashed feature of a text: how often it occurs and how
+// much one occurrence weighs.
+type feature struct {
+	tf     int
+	weight float64
+}
+
+// embedText hashes the features of one text into a unit vector.
+func embedText(text string) []float32 {
+	terms := analysis.Terms(text)
+	feats := make(map[uint64]feature, 2*len(terms))
+	add := func(h uint64, w float64) {
+		f := feats[h]
+		feats[h] = feature{f.tf + 1, w}
+	}
+	for i, t := range terms {
+		add(fnvString(fnvOffset, t), unigramWeight)
+		if i > 0 {
+			// A separator byte keeps ("ab","c") and ("a","bc") apart.
+			add(fnvString(fnvByte(fnvString(fnvOffset, terms[i-1]), 0), t), bigramWeight)
+		}
+	}
+	v := make([]float32, builtinDim)
+	for h, f := range feats {
+		// Sublinear term frequency: the tenth repeat of a word says far
+		// less than the first.
+		val := f.weight * (1 + math.Log(float64(f.tf)))
+		// Signed hashing: colliding features cancel on average instead of
+		// piling up, so dot products stay unbiased.
+		if h>>63 == 1 {
+			val = -val
+		}
+		v[h%builtinDim] += float32(val)
+	}
+	var norm float64
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	if norm == 0 {
+		return v
+	}
+	inv := 1 / math.Sqrt(norm)
+	for i := range v {
+		v[i] = float32(float64(v[i]) * inv)
+	}
+	return v
+}
+
+// FNV-1a, 64 bit: fast, allocation-free and stable across Go versions and
+// machines, which a persisted vector space needs (maphash is seeded per
+// process).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = fnvByte(h, s[i])
+	}
+	return h
+}

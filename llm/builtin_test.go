@@ -1,0 +1,91 @@
+package llm
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+var _ Embedder = (*Builtin)(nil)
+
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+func TestBuiltinEmbed(t *testing.T) {
+	e := NewBuiltin()
+	texts := []string{
+		"How do I configure the bash prompt?",
+		"Configuring the Bash prompt: set PS1 in your bashrc.",
+		"Gnuplot draws surface plots from data files.",
+		"",
+		"the and of",
+	}
+	vs, err := e.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != len(texts) {
+		t.Fatalf("got %d vectors for %d texts", len(vs), len(texts))
+	}
+	for i, v := range vs {
+		if len(v) != e.Dim() {
+			t.Fatalf("vector %d has %d dims, want %d", i, len(v), e.Dim())
+		}
+		n := math.Sqrt(dot(v, v))
+		want := 1.0
+		if i >= 3 { // no terms: zero vector
+			want = 0
+		}
+		if math.Abs(n-want) > 1e-5 {
+			t.Errorf("vector %d (%q) norm %v, want %v", i, texts[i], n, want)
+		}
+	}
+	if related, unrelated := dot(vs[0], vs[1]), dot(vs[0], vs[2]); related <= unrelated+0.2 {
+		t.Errorf("related %.3f not clearly above unrelated %.3f", related, unrelated)
+	}
+	again, _ := e.Embed(context.Background(), texts[:1])
+	for i := range again[0] {
+		if again[0][i] != vs[0][i] {
+			t.Fatal("embedding is not deterministic")
+		}
+	}
+	if e.Model() != "builtin-v1" {
+		t.Errorf("model %q", e.Model())
+	}
+}
+
+func TestBuiltinWordOrder(t *testing.T) {
+	e := NewBuiltin()
+	vs, _ := e.Embed(context.Background(), []string{"new york times", "new york times", "times york new"})
+	if s := dot(vs[0], vs[1]); math.Abs(s-1) > 1e-5 {
+		t.Errorf("identical texts: cosine %v", s)
+	}
+	if s := dot(vs[0], vs[2]); s >= 0.999 {
+		t.Errorf("reordered text should differ through bigrams: cosine %v", s)
+	}
+}
+
+func TestBuiltinCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := NewBuiltin().Embed(ctx, []string{"x"}); err == nil {
+		t.Fatal("want error from canceled context")
+	}
+}
+
+func BenchmarkBuiltinEmbed(b *testing.B) {
+	e := NewBuiltin()
+	text := "Bash is the shell, or command language interpreter, for the GNU operating system. " +
+		"The name is an acronym for the Bourne-Again SHell, a pun on Stephen Bourne, the author " +
+		"of the direct ancestor of the current Unix shell sh, which appeared in the Seventh Edition " +
+		"Bell Labs Research version of Unix."
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		e.Embed(context.Background(), []string{text})
+	}
+}

@@ -1,0 +1,424 @@
+package llm
+
+import (
+	"context"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/docsift/docsift/analysis"
+)
+
+// ExtractiveModel is the answer_model reported for answers built from the
+// sources' own sentences.
+const ExtractiveModel = "extractive"
+
+const (
+	// maxExtractSentences bounds the answer: one sentence usually answers a
+	// lookup question, a second or third covers query terms the first missed.
+	maxExtractSentences = 3
+
+	// maxExtractAnswerRunes bounds the whole answer so that a source made of
+	// one endless "sentence" (a table, a code listing) cannot flood it.
+	maxExtractAnswerRunes = 700
+
+	// maxExtractSentenceRunes bounds one quoted sentence; longer ones are cut
+	// to a window around their first matching term.
+	maxExtractSentenceRunes = 320
+
+	// minFollowShare is how much of the best sentence's score a further
+	// sentence must earn (in new query terms) to be added: below it the
+	// extra sentence is mostly noise.
+	minFollowShare = 0.4
+
+	// rankDecay favours earlier sources slightly: retrieval already ranked
+	// them, so between two equally matching sentences the higher-ranked
+	// source's one wins.
+	rankDecay = 0.04
+)
+
+const (
+	// NoSourcesAnswer is the extractive answer when retrieval found nothing.
+	NoSourcesAnswer = "Nothing relevant was found in the indexed documents."
+
+	// NoMatchAnswer is the extractive answer when sources were found (by
+	// meaning) but none of their sentences shares a word with the query.
+	NoMatchAnswer = "The documents found do not mention the words of the question; see the returned chunks for the closest passages."
+)
+
+// NewExtractive returns the answerer that needs no model: it quotes the
+// sentences of the sources that best match the query, each followed by its
+// [n] citation. It is deterministic, instant and always available, which is
+// why it is the fallback whenever a chat model is not.
+func NewExtractive() Answerer { return extractive{} }
+
+type extractive struct{}
+
+func (extractive) Model() string { return ExtractiveModel }
+
+// extractCandidate is one sentence of one source, with its terms.
+type extractCandidate struct {
+	source int // 0-based index into sources
+	pos    int // sentence position within the source
+	text   string
+	terms  map[string]struct{}
+	score  float64
+}
+
+// Answer picks sentences greedily: the best-scoring first, then those that
+// add query terms not yet covered, up to maxExtractSentences and
+// maxExtractAnswerRunes. Scores weight each query term by an idf computed over
+// the sources themselves, so a term every source shares counts for little.
+func (extractive) Answer(ctx context.Context, query string, sources []Source, onDelta func(string)) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	answer := extractAnswer(query, sources)
+	if onDelta != nil {
+		// One delta per cited sentence, so a streaming client sees the same
+		// shape of events as with a model.
+		for _, piece := range splitAfterCitations(answer) {
+			onDelta(piece)
+		}
+	}
+	return answer, nil
+}
+
+func extractAnswer(query string, sources []Source) string {
+	if len(sources) == 0 {
+		return NoSourcesAnswer
+	}
+	qterms := termSet(query)
+	if len(qterms) == 0 {
+		return NoMatchAnswer
+	}
+	idf := sourceIDF(qterms, sources)
+
+	var cands []extractCandidate
+	for i, s := range sources {
+		for j, sent := range splitSentences(s.Text) {
+			terms := make(map[string]struct{})
+			for _, t := range analysis.Terms(sent) {
+				terms[t] = struct{}{}
+			}
+			score := 0.0
+			for t := range qterms {
+				if _, ok := terms[t]; ok {
+					score += idf[t]
+				}
+			}
+			if score == 0 {
+				continue
+			}
+			// Fragments ("Installation.") match a term by being a heading,
+			// not by saying anything; halve them.
+			if len(terms) < 3 {
+				score *= 0.5
+			}
+			score *= 1 - rankDecay*float64(min(i, 10))
+			cands = append(cands, extractCandidate{source: i, pos: j, text: sent, terms: terms, score: score})
+		}
+	}
+	if len(cands) == 0 {
+		return NoMatchAnswer
+	}
+	sort.SliceStable(cands, func(a, b int) bool {
+		if cands[a].score != cands[b].score {
+			return cands[a].score > cands[b].score
+		}
+		if cands[a].source != cands[b].source {
+			return cands[a].source < cands[b].source
+		}
+		return cands[a].pos < cands[b].pos
+	})
+
+	picked := []extractCandidate{cands[0]}
+	covered := make(map[string]bool)
+	for t := range cands[0].terms {
+		covered[t] = true
+	}
+	length := utf8.RuneCountInString(cands[0].text)
+	best := cands[0].score
+	for len(picked) < maxExtractSentences {
+		next, gain := -1, 0.0
+		for k, c := range cands {
+			if c.score == 0 || nearDuplicate(c, picked) {
+				continue
+			}
+			g := 0.0
+			for t := range qterms {
+				if _, ok := c.terms[t]; ok && !covered[t] {
+					g += idf[t]
+				}
+			}
+			// Re-stating covered terms is worth a little: it is how a second
+			// passage confirms or completes the first.
+			g += 0.25 * c.score
+			if g > gain {
+				next, gain = k, g
+			}
+		}
+		if next < 0 || gain < minFollowShare*best {
+			break
+		}
+		c := cands[next]
+		cands[next].score = 0 // never pick twice
+		n := utf8.RuneCountInString(clipSentence(c.text, qterms))
+		if length+n > maxExtractAnswerRunes {
+			break
+		}
+		length += n
+		picked = append(picked, c)
+		for t := range c.terms {
+			covered[t] = true
+		}
+	}
+
+	parts := make([]string, len(picked))
+	for k, c := range picked {
+		parts[k] = clipSentence(c.text, qterms) + " [" + strconv.Itoa(c.source+1) + "]"
+	}
+	return strings.Join(parts, " ")
+}
+
+// termSet returns the set of analysed terms of text.
+func termSet(text string) map[string]struct{} {
+	set := make(map[string]struct{})
+	for _, t := range analysis.Terms(text) {
+		set[t] = struct{}{}
+	}
+	return set
+}
+
+// sourceIDF weights each query term by how few sources contain it, with the
+// BM25 form (always positive, so a term found in every source still counts).
+func sourceIDF(qterms map[string]struct{}, sources []Source) map[string]float64 {
+	df := make(map[string]int, len(qterms))
+	for _, s := range sources {
+		seen := termSet(s.Text)
+		for t := range qterms {
+			if _, ok := seen[t]; ok {
+				df[t]++
+			}
+		}
+	}
+	n := float64(len(sources))
+	idf := make(map[string]float64, len(qterms))
+	for t := range qterms {
+		d := float64(df[t])
+		idf[t] = math.Log(1 + (n-d+0.5)/(d+0.5))
+	}
+	return idf
+}
+
+// nearDuplicate reports whether c says what an already picked sentence says:
+// overlapping chunks repeat sentences, and quoting one twice wastes the answer.
+func nearDuplicate(c extractCandidate, picked []extractCandidate) bool {
+	for _, p := range picked {
+		if c.text == p.text {
+			return true
+		}
+		inter := 0
+		for t := range c.terms {
+			if _, ok := p.terms[t]; ok {
+				inter++
+			}
+		}
+		union := len(c.terms) + len(p.terms) - inter
+		if union > 0 && float64(inter)/float64(union) >= 0.8 {
+			return true
+		}
+	}
+	return false
+}
+
+// clipSentence bounds s to maxExtractSentenceRunes, keeping a window that
+// starts a little before the first word matching a query term, cut at word
+// boundaries and marked with "…" where text was dropped.
+func clipSentence(s string, qterms map[string]struct{}) string {
+	runes := []rune(s)
+	if len(runes) <= maxExtractSentenceRunes {
+		return s
+	}
+	// Find the rune offset of the first matching word.
+	hit := 0
+	for i := 0; i < len(runes); {
+		if !isWordRune(runes[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(runes) && isWordRune(runes[j]) {
+			j++
+		}
+		if ts := analysis.Terms(string(runes[i:j])); len(ts) == 1 {
+			if _, ok := qterms[ts[0]]; ok {
+				hit = i
+				break
+			}
+		}
+		i = j
+	}
+	start := max(0, hit-maxExtractSentenceRunes/4)
+	end := min(len(runes), start+maxExtractSentenceRunes)
+	start = max(0, end-maxExtractSentenceRunes)
+	// Move inward to word boundaries.
+	for start > 0 && start < end && !unicode.IsSpace(runes[start-1]) {
+		start++
+	}
+	for end < len(runes) && end > start && !unicode.IsSpace(runes[end]) {
+		end--
+	}
+	out := strings.TrimSpace(string(runes[start:end]))
+	if start > 0 {
+		out = "…" + out
+	}
+	if end < len(runes) {
+		out += "…"
+	}
+	return out
+}
+
+func isWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '’'
+}
+
+// splitAfterCitations cuts an answer into pieces that each end with a
+// citation (and the space after it), so that their concatenation is the
+// answer itself.
+func splitAfterCitations(answer string) []string {
+	var pieces []string
+	for {
+		i := strings.Index(answer, "] ")
+		if i < 0 {
+			break
+		}
+		pieces = append(pieces, answer[:i+2])
+		answer = answer[i+2:]
+	}
+	if answer != "" {
+		pieces = append(pieces, answer)
+	}
+	return pieces
+}
+
+// sentenceAbbreviations end with a period that does not end a sentence. Lower-case,
+// without the period. Single letters (initials) are handled separately.
+var sentenceAbbreviations = map[string]bool{
+	"e.g": true, "i.e": true, "vs": true, "cf": true, "mr": true,
+	"mrs": true, "ms": true, "dr": true, "prof": true, "st": true, "no": true,
+	"fig": true, "figs": true, "vol": true, "p": true, "pp": true, "ch": true,
+	"sec": true, "approx": true, "inc": true, "ltd": true, "jr": true, "sr": true,
+	"eq": true, "ref": true, "al": true,
+}
+
+// splitSentences cuts text into sentences: at blank lines and bullet lines
+// (structure a PDF or Markdown text keeps), and after ., ! or ? followed by
+// a space and a word that does not start in lower case, unless the period
+// belongs to a known abbreviation, an initial or a list number. Whitespace
+// inside a sentence is collapsed, so PDF line breaks disappear.
+func splitSentences(text string) []string {
+	var out []string
+	for _, block := range splitBlocks(text) {
+		out = append(out, splitBlock(block)...)
+	}
+	return out
+}
+
+// splitBlocks separates paragraphs and list items.
+func splitBlocks(text string) []string {
+	var blocks []string
+	var cur []string
+	flush := func() {
+		if len(cur) > 0 {
+			blocks = append(blocks, strings.Join(cur, " "))
+			cur = cur[:0]
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "":
+			flush()
+			continue
+		case isBulletLine(trimmed):
+			flush()
+		}
+		cur = append(cur, trimmed)
+	}
+	flush()
+	return blocks
+}
+
+func isBulletLine(s string) bool {
+	for _, p := range []string{"- ", "* ", "• ", "– "} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func splitBlock(block string) []string {
+	words := strings.Fields(block)
+	var out []string
+	start := 0
+	for i, w := range words {
+		if i+1 == len(words) || !endsSentence(w, i-start) {
+			continue
+		}
+		if next, _ := utf8.DecodeRuneInString(words[i+1]); unicode.IsLower(next) {
+			continue
+		}
+		out = append(out, strings.Join(words[start:i+1], " "))
+		start = i + 1
+	}
+	if start < len(words) {
+		out = append(out, strings.Join(words[start:], " "))
+	}
+	return out
+}
+
+// endsSentence reports whether word w, the index-th word of the sentence so
+// far, closes it.
+func endsSentence(w string, index int) bool {
+	core := strings.TrimRight(w, ")]\"'”’»")
+	if core == "" {
+		return false
+	}
+	last, _ := utf8.DecodeLastRuneInString(core)
+	switch last {
+	case '!', '?':
+		return true
+	case '.':
+	default:
+		return false
+	}
+	stem := strings.ToLower(strings.TrimRight(core, "."))
+	stem = strings.TrimLeft(stem, "([\"'“‘«")
+	if sentenceAbbreviations[stem] {
+		return false
+	}
+	if utf8.RuneCountInString(stem) == 1 && unicode.IsLetter([]rune(stem)[0]) {
+		return false // an initial: "J. Smith"
+	}
+	if index == 0 && isListNumber(stem) {
+		return false // a list number: "1. Install it"
+	}
+	return true
+}
+
+func isListNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,214 @@
+package llm
+
+import (
+	"context"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestExtractiveAnswer(t *testing.T) {
+	tests := []struct {
+		name    string
+		query   string
+		sources []Source
+		want    string   // exact answer, when set
+		contain []string // substrings the answer must hold
+		absent  []string // substrings it must not hold
+	}{
+		{
+			name:  "no sources",
+			query: "how do I rotate keys",
+			want:  NoSourcesAnswer,
+		},
+		{
+			name:    "no shared term",
+			query:   "quantum chromodynamics",
+			sources: []Source{{Text: "Bananas are yellow. Apples are red."}},
+			want:    NoMatchAnswer,
+		},
+		{
+			name:    "query of stop words only",
+			query:   "what is it",
+			sources: []Source{{Text: "It is what it is."}},
+			want:    NoMatchAnswer,
+		},
+		{
+			name:  "picks the matching sentence and cites it",
+			query: "How do I rotate an API key?",
+			sources: []Source{
+				{Text: "Welcome to the manual. Keys are rotated with the key rotate command. Logs go to stderr."},
+			},
+			want: "Keys are rotated with the key rotate command. [1]",
+		},
+		{
+			name:  "cites the right source number",
+			query: "default port",
+			sources: []Source{
+				{Text: "The server writes its data under ./data."},
+				{Text: "Nothing here. The default port is 8080 on localhost."},
+			},
+			contain: []string{"The default port is 8080 on localhost. [2]"},
+			absent:  []string{"[1]"},
+		},
+		{
+			name:  "rare term outweighs a common one",
+			query: "snapshot checksum",
+			sources: []Source{
+				{Text: "A snapshot is written every minute."},
+				{Text: "A snapshot is kept on disk."},
+				{Text: "Every snapshot carries a checksum of its contents."},
+			},
+			contain: []string{"Every snapshot carries a checksum of its contents. [3]"},
+		},
+		{
+			name:  "second sentence covers a missing term",
+			query: "bbolt buckets and schema version",
+			sources: []Source{
+				{Text: "The store keeps named buckets in bbolt files on disk."},
+				{Text: "Unrelated text about cats. A schema version is stored at open."},
+			},
+			contain: []string{
+				"The store keeps named buckets in bbolt files on disk. [1]",
+				"A schema version is stored at open. [2]",
+			},
+			absent: []string{"cats"},
+		},
+		{
+			name:  "duplicate sentences from overlapping chunks are quoted once",
+			query: "worker pool size",
+			sources: []Source{
+				{Text: "The worker pool size defaults to the number of cores."},
+				{Text: "The worker pool size defaults to the number of cores."},
+			},
+			want: "The worker pool size defaults to the number of cores. [1]",
+		},
+		{
+			name:  "abbreviations and initials do not split",
+			query: "Smith wrote the parser",
+			sources: []Source{
+				{Text: "The parser, e.g. the PDF one, was written by J. Smith in 2020. Other text follows."},
+			},
+			want: "The parser, e.g. the PDF one, was written by J. Smith in 2020. [1]",
+		},
+		{
+			name:  "PDF line breaks are collapsed",
+			query: "hyphenated extraction",
+			sources: []Source{
+				{Text: "Text extraction\nkeeps each page\n  separately.\n\nHyphenated words are kept."},
+			},
+			contain: []string{"Hyphenated words are kept. [1]"},
+		},
+		{
+			name:  "endless sentence is clipped around the match",
+			query: "needle",
+			sources: []Source{
+				{Text: strings.Repeat("hay stack ", 200) + "the needle is here " + strings.Repeat("more hay ", 200)},
+			},
+			contain: []string{"needle", "…", "[1]"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NewExtractive().Answer(context.Background(), tt.query, tt.sources, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want != "" && got != tt.want {
+				t.Errorf("answer = %q\nwant     %q", got, tt.want)
+			}
+			for _, s := range tt.contain {
+				if !strings.Contains(got, s) {
+					t.Errorf("answer %q lacks %q", got, s)
+				}
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(got, s) {
+					t.Errorf("answer %q holds %q", got, s)
+				}
+			}
+		})
+	}
+}
+
+// TestExtractiveBounds checks the answer's shape on many sources: at most
+// three sentences, bounded length, every sentence followed by a valid citation.
+func TestExtractiveBounds(t *testing.T) {
+	var sources []Source
+	for i := 0; i < 20; i++ {
+		sources = append(sources, Source{Text: strings.Repeat("Ingest retries embedding with backoff until the budget is spent. ", 5) +
+			"Each page of the document is chunked separately. Chunks never straddle pages and keep a page number " + strings.Repeat("x", i)})
+	}
+	got, err := NewExtractive().Answer(context.Background(), "ingest embedding backoff page chunk", sources, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := utf8.RuneCountInString(got); n > maxExtractAnswerRunes+3*len(" [20]") {
+		t.Errorf("answer has %d runes", n)
+	}
+	cites := regexp.MustCompile(`\[(\d+)\]`).FindAllStringSubmatch(got, -1)
+	if len(cites) == 0 || len(cites) > maxExtractSentences {
+		t.Errorf("answer %q has %d citations", got, len(cites))
+	}
+	if !strings.HasSuffix(got, "]") {
+		t.Errorf("answer %q does not end with a citation", got)
+	}
+}
+
+func TestExtractiveDeltasConcatenate(t *testing.T) {
+	sources := []Source{
+		{Text: "Alpha keys rotate weekly."},
+		{Text: "Beta keys expire [sometimes] yearly."},
+	}
+	var deltas []string
+	got, err := NewExtractive().Answer(context.Background(), "alpha beta keys", sources, func(d string) { deltas = append(deltas, d) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deltas) < 2 {
+		t.Errorf("deltas = %q, want one per sentence", deltas)
+	}
+	if strings.Join(deltas, "") != got {
+		t.Errorf("deltas %q do not add up to %q", deltas, got)
+	}
+
+	deltas = nil
+	got, _ = NewExtractive().Answer(context.Background(), "anything", nil, func(d string) { deltas = append(deltas, d) })
+	if !reflect.DeepEqual(deltas, []string{got}) {
+		t.Errorf("deltas = %q, want [%q]", deltas, got)
+	}
+}
+
+func TestExtractiveModelAndCancel(t *testing.T) {
+	a := NewExtractive()
+	if a.Model() != "extractive" {
+		t.Errorf("Model() = %q", a.Model())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := a.Answer(ctx, "q", []Source{{Text: "q"}}, nil); err == nil {
+		t.Error("cancelled context: want an error")
+	}
+}
+
+func TestExtractiveSplitSentences(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"One. Two! Three? four", []string{"One.", "Two!", "Three? four"}},
+		{"Version 3.5 is out. See Fig. 2 for details.", []string{"Version 3.5 is out.", "See Fig. 2 for details."}},
+		{"1. Install it. 2. Run it.", []string{"1. Install it.", "2. Run it."}},
+		{"He said \"stop.\" Then left.", []string{"He said \"stop.\"", "Then left."}},
+		{"Intro:\n- first item\n- second item", []string{"Intro:", "- first item", "- second item"}},
+		{"para one\n\npara two", []string{"para one", "para two"}},
+	}
+	for _, tt := range tests {
+		if got := splitSentences(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("splitSentences(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

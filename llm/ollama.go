@@ -1,0 +1,318 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ollama/ollama/api"
+)
+
+const (
+	// DefaultOllamaURL is where `ollama serve` listens unless told otherwise.
+	DefaultOllamaURL = "http://127.0.0.1:11434"
+
+	// DefaultEmbedModel is nomic-embed-text: a 137M-parameter, 768-dimension
+	// embedding model (about 270 MB) that runs comfortably on a laptop CPU,
+	// ranks well on retrieval benchmarks for its size, and reads up to 8,192
+	// tokens, so a 400-word chunk is embedded whole. The smaller all-minilm
+	// stops at 256 word pieces and would silently embed only the first half
+	// of a chunk.
+	DefaultEmbedModel = "nomic-embed-text"
+
+	// DefaultChatModel is qwen2.5:1.5b: about 1 GB, fast enough on a CPU to
+	// answer in seconds, with a 32K context that holds every retrieved chunk,
+	// and it follows the "answer only from the sources, cite [n]" instruction
+	// more reliably than other models of its size. Users with a GPU get
+	// better answers from qwen2.5:7b or llama3.1:8b with --chat-model.
+	DefaultChatModel = "qwen2.5:1.5b"
+
+	// DefaultOllamaBatchSize is how many texts go into one /api/embed call:
+	// large enough to amortise the request, small enough that one call ends
+	// well within the timeout on a CPU.
+	DefaultOllamaBatchSize = 32
+
+	// DefaultOllamaTimeout bounds every call. It is generous because the
+	// first call after Ollama starts loads the model from disk, and a CPU
+	// writes a paragraph-long answer in tens of seconds.
+	DefaultOllamaTimeout = 2 * time.Minute
+
+	// ollamaDefaultPort is the port Ollama's own clients assume when
+	// OLLAMA_HOST names only a host.
+	ollamaDefaultPort = "11434"
+)
+
+// OllamaConfig says where Ollama is and which models to use. The zero value
+// works: every empty field takes its default.
+type OllamaConfig struct {
+	URL        string // default: OLLAMA_HOST, else DefaultOllamaURL
+	EmbedModel string // default: DefaultEmbedModel
+	ChatModel  string // default: DefaultChatModel
+	BatchSize  int    // texts per /api/embed call; default DefaultOllamaBatchSize
+	// Timeout bounds each call (one embedding batch, one answer, one probe).
+	// For a model pull it bounds the wait for the next progress line, since
+	// a whole download may rightly take an hour.
+	Timeout    time.Duration
+	HTTPClient *http.Client // default: a client with no overall timeout
+}
+
+func (c OllamaConfig) withDefaults() OllamaConfig {
+	if c.URL == "" {
+		c.URL = OllamaURLFromEnv()
+	}
+	if c.EmbedModel == "" {
+		c.EmbedModel = DefaultEmbedModel
+	}
+	if c.ChatModel == "" {
+		c.ChatModel = DefaultChatModel
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = DefaultOllamaBatchSize
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultOllamaTimeout
+	}
+	if c.HTTPClient == nil {
+		// Deadlines come from contexts, per call; a Client.Timeout would
+		// also cut a long model pull short.
+		c.HTTPClient = &http.Client{}
+	}
+	return c
+}
+
+// OllamaURLFromEnv returns OLLAMA_HOST, the variable Ollama's own tools read,
+// or DefaultOllamaURL when it is unset.
+func OllamaURLFromEnv() string {
+	if h := strings.TrimSpace(os.Getenv("OLLAMA_HOST")); h != "" {
+		return h
+	}
+	return DefaultOllamaURL
+}
+
+// parseOllamaURL accepts what users write in OLLAMA_HOST: a full URL, a
+// host:port, or a bare host (which means port 11434, as for Ollama itself).
+func parseOllamaURL(s string) (*url.URL, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		host, _, _ := strings.Cut(s, "/")
+		if _, _, err := net.SplitHostPort(host); err != nil {
+			s = strings.Replace(s, host, net.JoinHostPort(strings.Trim(host, "[]"), ollamaDefaultPort), 1)
+		}
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("llm: ollama url %q: %w", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("llm: ollama url %q: scheme must be http or https", s)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("llm: ollama url %q: no host", s)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	return u, nil
+}
+
+// OllamaClient is a connection to one Ollama server: health checks and model
+// management. The embedder and answerer each hold one.
+type OllamaClient struct {
+	api     *api.Client
+	url     string
+	timeout time.Duration
+}
+
+// NewOllamaClient checks cfg and returns a client. It does no I/O: Ollama
+// may start after docsift does.
+func NewOllamaClient(cfg OllamaConfig) (*OllamaClient, error) {
+	cfg = cfg.withDefaults()
+	u, err := parseOllamaURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	return &OllamaClient{api: api.NewClient(u, cfg.HTTPClient), url: u.String(), timeout: cfg.Timeout}, nil
+}
+
+// URL is the server's base URL, for messages.
+func (c *OllamaClient) URL() string { return c.url }
+
+// Version returns the server's version; it is the cheapest proof that the
+// server is up.
+func (c *OllamaClient) Version(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	v, err := c.api.Version(ctx)
+	if err != nil {
+		return "", c.wrap("version", err)
+	}
+	return v, nil
+}
+
+// Check reports whether the server answers and has every named model, with
+// an error that says what to run when not.
+func (c *OllamaClient) Check(ctx context.Context, models ...string) error {
+	if _, err := c.Version(ctx); err != nil {
+		return err
+	}
+	for _, m := range models {
+		if err := c.HasModel(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HasModel returns nil when model is pulled, a *ModelNotFoundError when it is
+// not, and another error when the server could not say. It asks /api/show
+// rather than scanning /api/tags so that Ollama itself resolves the name
+// ("nomic-embed-text" is "nomic-embed-text:latest").
+func (c *OllamaClient) HasModel(ctx context.Context, model string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if _, err := c.api.Show(ctx, &api.ShowRequest{Model: model}); err != nil {
+		return c.wrap("show "+model, c.modelError(model, err))
+	}
+	return nil
+}
+
+// Pull downloads model, calling progress (when non-nil) with each update
+// Ollama sends: bytes completed and total of the layer being fetched (both
+// zero for steps without a size) and the status line. The whole pull has no
+// deadline, but a stall longer than the configured timeout ends it.
+func (c *OllamaClient) Pull(ctx context.Context, model string, progress func(completed, total int64, status string)) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stall := time.AfterFunc(c.timeout, func() {
+		cancel(fmt.Errorf("no progress for %s: %w", c.timeout, context.DeadlineExceeded))
+	})
+	defer stall.Stop()
+
+	var success bool
+	err := c.api.Pull(ctx, &api.PullRequest{Model: model}, func(p api.ProgressResponse) error {
+		stall.Reset(c.timeout)
+		if p.Status == "success" {
+			success = true
+		}
+		if progress != nil {
+			progress(p.Completed, p.Total, p.Status)
+		}
+		return nil
+	})
+	if err == nil && !success {
+		err = errIncompleteStream
+	}
+	if err != nil {
+		// The client stops reading quietly when its context ends; say why.
+		if cause := context.Cause(ctx); cause != nil {
+			err = cause
+		}
+		return c.wrap("pull "+model, err)
+	}
+	return nil
+}
+
+// errIncompleteStream is a streamed response that ended without its final
+// message: the server or the connection went away mid-answer.
+var errIncompleteStream = transientError{errors.New("the stream ended before the server finished (did Ollama restart?)")}
+
+// modelError turns Ollama's "model not found" answers into a
+// *ModelNotFoundError; other errors pass through.
+func (c *OllamaClient) modelError(model string, err error) error {
+	var se api.StatusError
+	if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
+		return &ModelNotFoundError{Model: model, URL: c.url}
+	}
+	return err
+}
+
+// wrap puts an error in the package's voice and, for connection failures,
+// says how to fix them.
+func (c *OllamaClient) wrap(op string, err error) error {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return fmt.Errorf("llm: ollama %s: Ollama is not reachable at %s (start it with `ollama serve`, or set --ollama-url): %w", op, c.url, err)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Errorf("llm: ollama %s: lost the connection to Ollama at %s (did it stop or restart?): %w", op, c.url, err)
+	}
+	return fmt.Errorf("llm: ollama %s: %w", op, err)
+}
+
+// ModelNotFoundError says a model is not pulled on the Ollama server.
+type ModelNotFoundError struct {
+	Model string
+	URL   string
+}
+
+func (e *ModelNotFoundError) Error() string {
+	return fmt.Sprintf("model %s is not pulled on the Ollama server at %s: run `docsift models pull` (or `ollama pull %s`)", e.Model, e.URL, e.Model)
+}
+
+// DimensionError says Ollama returned vectors of a different dimension than
+// the embedder was using: the model behind the name changed, and its vectors
+// must not be mixed with the old ones.
+type DimensionError struct {
+	Model     string
+	Want, Got int
+}
+
+func (e *DimensionError) Error() string {
+	return fmt.Sprintf("model %s returned %d-dimension vectors, want %d (was the model replaced? run `docsift reindex`)", e.Model, e.Got, e.Want)
+}
+
+// transientError marks an error of this package as worth retrying.
+type transientError struct{ error }
+
+func (e transientError) Unwrap() error { return e.error }
+
+// IsTransient reports whether err is worth retrying later, with backoff:
+// the server could not be reached, took too long, failed internally (5xx),
+// was overloaded (429, 503), or cut a stream short. A missing model, a wrong
+// dimension, a rejected request (other 4xx) and a caller's cancellation are
+// permanent: retrying cannot fix them.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var mnf *ModelNotFoundError
+	var dim *DimensionError
+	if errors.As(err, &mnf) || errors.As(err, &dim) {
+		return false
+	}
+	var te transientError
+	if errors.As(err, &te) {
+		return true
+	}
+	var se api.StatusError
+	if errors.As(err, &se) {
+		return se.StatusCode >= 500 || se.StatusCode == http.StatusTooManyRequests || se.StatusCode == http.StatusRequestTimeout
+	}
+	var ae api.AuthorizationError
+	if errors.As(err, &ae) {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true // refused, reset, timed out, name not resolved (yet)
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return true
+	}
+	// A connection closed mid-response surfaces as a bare (unexpected) EOF.
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}

@@ -1,0 +1,208 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"unicode"
+
+	"github.com/ollama/ollama/api"
+)
+
+const (
+	// ollamaNumCtx is the context window asked of the chat model. Ollama's
+	// default (2K–4K tokens, by version) is smaller than a prompt with five
+	// full chunks, and an overflowing prompt loses its beginning.
+	ollamaNumCtx = 8192
+
+	// ollamaTemperature is low: a grounded answer should restate the
+	// sources, not improvise.
+	ollamaTemperature = 0.2
+
+	// ollamaMaxAnswerTokens bounds the answer so that a model that rambles
+	// cannot hold a worker for the whole timeout.
+	ollamaMaxAnswerTokens = 512
+)
+
+// OllamaAnswerer writes grounded, cited answers with an Ollama chat model.
+type OllamaAnswerer struct {
+	client *OllamaClient
+	model  string
+}
+
+// NewOllamaAnswerer returns an answerer using cfg.ChatModel. It does no I/O;
+// call Check to learn whether the server and model are there.
+func NewOllamaAnswerer(cfg OllamaConfig) (*OllamaAnswerer, error) {
+	cfg = cfg.withDefaults()
+	c, err := NewOllamaClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &OllamaAnswerer{client: c, model: cfg.ChatModel}, nil
+}
+
+// Model names the answerer as "ollama:<model>", the answer_model reported to
+// API clients.
+func (a *OllamaAnswerer) Model() string { return "ollama:" + a.model }
+
+// Client is the connection the answerer uses, for health checks and pulls.
+func (a *OllamaAnswerer) Client() *OllamaClient { return a.client }
+
+// Check reports whether Ollama answers and has the chat model.
+func (a *OllamaAnswerer) Check(ctx context.Context) error {
+	return a.client.Check(ctx, a.model)
+}
+
+// Answer streams a grounded answer from the chat model. With no sources it
+// returns NoSourcesAnswer without calling the model: there is nothing to
+// ground an answer in. Reasoning blocks (<think>…</think>) are removed from
+// both the deltas and the answer. Cancelling ctx (a client that went away)
+// stops the generation on the server too, since Ollama stops a request whose
+// connection closes.
+func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Source, onDelta func(string)) (string, error) {
+	if len(sources) == 0 {
+		if onDelta != nil {
+			onDelta(NoSourcesAnswer)
+		}
+		return NoSourcesAnswer, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.client.timeout)
+	defer cancel()
+
+	system, user := GroundedPrompt(query, sources)
+	stream := true
+	req := &api.ChatRequest{
+		Model: a.model,
+		Messages: []api.Message{
+			{Role: "system", Content: system},
+			{Role: "user", Content: user},
+		},
+		Stream: &stream,
+		// Reasoning adds latency and nothing to restating sources. Models
+		// that cannot think accept false; those that think anyway have
+		// their reasoning stripped below.
+		Think: &api.ThinkValue{Value: false},
+		Options: map[string]any{
+			"num_ctx":     ollamaNumCtx,
+			"temperature": ollamaTemperature,
+			"num_predict": ollamaMaxAnswerTokens,
+		},
+	}
+
+	var (
+		answer strings.Builder
+		filter thinkFilter
+		done   bool
+	)
+	emit := func(s string) {
+		if s == "" {
+			return
+		}
+		answer.WriteString(s)
+		if onDelta != nil {
+			onDelta(s)
+		}
+	}
+	err := a.client.api.Chat(ctx, req, func(r api.ChatResponse) error {
+		emit(filter.Write(r.Message.Content))
+		if r.Done {
+			done = true
+		}
+		return nil
+	})
+	if err == nil && !done {
+		err = errIncompleteStream
+	}
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			// The client stops reading quietly when its context ends.
+			err = ctxErr
+		}
+		return "", a.client.wrap("chat "+a.model, a.client.modelError(a.model, err))
+	}
+	emit(filter.Flush())
+	out := strings.TrimRightFunc(answer.String(), unicode.IsSpace)
+	if out == "" {
+		return "", a.client.wrap("chat "+a.model, errEmptyAnswer)
+	}
+	return out, nil
+}
+
+var errEmptyAnswer = errors.New("the model returned an empty answer")
+
+const (
+	thinkOpen  = "<think>"
+	thinkClose = "</think>"
+)
+
+// thinkFilter removes <think>…</think> blocks from a stream of text pieces,
+// including tags split across pieces, and the blank space a model leaves
+// before its answer. Text after an unclosed <think> is reasoning that never
+// finished, and is dropped.
+type thinkFilter struct {
+	pending string // a held-back tail that may be the start of a tag
+	inThink bool
+	started bool // a visible non-space character has been emitted
+}
+
+// Write takes the next piece of model output and returns what can be shown
+// now.
+func (f *thinkFilter) Write(piece string) string {
+	s := f.pending + piece
+	f.pending = ""
+	var out strings.Builder
+	for s != "" {
+		tag := thinkOpen
+		if f.inThink {
+			tag = thinkClose
+		}
+		if i := strings.Index(s, tag); i >= 0 {
+			if !f.inThink {
+				f.show(&out, s[:i])
+			}
+			s = s[i+len(tag):]
+			f.inThink = !f.inThink
+			continue
+		}
+		// No full tag: hold back a tail that could begin one.
+		keep := partialSuffix(s, tag)
+		if !f.inThink {
+			f.show(&out, s[:len(s)-keep])
+		}
+		f.pending = s[len(s)-keep:]
+		break
+	}
+	return out.String()
+}
+
+// Flush returns what is held back once the stream has ended.
+func (f *thinkFilter) Flush() string {
+	var out strings.Builder
+	if !f.inThink {
+		f.show(&out, f.pending)
+	}
+	f.pending = ""
+	return out.String()
+}
+
+func (f *thinkFilter) show(out *strings.Builder, s string) {
+	if !f.started {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			return
+		}
+		f.started = true
+	}
+	out.WriteString(s)
+}
+
+// partialSuffix returns the length of the longest suffix of s that is a
+// proper prefix of tag.
+func partialSuffix(s, tag string) int {
+	for n := min(len(s), len(tag)-1); n > 0; n-- {
+		if strings.HasSuffix(s, tag[:n]) {
+			return n
+		}
+	}
+	return 0
+}

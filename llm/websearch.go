@@ -1,0 +1,168 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+const (
+	// DefaultSearxTimeout bounds one search when the caller's context has no
+	// earlier deadline. SearxNG waits for its slowest engine (about 3 s by
+	// default), so this leaves room without letting a stuck instance hang a
+	// request.
+	DefaultSearxTimeout = 15 * time.Second
+
+	// maxSearxResponseBytes bounds what is read from the instance: a result
+	// page is tens of kilobytes.
+	maxSearxResponseBytes = 4 << 20
+
+	// maxWebSnippetRunes bounds one snippet handed to an answerer.
+	maxWebSnippetRunes = 600
+)
+
+// WebResult is one internet search hit.
+type WebResult struct {
+	Title   string `json:"title"`
+	URL     string `json:"url"`
+	Snippet string `json:"snippet"`
+}
+
+// Searx queries a SearxNG instance (or anything answering its JSON format):
+// the self-hosted metasearch engine, so that docsift itself contacts only a
+// server the operator chose.
+type Searx struct {
+	base   *url.URL
+	client *http.Client
+}
+
+// NewSearx returns a client for the instance at baseURL (the address its web
+// page is served at, such as http://127.0.0.1:8888). A nil client means one
+// with no overall timeout; each search has its own deadline.
+func NewSearx(baseURL string, client *http.Client) (*Searx, error) {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil {
+		return nil, fmt.Errorf("llm: searxng url %q: %w", baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("llm: searxng url %q: want an absolute http(s) URL", baseURL)
+	}
+	if client == nil {
+		client = &http.Client{}
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawQuery, u.Fragment = "", ""
+	return &Searx{base: u, client: client}, nil
+}
+
+// searxResponse is the part of SearxNG's JSON answer docsift reads.
+type searxResponse struct {
+	Results []struct {
+		Title   string `json:"title"`
+		URL     string `json:"url"`
+		Content string `json:"content"`
+	} `json:"results"`
+}
+
+// Search returns up to n results for query, in the instance's order, without
+// duplicate URLs or results lacking one.
+func (s *Searx) Search(ctx context.Context, query string, n int) ([]WebResult, error) {
+	query = strings.TrimSpace(query)
+	if query == "" {
+		return nil, errors.New("llm: searxng: empty query")
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultSearxTimeout)
+		defer cancel()
+	}
+
+	u := *s.base
+	u.Path += "/search"
+	u.RawQuery = url.Values{"q": {query}, "format": {"json"}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("llm: searxng: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "docsift")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("llm: searxng: instance at %s did not answer: %w", s.base, err)
+	}
+	defer resp.Body.Close()
+
+	switch {
+	case resp.StatusCode == http.StatusForbidden:
+		// SearxNG answers 403 when JSON is not among its enabled formats.
+		return nil, fmt.Errorf("llm: searxng: %s refused the JSON format (HTTP 403): add json to search.formats in its settings.yml", s.base)
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return nil, transientError{fmt.Errorf("llm: searxng: %s is rate limiting (HTTP 429): try again later, or disable its limiter for docsift", s.base)}
+	case resp.StatusCode >= 500:
+		return nil, transientError{fmt.Errorf("llm: searxng: %s failed: HTTP %d", s.base, resp.StatusCode)}
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("llm: searxng: %s answered HTTP %d", s.base, resp.StatusCode)
+	}
+
+	var body searxResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxSearxResponseBytes)).Decode(&body); err != nil {
+		return nil, fmt.Errorf("llm: searxng: %s sent a response that is not SearxNG JSON: %w", s.base, err)
+	}
+	seen := make(map[string]bool)
+	var out []WebResult
+	for _, r := range body.Results {
+		link := strings.TrimSpace(r.URL)
+		if link == "" || seen[link] {
+			continue
+		}
+		seen[link] = true
+		out = append(out, WebResult{
+			Title:   oneLine(r.Title),
+			URL:     link,
+			Snippet: clipRunes(oneLine(r.Content), maxWebSnippetRunes),
+		})
+		if len(out) == n {
+			break
+		}
+	}
+	return out, nil
+}
+
+// WebSources turns search results into sources for an answerer, so that
+// [n] in the answer cites results[n-1].
+func WebSources(results []WebResult) []Source {
+	sources := make([]Source, len(results))
+	for i, r := range results {
+		title := r.Title
+		if title == "" {
+			title = r.URL
+		} else {
+			title += " (" + r.URL + ")"
+		}
+		text := r.Snippet
+		if text == "" {
+			text = r.Title
+		}
+		sources[i] = Source{Title: title, Text: text}
+	}
+	return sources
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

@@ -1,0 +1,59 @@
+package pdf
+
+import (
+	"context"
+	"fmt"
+)
+
+// Page is the text of one page. Number is 1-based for paged formats and 0
+// for formats without pages (text, Markdown, HTML).
+type Page struct {
+	Number int
+	Text   string
+}
+
+// Document is the cleaned text of a file, page by page. Paged formats keep
+// every page, including ones whose text is empty, so that Pages[i].Number is
+// always i+1 and page counts agree with PageCount and Slice.
+type Document struct {
+	Format Format
+	Paged  bool
+	Pages  []Page
+}
+
+// Extract detects the format of data, extracts its text per page and cleans
+// it (see clean.go). It never panics: MuPDF runs under recover, and when ctx
+// ends first Extract returns at once with an error wrapping ErrTooSlow and
+// ctx.Err() (see extractFitz for what happens to the abandoned work).
+//
+// Errors wrap one of ErrEmpty, ErrUnsupported, ErrEncrypted, ErrCorrupt,
+// ErrNoText or ErrTooSlow, whose messages can be shown to the user.
+func Extract(ctx context.Context, data []byte) (*Document, error) {
+	f, err := Detect(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pdf: extract: %w: %w", ErrTooSlow, err)
+	}
+	switch f {
+	case FormatText, FormatMarkdown:
+		return extractText(f, data)
+	case FormatHTML:
+		return extractHTML(data)
+	}
+	return extractFitz(ctx, f, data)
+}
+
+// PageCount returns the number of pages MuPDF sees in a paged document, the
+// same numbering Extract uses. Unpaged formats count as one page.
+func PageCount(data []byte) (int, error) {
+	f, err := Detect(data)
+	if err != nil {
+		return 0, err
+	}
+	if !f.Paged() {
+		return 1, nil
+	}
+	return countFitz(f, data)
+}

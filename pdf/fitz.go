@@ -1,0 +1,170 @@
+package pdf
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gen2brain/go-fitz"
+)
+
+// MuPDF (through go-fitz) reads every paged format: PDF, XPS, EPUB, FB2,
+// MOBI and the Office formats. Each document gets its own MuPDF context, so
+// different documents can be read in parallel; one document must not be
+// used from two goroutines at once, which is why each extraction owns its
+// *fitz.Document from open to close.
+
+const (
+	// pdfTrailerWindow is how far from the end of a PDF the "%%EOF" marker
+	// must appear. A PDF without it was cut short (an interrupted upload
+	// or copy); MuPDF would "repair" it and silently index only the pages
+	// it could find, so it is refused as corrupt instead.
+	pdfTrailerWindow = 1024
+)
+
+// pageResult is what the extraction goroutine hands back.
+type pageResult struct {
+	pages []string
+	err   error
+}
+
+// extractFitz extracts the text of every page with MuPDF and cleans it.
+//
+// MuPDF cannot be interrupted through go-fitz (its cookie is not exposed),
+// so the work runs in its own goroutine and Extract returns as soon as ctx
+// is done. The trade-off: the abandoned goroutine keeps its CPU and memory
+// until the page it is on finishes; it checks ctx between pages and then
+// stops and frees the document. One pathological page can therefore
+// outlive the deadline, but the caller (an ingest worker) is released on
+// time and can mark the job FAILED.
+func extractFitz(ctx context.Context, f Format, data []byte) (*Document, error) {
+	if f == FormatPDF && !hasPDFTrailer(data) {
+		return nil, fmt.Errorf("pdf: no end-of-file marker, the PDF is truncated: %w", ErrCorrupt)
+	}
+	done := make(chan pageResult, 1)
+	go func() {
+		pages, err := readPages(ctx, fitzInput(f, data))
+		done <- pageResult{pages, err}
+	}()
+	var res pageResult
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pdf: extract %s: %w: %w", f, ErrTooSlow, ctx.Err())
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	if len(res.pages) == 0 {
+		return nil, fmt.Errorf("pdf: extract %s: document has no pages: %w", f, ErrCorrupt)
+	}
+	texts := cleanPages(res.pages)
+	doc := &Document{Format: f, Paged: true, Pages: make([]Page, len(texts))}
+	anyText := false
+	for i, t := range texts {
+		doc.Pages[i] = Page{Number: i + 1, Text: t}
+		anyText = anyText || hasWordChar(t)
+	}
+	if !anyText {
+		return nil, errNoText(f)
+	}
+	return doc, nil
+}
+
+// readPages opens data with MuPDF and returns the raw text of each page.
+// Any panic (go-fitz or this package) becomes ErrCorrupt.
+func readPages(ctx context.Context, data []byte) (pages []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			pages, err = nil, fmt.Errorf("pdf: extraction failed: %v: %w", r, ErrCorrupt)
+		}
+	}()
+	doc, err := openFitz(data)
+	if err != nil {
+		return nil, err
+	}
+	defer doc.Close()
+	n := doc.NumPage()
+	if n < 0 {
+		return nil, fmt.Errorf("pdf: count pages: %w", ErrCorrupt)
+	}
+	pages = make([]string, n)
+	failed := 0
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("pdf: extract: %w: %w", ErrTooSlow, err)
+		}
+		text, err := doc.Text(i)
+		if err != nil {
+			// A page MuPDF cannot load keeps its number with no text, so
+			// the pages after it are still cited correctly.
+			failed++
+			continue
+		}
+		pages[i] = text
+	}
+	if n > 0 && failed == n {
+		return nil, fmt.Errorf("pdf: no page could be read: %w", ErrCorrupt)
+	}
+	return pages, nil
+}
+
+// countFitz returns MuPDF's page count for data.
+func countFitz(f Format, data []byte) (n int, err error) {
+	if f == FormatPDF && !hasPDFTrailer(data) {
+		return 0, fmt.Errorf("pdf: no end-of-file marker, the PDF is truncated: %w", ErrCorrupt)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = 0, fmt.Errorf("pdf: count pages failed: %v: %w", r, ErrCorrupt)
+		}
+	}()
+	doc, err := openFitz(fitzInput(f, data))
+	if err != nil {
+		return 0, err
+	}
+	defer doc.Close()
+	n = doc.NumPage()
+	if n <= 0 {
+		return 0, fmt.Errorf("pdf: count pages: document has no pages: %w", ErrCorrupt)
+	}
+	return n, nil
+}
+
+// openFitz opens data with MuPDF, mapping go-fitz errors onto the package's
+// sentinels and releasing the MuPDF context when opening fails.
+func openFitz(data []byte) (*fitz.Document, error) {
+	doc, err := fitz.NewFromMemory(data)
+	if err == nil {
+		return doc, nil
+	}
+	if doc != nil {
+		doc.Close()
+	}
+	if errors.Is(err, fitz.ErrNeedsPassword) {
+		return nil, fmt.Errorf("pdf: open document: %w", ErrEncrypted)
+	}
+	return nil, fmt.Errorf("pdf: open document: %v: %w", err, ErrCorrupt)
+}
+
+// fitzInput trims what go-fitz's own sniffing would trip over: junk before
+// a PDF header and whitespace or a BOM before an FB2's XML declaration.
+func fitzInput(f Format, data []byte) []byte {
+	switch f {
+	case FormatPDF:
+		if i := pdfHeaderOffset(data); i > 0 {
+			return data[i:]
+		}
+	case FormatFB2:
+		if i := bytes.Index(data, []byte("<?xml")); i > 0 {
+			return data[i:]
+		}
+	}
+	return data
+}
+
+// hasPDFTrailer reports whether "%%EOF" occurs near the end of data.
+func hasPDFTrailer(data []byte) bool {
+	return bytes.Contains(data[max(0, len(data)-pdfTrailerWindow):], []byte("%%EOF"))
+}
