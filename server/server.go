@@ -89,7 +89,6 @@ func New(cfg Config, st *store.Store, engine *ingest.Engine, answerer llm.Answer
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/openapi.json", s.openAPI)
-	e.GET("/s/:token", s.sessionPage)
 
 	// The key is checked per route, not on a group: a group's middleware
 	// would answer 401 instead of 404 for paths that do not exist.
@@ -106,6 +105,7 @@ func New(cfg Config, st *store.Store, engine *ingest.Engine, answerer llm.Answer
 	api(http.MethodGet, "/documents", s.listDocuments)
 	api(http.MethodGet, "/documents/:document_id", s.getDocument)
 	api(http.MethodDelete, "/documents/:document_id", s.deleteDocument)
+	s.routesUI(e)
 	s.echo = e
 	return s
 }

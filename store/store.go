@@ -9,6 +9,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,4 +165,28 @@ func fromU64(b []byte) uint64 {
 		v = v<<8 | uint64(c)
 	}
 	return v
+}
+
+// Fingerprint is a digest of every record in the store. Two equal
+// fingerprints mean nothing was written in between: tests use it to show
+// that a refused request changed nothing.
+func (s *Store) Fingerprint() (string, error) {
+	h := sha256.New()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			h.Write(name)
+			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				h.Write(k)
+				h.Write([]byte{0})
+				h.Write(v)
+				h.Write([]byte{0})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
 }
