@@ -1,0 +1,28 @@
+# docsift: `make run` builds and serves, `make test` runs every test.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: build run test bench fuzz clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/docsift .
+
+run: build
+	./bin/docsift serve
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -timeout 20m ./...
+
+# Go benchmarks of the index, the lexical scorer, the embedder and extraction.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./index/ ./llm/ ./pdf/
+
+# A short run of every fuzz target.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzChunkPages -fuzztime 30s ./ingest/
+	$(GO) test -run '^$$' -fuzz FuzzExtract -fuzztime 30s ./pdf/
+
+clean:
+	rm -rf bin/
