@@ -35,7 +35,7 @@ type Config struct {
 	Workers          int           // job workers; default: number of CPUs
 	EmbedBatch       int           // texts per embedder call
 	ExtractTimeout   time.Duration // per document
-	SnapshotInterval time.Duration // how often changed indexes are saved
+	SnapshotInterval time.Duration // how often changed indexes are saved and expired subpages swept
 	RetryBase        time.Duration // first back-off after a transient failure
 	RetryMax         time.Duration // longest back-off
 	MaxAttempts      int           // runs of a job before it fails for good
@@ -162,7 +162,7 @@ func (e *Engine) Start() error {
 		go e.work(ctx)
 	}
 	e.workers.Add(1)
-	go e.snapshotLoop()
+	go e.maintain()
 	return nil
 }
 
@@ -185,7 +185,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	return e.indexes.Snapshot()
 }
 
-func (e *Engine) snapshotLoop() {
+// maintain periodically snapshots changed indexes and removes expired
+// subpages.
+func (e *Engine) maintain() {
 	defer e.workers.Done()
 	t := time.NewTicker(e.cfg.SnapshotInterval)
 	defer t.Stop()
@@ -196,6 +198,11 @@ func (e *Engine) snapshotLoop() {
 		case <-t.C:
 			if err := e.indexes.Snapshot(); err != nil {
 				e.log.Error("index snapshot failed", "err", err)
+			}
+			if n, err := e.store.SweepSubpages(); err != nil {
+				e.log.Error("removing expired subpages failed", "err", err)
+			} else if n > 0 {
+				e.log.Info("removed expired subpages", "subpages", n)
 			}
 		}
 	}

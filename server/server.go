@@ -105,6 +105,8 @@ func New(cfg Config, st *store.Store, engine *ingest.Engine, answerer llm.Answer
 	api(http.MethodGet, "/documents", s.listDocuments)
 	api(http.MethodGet, "/documents/:document_id", s.getDocument)
 	api(http.MethodDelete, "/documents/:document_id", s.deleteDocument)
+	api(http.MethodPost, "/subpage", s.createSubpage)
+	e.GET("/subpages/:file", s.serveSubpage)
 	s.routesUI(e)
 	s.echo = e
 	return s

@@ -1,0 +1,161 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/docsift/docsift/pdf"
+	"github.com/docsift/docsift/store"
+	"github.com/labstack/echo/v4"
+)
+
+// maxVarience bounds the pages either side of a subpage's centre: 50 makes
+// a 101-page "subpage", already more than a reader wants.
+const maxVarience = 50
+
+type subpageRequest struct {
+	ChunkID  string   `json:"chunk_id"`
+	OwnerID  string   `json:"owner_id"`
+	Varience *float64 `json:"varience"` // spelled as in the interface spec
+}
+
+type subpageResponse struct {
+	SubpageURL string `json:"subpage_url"`
+	FirstPage  int    `json:"first_page"`
+	LastPage   int    `json:"last_page"`
+	ExpiresAt  string `json:"expires_at"`
+}
+
+func (s *Server) createSubpage(c echo.Context) error {
+	var req subpageRequest
+	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
+		return err
+	}
+	if req.ChunkID == "" {
+		return badRequest("chunk_id is required")
+	}
+	owner, err := s.ownerOf(c, req.OwnerID)
+	if err != nil {
+		return err
+	}
+	if req.Varience == nil {
+		return badRequest("varience is required: the number of pages to include before and after the chunk's page (0–%d)", maxVarience)
+	}
+	v := *req.Varience
+	if v != math.Trunc(v) || v < 0 || v > maxVarience {
+		return badRequest("varience must be a whole number from 0 to %d, got %v", maxVarience, v)
+	}
+	varience := int(v)
+
+	chunk, err := s.store.Chunk(req.ChunkID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && chunk.OwnerID != owner) {
+		return notFound("chunk %s not found", req.ChunkID)
+	}
+	if err != nil {
+		return err
+	}
+	if sp, err := s.store.SubpageFor(chunk.ID, varience); err == nil {
+		return c.JSON(http.StatusOK, s.subpageResponse(sp))
+	}
+	doc, err := s.store.Document(chunk.DocumentID)
+	if err != nil {
+		return notFound("chunk %s not found", req.ChunkID)
+	}
+	if doc.Format != string(pdf.FormatPDF) || chunk.Page == 0 {
+		return badRequest("chunk %s is not from a PDF (its document %s is %s); subpages can only be cut from PDFs", chunk.ID, doc.ID, doc.Format)
+	}
+	data, err := s.store.ReadFile(doc.OwnerID, doc.FileHash)
+	if err != nil {
+		return err
+	}
+	first, last := chunk.Page-varience, chunk.Page+varience
+	first = max(first, 1)
+	if doc.Pages > 0 {
+		last = min(last, doc.Pages)
+	}
+	sliced, err := pdf.Slice(data, first, last)
+	if err != nil {
+		return fmt.Errorf("server: cut subpage of %s: %w", chunk.ID, err)
+	}
+	if doc.Pages == 0 { // documents indexed before page counts were kept
+		last = min(last, first+pageCount(sliced)-1)
+	}
+	sp, err := s.store.CreateSubpage(store.Subpage{
+		ID: store.NewSubpageID(), ProjectID: project(c).ID, OwnerID: owner, ChunkID: chunk.ID,
+		Varience: varience, FirstPage: first, LastPage: last,
+		FileName: subpageFileName(doc.Name, first, last),
+	}, sliced, s.cfg.SubpageTTL)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.subpageResponse(sp))
+}
+
+func pageCount(data []byte) int {
+	n, err := pdf.PageCount(data)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func (s *Server) subpageResponse(sp *store.Subpage) subpageResponse {
+	return subpageResponse{
+		SubpageURL: s.cfg.BaseURL + "/subpages/" + sp.ID + ".pdf",
+		FirstPage:  sp.FirstPage, LastPage: sp.LastPage,
+		ExpiresAt: sp.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"),
+	}
+}
+
+// subpageFileName names the download after its document and pages, keeping
+// only characters that are safe in any file system and header.
+func subpageFileName(docName string, first, last int) string {
+	base := strings.TrimSuffix(docName, ".pdf")
+	base = strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, base)
+	base = strings.Trim(base[:min(len(base), 80)], "_")
+	if base == "" {
+		base = "document"
+	}
+	return fmt.Sprintf("%s-pages-%d-%d.pdf", base, first, last)
+}
+
+// serveSubpage serves a subpage PDF to whoever holds its URL: the id is the
+// credential, as with a session URL, so no bearer key is asked for.
+func (s *Server) serveSubpage(c echo.Context) error {
+	id, ok := strings.CutSuffix(c.Param("file"), ".pdf")
+	if !ok || !strings.HasPrefix(id, store.PrefixSubpage) {
+		return notFound("subpage not found")
+	}
+	sp, err := s.store.Subpage(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("subpage not found")
+	}
+	if err != nil {
+		return err
+	}
+	if sp.Expired(s.store.Now()) {
+		return errorf(http.StatusGone, "this subpage expired at %s: create it again with POST /subpage", sp.ExpiresAt.Format("2006-01-02 15:04 MST"))
+	}
+	data, err := s.store.ReadSubpage(sp.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("subpage not found")
+	}
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": sp.FileName}))
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "private, max-age=3600")
+	return c.Blob(http.StatusOK, "application/pdf", data)
+}

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Subpage is a small PDF cut around the page of a chunk. Its id is the
+// capability in its URL, so it is a secret-sized random value.
+type Subpage struct {
+	ID        string    `json:"subpage_id"`
+	ProjectID string    `json:"project_id"`
+	OwnerID   string    `json:"owner_id"`
+	ChunkID   string    `json:"chunk_id"`
+	Varience  int       `json:"varience"`
+	FirstPage int       `json:"first_page"`
+	LastPage  int       `json:"last_page"`
+	FileName  string    `json:"file_name"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Expired reports whether the subpage can no longer be fetched at t.
+func (sp *Subpage) Expired(t time.Time) bool { return !t.Before(sp.ExpiresAt) }
+
+// subpageKey indexes subpages by what they were cut from, so the same
+// chunk and varience reuse one file. It cannot collide with a subpage id.
+func subpageKey(chunkID string, varience int) string {
+	return "by-chunk/" + chunkID + "/" + strconv.Itoa(varience)
+}
+
+// NewSubpageID returns an unguessable subpage id.
+func NewSubpageID() string { return NewSecret(PrefixSubpage) }
+
+// SubpageFor returns the live subpage of a chunk and varience, or
+// ErrNotFound.
+func (s *Store) SubpageFor(chunkID string, varience int) (*Subpage, error) {
+	var sp *Subpage
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSubpages)
+		id := b.Get([]byte(subpageKey(chunkID, varience)))
+		if id == nil {
+			return ErrNotFound
+		}
+		var err error
+		sp, err = get[Subpage](b, string(id))
+		return err
+	})
+	if err == nil && sp.Expired(s.now()) {
+		return nil, ErrNotFound
+	}
+	return sp, err
+}
+
+// CreateSubpage stores a subpage and its PDF, valid for ttl. When a live
+// subpage of the same chunk and varience appeared meanwhile, that one is
+// returned and data is dropped.
+func (s *Store) CreateSubpage(sp Subpage, data []byte, ttl time.Duration) (*Subpage, error) {
+	sp.CreatedAt = s.now().UTC()
+	sp.ExpiresAt = sp.CreatedAt.Add(ttl)
+	path := s.subpagePath(sp.ID)
+	if err := writeFileAtomic(path, data); err != nil {
+		return nil, fmt.Errorf("store: create subpage: %w", err)
+	}
+	var out *Subpage
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSubpages)
+		key := []byte(subpageKey(sp.ChunkID, sp.Varience))
+		if id := b.Get(key); id != nil {
+			if old, err := get[Subpage](b, string(id)); err == nil && !old.Expired(s.now()) {
+				out = old
+				return nil
+			}
+		}
+		if err := put(b, sp.ID, &sp); err != nil {
+			return err
+		}
+		out = &sp
+		return b.Put(key, []byte(sp.ID))
+	})
+	if err != nil || out.ID != sp.ID {
+		os.Remove(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: create subpage: %w", err)
+	}
+	return out, nil
+}
+
+// Subpage returns a subpage record by id, expired or not.
+func (s *Store) Subpage(id string) (*Subpage, error) {
+	var sp *Subpage
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		sp, err = get[Subpage](tx.Bucket(bucketSubpages), id)
+		return err
+	})
+	return sp, err
+}
+
+// ReadSubpage returns a subpage's PDF.
+func (s *Store) ReadSubpage(id string) ([]byte, error) {
+	data, err := os.ReadFile(s.subpagePath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store: read subpage %s: %w", id, ErrNotFound)
+	}
+	return data, err
+}
+
+// SweepSubpages deletes expired subpages and their files and returns how
+// many it removed. The record goes first: a file left by a crash in between
+// is only disk, never reachable.
+func (s *Store) SweepSubpages() (int, error) {
+	var expired []string
+	now := s.now()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSubpages)
+		var keys [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			sp, err := get[Subpage](b, string(k))
+			if err != nil || sp.ID == "" || !sp.Expired(now) {
+				return nil // an index key, or a live subpage
+			}
+			expired = append(expired, sp.ID)
+			keys = append(keys, []byte(sp.ID))
+			if id := b.Get([]byte(subpageKey(sp.ChunkID, sp.Varience))); string(id) == sp.ID {
+				keys = append(keys, []byte(subpageKey(sp.ChunkID, sp.Varience)))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: sweep subpages: %w", err)
+	}
+	for _, id := range expired {
+		if err := os.Remove(s.subpagePath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return len(expired), fmt.Errorf("store: sweep subpages: %w", err)
+		}
+	}
+	return len(expired), nil
+}
+
+func (s *Store) subpagePath(id string) string {
+	return filepath.Join(filepath.Dir(s.filesDir), "subpages", filepath.Base(id)+".pdf")
+}
