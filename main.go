@@ -55,7 +55,7 @@ func rootCmd() *cobra.Command {
 			return flagsFromEnv(cmd.Flags())
 		},
 	}
-	root.AddCommand(serveCmd(), projectCmd(), keyCmd())
+	root.AddCommand(serveCmd(), projectCmd(), keyCmd(), evalCmd(), benchCmd())
 	return root
 }
 

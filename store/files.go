@@ -30,7 +30,7 @@ func (s *Store) putFile(ownerID string, data []byte) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return hash, nil
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := writeFileAtomic(path, data, !s.noSync); err != nil {
 		return "", fmt.Errorf("store: put file: %w", err)
 	}
 	return hash, nil
@@ -85,9 +85,9 @@ func (s *Store) SweepFiles() (int, error) {
 	return n, nil
 }
 
-// writeFileAtomic writes data to a temporary file beside path, syncs it and
-// renames it into place.
-func writeFileAtomic(path string, data []byte) error {
+// writeFileAtomic writes data to a temporary file beside path, syncs it
+// (when sync is set) and renames it into place.
+func writeFileAtomic(path string, data []byte, sync bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -100,9 +100,11 @@ func writeFileAtomic(path string, data []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if sync {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err

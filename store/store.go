@@ -67,6 +67,7 @@ type Store struct {
 	filesDir string
 	fileMu   sync.Mutex // see CreateDocument
 	now      func() time.Time
+	noSync   bool
 }
 
 // Open opens (creating if needed) the store in dir: dir/docsift.db for
@@ -110,6 +111,13 @@ func (s *Store) init() error {
 		}
 		return nil
 	})
+}
+
+// SetThrowaway turns off fsync for records and files. Only for stores that
+// are deleted after use (eval runs): a crash may then lose recent writes.
+func (s *Store) SetThrowaway() {
+	s.db.NoSync = true
+	s.noSync = true
 }
 
 // Close closes the bbolt file.

@@ -66,7 +66,7 @@ func (s *Store) CreateSubpage(sp Subpage, data []byte, ttl time.Duration) (*Subp
 	sp.CreatedAt = s.now().UTC()
 	sp.ExpiresAt = sp.CreatedAt.Add(ttl)
 	path := s.subpagePath(sp.ID)
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := writeFileAtomic(path, data, !s.noSync); err != nil {
 		return nil, fmt.Errorf("store: create subpage: %w", err)
 	}
 	var out *Subpage

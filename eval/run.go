@@ -1,0 +1,229 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/store"
+)
+
+// DefaultTopK is the cut-off of the reported metrics.
+const DefaultTopK = 10
+
+// pollInterval is how often ingestion progress is checked.
+const pollInterval = 50 * time.Millisecond
+
+// Config says what to evaluate.
+type Config struct {
+	Corpus, Queries, Qrels string
+	TopK                   int
+	Embedder               llm.Embedder // nil: the built-in embedder
+	Workers                int
+	Progress               io.Writer // where progress bars go; nil for none
+	Log                    *slog.Logger
+}
+
+// Result is what docsift eval prints.
+type Result struct {
+	NDCG          float64 `json:"ndcg_at_10"`
+	Recall        float64 `json:"recall_at_10"`
+	MRR           float64 `json:"mrr_at_10"`
+	QueryP50Ms    float64 `json:"query_p50_ms"`
+	QueryP95Ms    float64 `json:"query_p95_ms"`
+	IngestSeconds float64 `json:"ingest_seconds"`
+	Queries       int     `json:"queries"`
+	Documents     int     `json:"documents"`
+	Chunks        int     `json:"chunks"`
+	Embedder      string  `json:"embedder"`
+}
+
+// corpusRun is a corpus ingested into a throwaway data dir through the same
+// pipeline as uploads.
+type corpusRun struct {
+	dir    string
+	store  *store.Store
+	engine *ingest.Engine
+	owner  string
+	byDoc  map[string]string // docsift document id → corpus id
+	chunks int
+	took   time.Duration
+}
+
+func (r *corpusRun) Close() {
+	if r.engine != nil {
+		r.engine.Shutdown(context.Background())
+	}
+	if r.store != nil {
+		r.store.Close()
+	}
+	os.RemoveAll(r.dir)
+}
+
+// ingestCorpus uploads every document (title as the name, text as the
+// content) and waits until every job has ended.
+//
+// A throwaway run skips fsync: its data dir is deleted at the end, so
+// durability buys nothing and would only measure the disk.
+func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool, progress io.Writer, log *slog.Logger) (*corpusRun, error) {
+	dir, err := os.MkdirTemp("", "docsift-eval-*")
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	r := &corpusRun{dir: dir, byDoc: make(map[string]string, len(docs))}
+	if r.store, err = store.Open(dir); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if throwaway {
+		r.store.SetThrowaway()
+	}
+	p, _, err := r.store.CreateProject("eval")
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	r.owner = p.ID
+	r.engine = ingest.New(r.store, embedder, filepath.Join(dir, "index"), ingest.Config{Workers: workers}, log)
+	if err := r.engine.Start(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	start := time.Now()
+	jobs := make(map[string]bool, len(docs))
+	for _, d := range docs {
+		job, doc, err := r.engine.Submit(ingest.Upload{ProjectID: p.ID, OwnerID: p.ID, Name: d.Title, Data: []byte(d.Text)})
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("eval: document %s: %w", d.ID, err)
+		}
+		r.byDoc[doc.ID] = d.ID
+		jobs[job.ID] = true
+	}
+	bar := NewProgress(progress, "ingesting", len(docs))
+	failed := 0
+	for len(jobs) > 0 {
+		for id := range jobs {
+			j, err := r.store.Job(id)
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			switch j.Status {
+			case store.StatusFailed:
+				failed++
+				log.Warn("document failed to index", "document", j.DocumentID, "err", j.Error)
+				fallthrough
+			case store.StatusSucceeded:
+				r.chunks += j.Chunks
+				delete(jobs, id)
+			}
+		}
+		bar.Set(len(docs) - len(jobs))
+		if len(jobs) > 0 {
+			time.Sleep(pollInterval)
+		}
+	}
+	bar.Done()
+	r.took = time.Since(start)
+	if failed == len(docs) && failed > 0 {
+		r.Close()
+		return nil, errors.New("eval: no document could be indexed")
+	}
+	return r, nil
+}
+
+// Run ingests the corpus, runs every judged query through the same search
+// as /query/*, and scores the rankings. A document's rank is that of its
+// best chunk.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.TopK <= 0 {
+		cfg.TopK = DefaultTopK
+	}
+	if cfg.Embedder == nil {
+		cfg.Embedder = llm.NewBuiltin()
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	docs, err := ReadCorpus(cfg.Corpus)
+	if err != nil {
+		return nil, err
+	}
+	queries, err := ReadQueries(cfg.Queries)
+	if err != nil {
+		return nil, err
+	}
+	qrels, err := ReadQrels(cfg.Qrels)
+	if err != nil {
+		return nil, err
+	}
+	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, true, cfg.Progress, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer run.Close()
+
+	res := &Result{Documents: len(docs), Chunks: run.chunks, IngestSeconds: run.took.Seconds(), Embedder: cfg.Embedder.Model()}
+	var lat []float64
+	bar := NewProgress(cfg.Progress, "querying ", len(queries))
+	for i, q := range queries {
+		bar.Set(i)
+		rels, ok := qrels[q.ID]
+		if !ok {
+			continue
+		}
+		start := time.Now()
+		// Ask for more chunks than documents: several chunks of one
+		// document count once.
+		results, _, err := run.engine.Search(ctx, run.owner, q.Text, min(3*cfg.TopK, 50))
+		if err != nil {
+			return nil, fmt.Errorf("eval: query %s: %w", q.ID, err)
+		}
+		lat = append(lat, float64(time.Since(start).Microseconds())/1000)
+		var ranked []string
+		seen := map[string]bool{}
+		for _, r := range results {
+			id := run.byDoc[r.Chunk.DocumentID]
+			if !seen[id] {
+				seen[id] = true
+				ranked = append(ranked, id)
+			}
+		}
+		s, ok := Score(ranked, rels, cfg.TopK)
+		if !ok {
+			continue
+		}
+		res.NDCG += s.NDCG
+		res.Recall += s.Recall
+		res.MRR += s.MRR
+		res.Queries++
+	}
+	bar.Done()
+	if res.Queries == 0 {
+		return nil, errors.New("eval: no query has a relevant judgment in the qrels")
+	}
+	n := float64(res.Queries)
+	res.NDCG, res.Recall, res.MRR = res.NDCG/n, res.Recall/n, res.MRR/n
+	res.QueryP50Ms, res.QueryP95Ms = percentile(lat, 0.50), percentile(lat, 0.95)
+	return res, nil
+}
+
+// percentile returns the p-th percentile of xs by nearest rank.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(p * float64(len(s)))
+	return s[min(i, len(s)-1)]
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/docsift/docsift/eval"
+	"github.com/docsift/docsift/index"
+	"github.com/spf13/cobra"
+)
+
+// The measuring commands: eval for retrieval quality, bench for speed.
+
+func evalCmd() *cobra.Command {
+	var cfg eval.Config
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "Measure retrieval quality on a BEIR-format dataset",
+		Long: `Ingest a BEIR-format corpus into a throwaway data directory through the same
+pipeline as uploads, run every judged query through the same ranking as
+/query/*, and print nDCG@10, recall@10 and MRR@10 (computed as the BM25
+reference script computes them), query latency and ingest time.`,
+		Example: `  docsift eval --corpus corpus.jsonl --queries queries.jsonl --qrels qrels/test.tsv`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Corpus == "" || cfg.Queries == "" || cfg.Qrels == "" {
+				return errors.New("--corpus, --queries and --qrels are required")
+			}
+			cfg.Progress = os.Stderr
+			res, err := eval.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return printResult(cmd.OutOrStdout(), asJSON, res, [][2]string{
+				{"queries", fmt.Sprint(res.Queries)},
+				{"nDCG@10", fmt.Sprintf("%.4f", res.NDCG)},
+				{"recall@10", fmt.Sprintf("%.4f", res.Recall)},
+				{"MRR@10", fmt.Sprintf("%.4f", res.MRR)},
+				{"query p50", fmt.Sprintf("%.2f ms", res.QueryP50Ms)},
+				{"query p95", fmt.Sprintf("%.2f ms", res.QueryP95Ms)},
+				{"ingest", fmt.Sprintf("%.2f s (%d documents, %d chunks)", res.IngestSeconds, res.Documents, res.Chunks)},
+				{"embedder", res.Embedder},
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Corpus, "corpus", "", "BEIR corpus.jsonl")
+	f.StringVar(&cfg.Queries, "queries", "", "BEIR queries.jsonl")
+	f.StringVar(&cfg.Qrels, "qrels", "", "BEIR qrels TSV (with or without header)")
+	f.IntVar(&cfg.TopK, "top-k", eval.DefaultTopK, "metric cut-off")
+	f.IntVar(&cfg.Workers, "workers", 0, "indexing workers (default: number of CPUs)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func benchCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Measure speed: the vector index, ingestion, queries against a server"}
+	var asJSON bool
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print one JSON object")
+
+	var ic index.BenchConfig
+	indexCmd := &cobra.Command{
+		Use:   "index",
+		Short: "Recall, search latency, build rate and snapshot load of the vector index on synthetic vectors",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := index.RunIndexBench(ic, os.Stderr)
+			if err != nil {
+				return err
+			}
+			return printResult(cmd.OutOrStdout(), asJSON, res, [][2]string{
+				{"vectors", fmt.Sprintf("%d × %d dims, %d queries", res.N, res.Dim, res.Queries)},
+				{"recall@10", fmt.Sprintf("%.4f", res.RecallAt10)},
+				{"search p50", fmt.Sprintf("%.3f ms (single thread)", res.SearchP50Ms)},
+				{"search p99", fmt.Sprintf("%.3f ms", res.SearchP99Ms)},
+				{"build", fmt.Sprintf("%.0f vectors/s (%.1f s)", res.BuildVectorsPerSecond, res.BuildSeconds)},
+				{"snapshot load", fmt.Sprintf("%.2f s, %.1f× faster than rebuilding", res.SnapshotLoadSeconds, res.SnapshotLoadSpeedup)},
+				{"memory", fmt.Sprintf("%.0f bytes/vector", res.BytesPerVector)},
+			})
+		},
+	}
+	indexCmd.Flags().IntVar(&ic.N, "n", 100000, "vectors in the index")
+	indexCmd.Flags().IntVar(&ic.Dim, "dim", 384, "dimensions")
+	indexCmd.Flags().IntVar(&ic.Queries, "queries", 1000, "queries timed and scored")
+
+	var corpus string
+	var workers int
+	ingestCmd := &cobra.Command{
+		Use:   "ingest",
+		Short: "Chunks per second through the whole pipeline on a corpus file (BEIR corpus.jsonl)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if corpus == "" {
+				return errors.New("--corpus is required")
+			}
+			res, err := eval.BenchIngest(corpus, nil, workers, os.Stderr, nil)
+			if err != nil {
+				return err
+			}
+			return printResult(cmd.OutOrStdout(), asJSON, res, [][2]string{
+				{"documents", fmt.Sprint(res.Documents)},
+				{"chunks", fmt.Sprint(res.Chunks)},
+				{"time", fmt.Sprintf("%.2f s", res.Seconds)},
+				{"throughput", fmt.Sprintf("%.0f chunks/s, %.0f documents/s", res.ChunksPerSecond, res.DocumentsPerSecond)},
+				{"embedder", res.Embedder},
+			})
+		},
+	}
+	ingestCmd.Flags().StringVar(&corpus, "corpus", "", "BEIR corpus.jsonl")
+	ingestCmd.Flags().IntVar(&workers, "workers", 0, "indexing workers (default: number of CPUs)")
+
+	var lc eval.LoadConfig
+	var queriesPath string
+	queryCmd := &cobra.Command{
+		Use:   "query",
+		Short: "End-to-end HTTP query latency against a running server",
+		Example: `  docsift bench query --url http://127.0.0.1:8080 --key dsk_… --owner prj_… \
+    --queries queries.jsonl --concurrency 4 --requests 500`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if lc.APIKey == "" || lc.OwnerID == "" || queriesPath == "" {
+				return errors.New("--key, --owner and --queries are required")
+			}
+			qs, err := eval.ReadQueries(queriesPath)
+			if err != nil {
+				return err
+			}
+			for _, q := range qs {
+				lc.Queries = append(lc.Queries, q.Text)
+			}
+			res, err := eval.BenchQuery(cmd.Context(), lc)
+			if err != nil {
+				return err
+			}
+			rows := [][2]string{
+				{"requests", fmt.Sprintf("%d (%d errors) at concurrency %d", res.Requests, res.Errors, res.Concurrency)},
+				{"throughput", fmt.Sprintf("%.1f requests/s", res.RequestsPerSecond)},
+				{"latency p50", fmt.Sprintf("%.2f ms", res.P50Ms)},
+				{"latency p99", fmt.Sprintf("%.2f ms", res.P99Ms)},
+			}
+			if res.FirstError != "" {
+				rows = append(rows, [2]string{"first error", res.FirstError})
+			}
+			return printResult(cmd.OutOrStdout(), asJSON, res, rows)
+		},
+	}
+	qf := queryCmd.Flags()
+	qf.StringVar(&lc.URL, "url", "http://"+defaultAddr, "server base URL")
+	qf.StringVar(&lc.APIKey, "key", "", "API key")
+	qf.StringVar(&lc.OwnerID, "owner", "", "project or customer id to query")
+	qf.StringVar(&queriesPath, "queries", "", "queries.jsonl (BEIR) to draw queries from")
+	qf.IntVar(&lc.Concurrency, "concurrency", 4, "requests in flight")
+	qf.IntVar(&lc.Requests, "requests", 500, "requests to send")
+	qf.IntVar(&lc.TopK, "top-k", 5, "top_k of each query")
+
+	cmd.AddCommand(indexCmd, ingestCmd, queryCmd)
+	return cmd
+}
+
+// printResult prints v as JSON, or rows as an aligned two-column table.
+func printResult(w io.Writer, asJSON bool, v any, rows [][2]string) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(v)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	return tw.Flush()
+}
