@@ -46,11 +46,12 @@ func main() {
 
 func rootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "docsift",
-		Short:         "Self-hosted document indexing and semantic search",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version,
+		Use:               "docsift",
+		Short:             "Self-hosted document indexing and semantic search",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           version,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return flagsFromEnv(cmd.Flags())
 		},
