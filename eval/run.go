@@ -19,9 +19,6 @@ import (
 // DefaultTopK is the cut-off of the reported metrics.
 const DefaultTopK = 10
 
-// pollInterval is how often ingestion progress is checked.
-const pollInterval = 50 * time.Millisecond
-
 // Config says what to evaluate.
 type Config struct {
 	Corpus, Queries, Qrels string
@@ -109,28 +106,20 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool
 		jobs[job.ID] = true
 	}
 	bar := NewProgress(progress, "ingesting", len(docs))
-	failed := 0
-	for len(jobs) > 0 {
-		for id := range jobs {
-			j, err := r.store.Job(id)
-			if err != nil {
-				r.Close()
-				return nil, err
-			}
-			switch j.Status {
-			case store.StatusFailed:
-				failed++
-				log.Warn("document failed to index", "document", j.DocumentID, "err", j.Error)
-				fallthrough
-			case store.StatusSucceeded:
-				r.chunks += j.Chunks
-				delete(jobs, id)
-			}
+	failed, finished := 0, 0
+	for id := range jobs {
+		j, err := r.engine.WaitJob(context.Background(), id)
+		if err != nil {
+			r.Close()
+			return nil, err
 		}
-		bar.Set(len(docs) - len(jobs))
-		if len(jobs) > 0 {
-			time.Sleep(pollInterval)
+		if j.Status == store.StatusFailed {
+			failed++
+			log.Warn("document failed to index", "document", j.DocumentID, "err", j.Error)
 		}
+		r.chunks += j.Chunks
+		finished++
+		bar.Set(finished)
 	}
 	bar.Done()
 	r.took = time.Since(start)

@@ -39,6 +39,11 @@ type Config struct {
 	RetryBase        time.Duration // first back-off after a transient failure
 	RetryMax         time.Duration // longest back-off
 	MaxAttempts      int           // runs of a job before it fails for good
+
+	// Embedders are the embedders besides the default that this server
+	// can run: an owner whose vectors came from one of them keeps using
+	// it until reindexed. The built-in embedder is always available.
+	Embedders []llm.Embedder
 }
 
 func (c Config) withDefaults() Config {
@@ -68,12 +73,15 @@ func (c Config) withDefaults() Config {
 
 // Engine is the indexing pipeline and the search over its result.
 type Engine struct {
-	cfg      Config
-	store    *store.Store
-	indexes  *Indexes
-	embedder llm.Embedder
-	log      *slog.Logger
+	cfg       Config
+	store     *store.Store
+	indexes   *Indexes
+	embedder  llm.Embedder            // for owners with no vectors yet, and reindexing
+	embedders map[string]llm.Embedder // by model: every embedder this server can run
+	log       *slog.Logger
 
+	ended    chan struct{} // closed and replaced whenever a job ends or is requeued
+	endedMu  sync.Mutex
 	wake     chan struct{} // a job was queued
 	stop     chan struct{} // closed: claim no more jobs
 	cancel   context.CancelFunc
@@ -82,16 +90,45 @@ type Engine struct {
 }
 
 // New returns an engine over st whose index snapshots live in indexDir.
+// New owners' documents are embedded with embedder.
 func New(st *store.Store, embedder llm.Embedder, indexDir string, cfg Config, log *slog.Logger) *Engine {
-	return &Engine{
-		cfg:      cfg.withDefaults(),
-		store:    st,
-		indexes:  NewIndexes(st, indexDir, embedder.Model(), embedder.Dim(), log),
-		embedder: embedder,
-		log:      log,
-		wake:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
+	e := &Engine{
+		cfg:       cfg.withDefaults(),
+		store:     st,
+		indexes:   NewIndexes(st, indexDir, embedder.Model(), embedder.Dim(), log),
+		embedder:  embedder,
+		embedders: map[string]llm.Embedder{},
+		log:       log,
+		wake:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		ended:     make(chan struct{}),
 	}
+	for _, em := range append([]llm.Embedder{llm.NewBuiltin(), embedder}, cfg.Embedders...) {
+		e.embedders[em.Model()] = em
+	}
+	return e
+}
+
+// embedderFor returns the embedder of model, or an error saying what to do
+// when this server cannot run it.
+func (e *Engine) embedderFor(model string) (llm.Embedder, error) {
+	if em, ok := e.embedders[model]; ok {
+		return em, nil
+	}
+	return nil, fmt.Errorf("this owner's vectors come from %s, which this server is not configured to run: start it with that embedder, or run `docsift reindex` to re-embed with %s", model, e.embedder.Model())
+}
+
+// ownerModel is the model an owner's vectors come from: recorded in the
+// store once it has any, the default embedder's before.
+func (e *Engine) ownerModel(owner string) (string, error) {
+	om, err := e.store.OwnerModel(owner)
+	if errors.Is(err, store.ErrNotFound) {
+		return e.embedder.Model(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return om.Model, nil
 }
 
 // Upload is a file or text to index for an owner.
@@ -275,6 +312,32 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 		// The job stays PROCESSING and is requeued at next start.
 		log.Error("recording the job's outcome failed", "err", finishErr)
 	}
+	e.endedMu.Lock()
+	close(e.ended)
+	e.ended = make(chan struct{})
+	e.endedMu.Unlock()
+}
+
+// WaitJob waits until a job has ended (SUCCEEDED or FAILED) or ctx is done,
+// and returns the job as it last was.
+func (e *Engine) WaitJob(ctx context.Context, jobID string) (*store.Job, error) {
+	for {
+		e.endedMu.Lock()
+		ended := e.ended
+		e.endedMu.Unlock()
+		j, err := e.store.Job(jobID)
+		if err != nil {
+			return nil, err
+		}
+		if j.Status == store.StatusSucceeded || j.Status == store.StatusFailed {
+			return j, nil
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return j, ctx.Err()
+		}
+	}
 }
 
 // backoff doubles from base with each attempt, up to ceiling.
@@ -327,15 +390,23 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 	for i, c := range chunks {
 		texts[i] = entryText(doc.Name, c.Text)
 	}
-	vectors, err := e.embed(ctx, texts)
+	model, err := e.ownerModel(doc.OwnerID)
+	if err != nil {
+		return 0, pages, err
+	}
+	embedder, err := e.embedderFor(model)
+	if err != nil {
+		return 0, pages, err
+	}
+	vectors, err := e.embed(ctx, embedder, texts)
 	if err != nil {
 		return 0, pages, err
 	}
 	err = e.indexes.Update(doc.OwnerID, func(x *index.OwnerIndex) (uint64, error) {
-		if x.Model() != e.embedder.Model() {
-			return 0, fmt.Errorf("this owner's index was built with %s but the server now embeds with %s: run `docsift reindex --owner %s`", x.Model(), e.embedder.Model(), doc.OwnerID)
+		if x.Model() != model {
+			return 0, fmt.Errorf("this owner was reindexed with %s while the document was processed; upload it again", x.Model())
 		}
-		removed, err := e.store.ReplaceChunks(doc.ID, chunks, vectors)
+		removed, err := e.store.ReplaceChunks(doc.ID, model, chunks, vectors)
 		if errors.Is(err, store.ErrNotFound) {
 			return 0, errDocumentDeleted
 		}
@@ -353,11 +424,11 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 }
 
 // embed embeds texts in batches of cfg.EmbedBatch.
-func (e *Engine) embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *Engine) embed(ctx context.Context, embedder llm.Embedder, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for i := 0; i < len(texts); i += e.cfg.EmbedBatch {
 		batch := texts[i:min(i+e.cfg.EmbedBatch, len(texts))]
-		vecs, err := e.embedder.Embed(ctx, batch)
+		vecs, err := embedder.Embed(ctx, batch)
 		if err != nil {
 			return nil, fmt.Errorf("embedding failed: %w", err)
 		}

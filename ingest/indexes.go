@@ -20,7 +20,7 @@ import (
 type Indexes struct {
 	store *store.Store
 	dir   string
-	model string // embedder of new indexes
+	model string // embedder of owners that have no vectors yet
 	dim   int
 	log   *slog.Logger
 
@@ -39,8 +39,9 @@ type ownerIndex struct {
 	lastSeq uint64 // highest chunk sequence the index holds
 }
 
-// NewIndexes returns a registry whose new indexes take vectors of model and
-// dim. Snapshots live in dir.
+// NewIndexes returns a registry whose new owners take vectors of model and
+// dim; an owner with vectors keeps the model the store records for it.
+// Snapshots live in dir.
 func NewIndexes(st *store.Store, dir, model string, dim int, log *slog.Logger) *Indexes {
 	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}}
 }
@@ -83,6 +84,23 @@ func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uin
 	return err
 }
 
+// Replace swaps an owner's index for the one fn returns, under the owner's
+// update lock. Searches that started on the old index finish on it.
+func (r *Indexes) Replace(owner string, fn func(old *index.OwnerIndex) (*index.OwnerIndex, error)) error {
+	e := r.entry(owner)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := r.load(owner, e); err != nil {
+		return err
+	}
+	x, err := fn(e.x)
+	if err != nil {
+		return err
+	}
+	e.x, e.dirty = x, true
+	return nil
+}
+
 func (r *Indexes) path(owner string) string {
 	return filepath.Join(r.dir, filepath.Base(owner)+".idx")
 }
@@ -95,14 +113,25 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	if e.loaded {
 		return nil
 	}
-	x, lastSeq, err := index.ReadSnapshot(r.path(owner))
+	model, dim := r.model, r.dim
+	om, err := r.store.OwnerModel(owner)
 	switch {
 	case err == nil:
+		model, dim = om.Model, om.Dim
+	case !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+	}
+	x, lastSeq, err := index.ReadSnapshot(r.path(owner))
+	switch {
+	case err == nil && (x.Model() != model || x.Dim() != dim):
+		r.log.Warn("index snapshot is of another embedding model, rebuilding from the store", "owner", owner, "snapshot_model", x.Model(), "model", model)
+		x, lastSeq = index.New(model, dim), 0
+	case err == nil:
 	case errors.Is(err, fs.ErrNotExist):
-		x = index.New(r.model, r.dim)
+		x = index.New(model, dim)
 	default:
 		r.log.Warn("index snapshot unusable, rebuilding from the store", "owner", owner, "err", err)
-		x, lastSeq = index.New(r.model, r.dim), 0
+		x, lastSeq = index.New(model, dim), 0
 	}
 	seqs, err := r.store.OwnerSeqs(owner)
 	if err != nil {
@@ -153,7 +182,7 @@ func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) 
 		seqs = seqs[n:]
 		entries := make([]index.Entry, 0, len(chunks))
 		for _, c := range chunks {
-			vec, err := r.store.Vector(c.Seq)
+			vec, err := r.store.Vector(x.Model(), c.Seq)
 			if err != nil {
 				return added, err
 			}

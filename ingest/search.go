@@ -26,9 +26,10 @@ func (e *Engine) Search(ctx context.Context, owner, query string, k int) ([]Resu
 	}
 	var warnings []string
 	q := index.Query{Text: query, K: k}
-	if x.Model() != e.embedder.Model() {
-		warnings = append(warnings, fmt.Sprintf("this owner's index was built with %s and the server embeds with %s: results are lexical only until `docsift reindex --owner %s` runs", x.Model(), e.embedder.Model(), owner))
-	} else if vecs, err := e.embedder.Embed(ctx, []string{query}); err != nil {
+	embedder, err := e.embedderFor(x.Model())
+	if err != nil {
+		warnings = append(warnings, "results are lexical only: "+err.Error())
+	} else if vecs, err := embedder.Embed(ctx, []string{query}); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}

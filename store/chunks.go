@@ -24,11 +24,13 @@ type Chunk struct {
 	Text       string `json:"text"`
 }
 
-// ReplaceChunks writes a document's chunks and their vectors in one
-// transaction, replacing whatever a previous run wrote, and assigns each
-// chunk its Seq. It returns the sequences of the replaced chunks, which the
-// caller drops from the index. A deleted document is ErrNotFound.
-func (s *Store) ReplaceChunks(documentID string, chunks []Chunk, vectors [][]float32) ([]uint64, error) {
+// ReplaceChunks writes a document's chunks and their vectors, embedded by
+// model, in one transaction, replacing whatever a previous run wrote, and
+// assigns each chunk its Seq. It returns the sequences of the replaced
+// chunks, which the caller drops from the index. A deleted document is
+// ErrNotFound; vectors of another model than the owner's are
+// ErrModelMismatch.
+func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors [][]float32) ([]uint64, error) {
 	if len(chunks) != len(vectors) {
 		return nil, fmt.Errorf("store: replace chunks: %d chunks but %d vectors", len(chunks), len(vectors))
 	}
@@ -37,6 +39,11 @@ func (s *Store) ReplaceChunks(documentID string, chunks []Chunk, vectors [][]flo
 		d, err := getDoc(tx, documentID)
 		if err != nil {
 			return err
+		}
+		if len(vectors) > 0 {
+			if err := claimOwnerModel(tx, d.OwnerID, model, len(vectors[0])); err != nil {
+				return err
+			}
 		}
 		if removed, err = deleteChunks(tx, d); err != nil {
 			return err
@@ -58,7 +65,7 @@ func (s *Store) ReplaceChunks(documentID string, chunks []Chunk, vectors [][]flo
 			if err := ob.Put(ownerKey(d.OwnerID, seq), nil); err != nil {
 				return err
 			}
-			if err := vb.Put(seq, encodeVector(vectors[i])); err != nil {
+			if err := vb.Put(vectorKey(model, c.Seq), encodeVector(vectors[i])); err != nil {
 				return err
 			}
 		}
@@ -74,6 +81,7 @@ func (s *Store) ReplaceChunks(documentID string, chunks []Chunk, vectors [][]flo
 func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
 	cb, sb, ob, vb := tx.Bucket(bucketChunks), tx.Bucket(bucketSeqs), tx.Bucket(bucketOwnerSeqs), tx.Bucket(bucketVectors)
 	prefix := []byte(chunkPrefix(d.ID))
+	models := ownerModels(tx, d.OwnerID)
 	var ids [][]byte
 	var seqs []uint64
 	c := cb.Cursor()
@@ -92,8 +100,13 @@ func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
 		for _, del := range []struct {
 			b *bolt.Bucket
 			k []byte
-		}{{cb, id}, {sb, seq}, {ob, ownerKey(d.OwnerID, seq)}, {vb, seq}} {
+		}{{cb, id}, {sb, seq}, {ob, ownerKey(d.OwnerID, seq)}} {
 			if err := del.b.Delete(del.k); err != nil {
+				return nil, err
+			}
+		}
+		for _, m := range models {
+			if err := vb.Delete(vectorKey(m, seqs[i])); err != nil {
 				return nil, err
 			}
 		}
@@ -147,11 +160,11 @@ func (s *Store) OwnerSeqs(ownerID string) ([]uint64, error) {
 	return seqs, err
 }
 
-// Vector returns the stored vector of a chunk sequence, or ErrNotFound.
-func (s *Store) Vector(seq uint64) ([]float32, error) {
+// Vector returns the vector model made of a chunk, or ErrNotFound.
+func (s *Store) Vector(model string, seq uint64) ([]float32, error) {
 	var vec []float32
 	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketVectors).Get(u64(seq))
+		v := tx.Bucket(bucketVectors).Get(vectorKey(model, seq))
 		if v == nil {
 			return ErrNotFound
 		}
@@ -159,6 +172,12 @@ func (s *Store) Vector(seq uint64) ([]float32, error) {
 		return nil
 	})
 	return vec, err
+}
+
+// vectorKey keys vectors by model first, so a reindex can write a new
+// model's vectors beside the old ones and switch in one transaction.
+func vectorKey(model string, seq uint64) []byte {
+	return ownerKey(model, u64(seq))
 }
 
 // encodeVector writes float32s little-endian: 4 bytes each, no framing,

@@ -43,14 +43,15 @@ var (
 	bucketChunks    = []byte("chunks")    // chunk id → Chunk
 	bucketSeqs      = []byte("seqs")      // 8-byte chunk sequence → chunk id
 	bucketOwnerSeqs = []byte("ownerseqs") // owner \x00 8-byte sequence → nil
-	bucketVectors   = []byte("vectors")   // 8-byte chunk sequence → little-endian float32s
+	bucketVectors   = []byte("vectors")   // model \x00 8-byte chunk sequence → little-endian float32s
+	bucketOwners    = []byte("owners")    // owner id → OwnerModel
 	bucketFileRefs  = []byte("filerefs")  // owner \x00 sha256 hex → reference count
 	bucketSubpages  = []byte("subpages")  // subpage id → Subpage
 
 	allBuckets = [][]byte{bucketMeta, bucketProjects, bucketKeys, bucketCustomers,
 		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue,
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
-		bucketSubpages}
+		bucketSubpages, bucketOwners}
 
 	keySchemaVersion = []byte("schema_version")
 )

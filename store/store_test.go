@@ -87,7 +87,7 @@ func TestJobLifecycleAndRerunDoesNotDuplicate(t *testing.T) {
 	}
 	chunks := []Chunk{{Position: 0, Text: "hello"}, {Position: 1, Text: "world"}}
 	vecs := [][]float32{{1, 0}, {0, 1}}
-	if _, err := s.ReplaceChunks(d.ID, chunks, vecs); err != nil {
+	if _, err := s.ReplaceChunks(d.ID, "m", chunks, vecs); err != nil {
 		t.Fatal(err)
 	}
 	// The process dies here; on restart the job runs again.
@@ -98,7 +98,7 @@ func TestJobLifecycleAndRerunDoesNotDuplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	again := []Chunk{{Position: 0, Text: "hello"}, {Position: 1, Text: "world"}}
-	removed, err := s.ReplaceChunks(d.ID, again, vecs)
+	removed, err := s.ReplaceChunks(d.ID, "m", again, vecs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestJobLifecycleAndRerunDoesNotDuplicate(t *testing.T) {
 	if got.Status != StatusSucceeded || got.Chunks != 2 || doc.Status != StatusSucceeded || doc.Chunks != 2 {
 		t.Fatalf("after finish: job %+v doc %+v", got, doc)
 	}
-	v, err := s.Vector(again[1].Seq)
+	v, err := s.Vector("m", again[1].Seq)
 	if err != nil || !reflect.DeepEqual(v, []float32{0, 1}) {
 		t.Fatalf("Vector = %v, %v", v, err)
 	}
@@ -159,7 +159,7 @@ func TestDeleteDocumentRemovesEverything(t *testing.T) {
 	}
 	s.ClaimJob()
 	chunks := []Chunk{{Position: 0, Text: "t"}}
-	if _, err := s.ReplaceChunks(a.ID, chunks, [][]float32{{1}}); err != nil {
+	if _, err := s.ReplaceChunks(a.ID, "m", chunks, [][]float32{{1}}); err != nil {
 		t.Fatal(err)
 	}
 	removed, err := s.DeleteDocument(a.ID)
@@ -192,7 +192,7 @@ func TestDeleteDocumentRemovesEverything(t *testing.T) {
 	if docs, _ := s.Documents("cus_a"); len(docs) != 0 {
 		t.Fatalf("Documents = %v", docs)
 	}
-	if _, err := s.ReplaceChunks(a.ID, chunks, [][]float32{{1}}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.ReplaceChunks(a.ID, "m", chunks, [][]float32{{1}}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("ReplaceChunks on deleted document: %v", err)
 	}
 }
@@ -251,5 +251,46 @@ func TestDocumentOfChunk(t *testing.T) {
 		if _, ok := DocumentOfChunk(bad); ok {
 			t.Errorf("DocumentOfChunk(%q) ok", bad)
 		}
+	}
+}
+
+func TestOwnerModelAndReindex(t *testing.T) {
+	s, _ := openTest(t)
+	d, _ := newDoc(t, s, "cus_a", "x")
+	chunks := []Chunk{{Position: 0, Text: "a"}, {Position: 1, Text: "b"}}
+	if _, err := s.ReplaceChunks(d.ID, "old", chunks, [][]float32{{1, 0}, {0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if om, err := s.OwnerModel("cus_a"); err != nil || om.Model != "old" || om.Dim != 2 {
+		t.Fatalf("OwnerModel = %+v, %v", om, err)
+	}
+	if _, err := s.ReplaceChunks(d.ID, "new", chunks, [][]float32{{1, 0, 0}, {0, 1, 0}}); !errors.Is(err, ErrModelMismatch) {
+		t.Fatalf("vectors of another model: err = %v, want ErrModelMismatch", err)
+	}
+	if err := s.BeginReindex("cus_a", "new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutVectors("new", []uint64{chunks[0].Seq}, [][]float32{{1, 0, 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishReindex("cus_a", "new", 3); err == nil {
+		t.Fatal("switched with a chunk lacking a vector of the new model")
+	}
+	missing, _ := s.MissingVectors("cus_a", "new")
+	if !reflect.DeepEqual(missing, []uint64{chunks[1].Seq}) {
+		t.Fatalf("MissingVectors = %v", missing)
+	}
+	s.PutVectors("new", missing, [][]float32{{0, 1, 0}})
+	if err := s.FinishReindex("cus_a", "new", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Vector("old", chunks[0].Seq); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("old vectors kept after the switch: %v", err)
+	}
+	if v, _ := s.Vector("new", chunks[1].Seq); !reflect.DeepEqual(v, []float32{0, 1, 0}) {
+		t.Fatalf("new vector = %v", v)
+	}
+	if om, _ := s.OwnerModel("cus_a"); om.Model != "new" || om.Next != "" {
+		t.Fatalf("after switch: %+v", om)
 	}
 }

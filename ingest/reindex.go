@@ -1,0 +1,140 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/store"
+)
+
+// reindexBatch is how many chunks are read and embedded per step.
+const reindexBatch = 256
+
+// StaleOwners lists the owners whose vectors come from another model than
+// the engine's embedder: the ones `docsift reindex` re-embeds.
+func (e *Engine) StaleOwners() ([]string, error) {
+	owners, err := e.store.Owners()
+	if err != nil {
+		return nil, err
+	}
+	var stale []string
+	for o, om := range owners {
+		if om.Model != e.embedder.Model() {
+			stale = append(stale, o)
+		}
+	}
+	return stale, nil
+}
+
+// Reindex re-embeds every chunk of an owner with the engine's embedder and
+// switches the owner to it. Queries keep using the old vectors until the
+// switch, which is one store transaction and one pointer swap, so there is no
+// downtime. New vectors are staged beside the old ones: a crash midway
+// leaves the owner on its old model, and a second run starts over.
+// progress, when not nil, is told how many of total chunks are done.
+func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, total int)) (int, error) {
+	target := e.embedder
+	current, err := e.ownerModel(owner)
+	if err != nil {
+		return 0, err
+	}
+	if current == target.Model() {
+		return 0, nil
+	}
+	if err := e.store.BeginReindex(owner, target.Model()); err != nil {
+		return 0, err
+	}
+	seqs, err := e.store.OwnerSeqs(owner)
+	if err != nil {
+		return 0, err
+	}
+	x := index.New(target.Model(), target.Dim())
+	names := map[string]string{}
+	done := 0
+	for start := 0; start < len(seqs); start += reindexBatch {
+		if err := e.reembed(ctx, x, seqs[start:min(start+reindexBatch, len(seqs))], names); err != nil {
+			return done, err
+		}
+		done = min(start+reindexBatch, len(seqs))
+		if progress != nil {
+			progress(done, len(seqs))
+		}
+	}
+	// Documents uploaded or deleted meanwhile: catch up under the owner's
+	// lock, so nothing lands between the check and the switch.
+	err = e.indexes.Replace(owner, func(*index.OwnerIndex) (*index.OwnerIndex, error) {
+		missing, err := e.store.MissingVectors(owner, target.Model())
+		if err != nil {
+			return nil, err
+		}
+		if err := e.reembed(ctx, x, missing, names); err != nil {
+			return nil, err
+		}
+		now, err := e.store.OwnerSeqs(owner)
+		if err != nil {
+			return nil, err
+		}
+		keep := make(map[uint64]bool, len(now))
+		for _, s := range now {
+			keep[s] = true
+		}
+		var gone []uint64
+		for _, id := range x.IDs() {
+			if !keep[id] {
+				gone = append(gone, id)
+			}
+		}
+		x.Delete(gone...)
+		if err := e.store.FinishReindex(owner, target.Model(), target.Dim()); err != nil {
+			return nil, err
+		}
+		return x, nil
+	})
+	if err != nil {
+		return done, fmt.Errorf("ingest: reindex %s: %w", owner, err)
+	}
+	e.log.Info("owner reindexed", "owner", owner, "from", current, "to", target.Model(), "chunks", x.Len())
+	return x.Len(), nil
+}
+
+// reembed embeds the chunks of seqs with the engine's embedder, stages their
+// vectors in the store and adds them to x.
+func (e *Engine) reembed(ctx context.Context, x *index.OwnerIndex, seqs []uint64, names map[string]string) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	chunks, err := e.store.ChunksBySeq(seqs)
+	if err != nil {
+		return err
+	}
+	texts := make([]string, len(chunks))
+	found := make([]uint64, len(chunks))
+	for i, c := range chunks {
+		name, ok := names[c.DocumentID]
+		if !ok {
+			d, err := e.store.Document(c.DocumentID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if d != nil {
+				name = d.Name
+			}
+			names[c.DocumentID] = name
+		}
+		texts[i], found[i] = entryText(name, c.Text), c.Seq
+	}
+	vecs, err := e.embed(ctx, e.embedder, texts)
+	if err != nil {
+		return err
+	}
+	if err := e.store.PutVectors(e.embedder.Model(), found, vecs); err != nil {
+		return err
+	}
+	entries := make([]index.Entry, len(found))
+	for i := range found {
+		entries[i] = index.Entry{ID: found[i], Vector: vecs[i], Text: texts[i]}
+	}
+	return x.Add(entries...)
+}
