@@ -1,6 +1,8 @@
 package server
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -19,8 +21,9 @@ const (
 )
 
 type queryFields struct {
-	Query *string  `json:"query"`
-	TopK  *float64 `json:"top_k"`
+	Query  *string  `json:"query"`
+	TopK   *float64 `json:"top_k"`
+	Stream bool     `json:"stream"`
 }
 
 type customerQueryRequest struct {
@@ -43,8 +46,8 @@ type queryChunk struct {
 }
 
 type queryResponse struct {
-	Answer      string       `json:"answer"`
-	AnswerModel string       `json:"answer_model"`
+	Answer      string       `json:"answer,omitempty"`
+	AnswerModel string       `json:"answer_model,omitempty"`
 	Chunks      []queryChunk `json:"chunks"`
 	Warnings    []string     `json:"warnings,omitempty"`
 }
@@ -118,20 +121,68 @@ func (s *Server) query(c echo.Context, owner string, q queryFields) error {
 		}
 		sources[i] = llm.Source{Title: r.DocumentName, Page: r.Chunk.Page, Text: r.Chunk.Text}
 	}
-	resp.Answer, resp.AnswerModel, resp.Warnings = s.answer(c, text, sources, resp.Warnings)
+	if q.Stream {
+		return s.streamAnswer(c, text, sources, resp)
+	}
+	resp.Answer, resp.AnswerModel, resp.Warnings, err = s.answer(c, text, sources, resp.Warnings, nil)
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, resp)
 }
 
-// answer asks the configured answerer and, when it fails, the extractive
-// one, adding a warning that says why: a query never fails because the chat
-// model is down.
-func (s *Server) answer(c echo.Context, query string, sources []llm.Source, warnings []string) (string, string, []string) {
+// answer asks the configured answerer and, when it fails before saying
+// anything, the extractive one, adding a warning that says why: a query
+// never fails because the chat model is down. onDelta, when set, receives
+// the answer as it is written. The error is the client's own going away, or
+// a model failure after part of the answer was streamed.
+func (s *Server) answer(c echo.Context, query string, sources []llm.Source, warnings []string, onDelta func(string)) (string, string, []string, error) {
 	ctx := c.Request().Context()
-	a, err := s.answerer.Answer(ctx, query, sources, nil)
-	if err == nil {
-		return a, s.answerer.Model(), warnings
+	streamed := false
+	var relay func(string)
+	if onDelta != nil {
+		relay = func(d string) { streamed = true; onDelta(d) }
+	}
+	a, err := s.answerer.Answer(ctx, query, sources, relay)
+	switch {
+	case err == nil:
+		return a, s.answerer.Model(), warnings, nil
+	case ctx.Err() != nil:
+		return "", "", warnings, ctx.Err()
+	case streamed:
+		return a, s.answerer.Model(), warnings, fmt.Errorf("the answer model %s failed mid-answer: %w", s.answerer.Model(), err)
 	}
 	s.log.Warn("answer model failed; answering extractively", "request_id", requestID(c), "model", s.answerer.Model(), "err", err)
-	a, _ = s.fallback.Answer(ctx, query, sources, nil)
-	return a, s.fallback.Model(), append(warnings, "the answer model "+s.answerer.Model()+" failed ("+err.Error()+"); the answer is extractive")
+	a, _ = s.fallback.Answer(ctx, query, sources, onDelta)
+	return a, s.fallback.Model(), append(warnings, "the answer model "+s.answerer.Model()+" failed ("+err.Error()+"); the answer is extractive"), nil
+}
+
+// streamAnswer answers as server-sent events: one "chunks" event with the
+// retrieved chunks, "answer" events carrying pieces of the answer as the
+// model writes them, then "done" with the whole answer, or "error" if the
+// model fails midway. A client that disconnects cancels the model call
+// through the request's context.
+func (s *Server) streamAnswer(c echo.Context, query string, sources []llm.Source, resp queryResponse) error {
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no") // no proxy buffering
+	w.WriteHeader(http.StatusOK)
+	send := func(event string, v any) {
+		data, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
+		w.Flush()
+	}
+	send("chunks", queryResponse{Chunks: resp.Chunks, Warnings: resp.Warnings})
+	answer, model, warnings, err := s.answer(c, query, sources, resp.Warnings, func(d string) {
+		send("answer", map[string]string{"delta": d})
+	})
+	if err != nil {
+		if c.Request().Context().Err() == nil {
+			send("error", errorBody{Error: err.Error()})
+		}
+		return nil
+	}
+	send("done", queryResponse{Answer: answer, AnswerModel: model, Chunks: resp.Chunks, Warnings: warnings})
+	return nil
 }
