@@ -46,8 +46,8 @@ type queryChunk struct {
 }
 
 type queryResponse struct {
-	Answer      string       `json:"answer,omitempty"`
-	AnswerModel string       `json:"answer_model,omitempty"`
+	Answer      string       `json:"answer"`
+	AnswerModel string       `json:"answer_model"`
 	Chunks      []queryChunk `json:"chunks"`
 	Warnings    []string     `json:"warnings,omitempty"`
 }
@@ -173,7 +173,10 @@ func (s *Server) streamAnswer(c echo.Context, query string, sources []llm.Source
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
 		w.Flush()
 	}
-	send("chunks", queryResponse{Chunks: resp.Chunks, Warnings: resp.Warnings})
+	send("chunks", struct {
+		Chunks   []queryChunk `json:"chunks"`
+		Warnings []string     `json:"warnings,omitempty"`
+	}{resp.Chunks, resp.Warnings})
 	answer, model, warnings, err := s.answer(c, query, sources, resp.Warnings, func(d string) {
 		send("answer", map[string]string{"delta": d})
 	})

@@ -39,6 +39,7 @@ type Config struct {
 	SessionTTL   time.Duration
 	SubpageTTL   time.Duration
 	Version      string
+	Web          WebSearcher // nil: internet search is not configured
 }
 
 func (c Config) withDefaults() Config {
@@ -106,6 +107,7 @@ func New(cfg Config, st *store.Store, engine *ingest.Engine, answerer llm.Answer
 	api(http.MethodGet, "/documents/:document_id", s.getDocument)
 	api(http.MethodDelete, "/documents/:document_id", s.deleteDocument)
 	api(http.MethodPost, "/subpage", s.createSubpage)
+	api(http.MethodPost, "/search/internet", s.searchInternet)
 	e.GET("/subpages/:file", s.serveSubpage)
 	s.routesUI(e)
 	s.echo = e

@@ -1,36 +1,448 @@
 package server
 
 import (
-	"fmt"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"html/template"
+	"io"
+	"io/fs"
+	"mime"
 	"net/http"
+	"path"
+	"slices"
+	"sort"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/docsift/docsift/pdf"
+	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/ui"
 	"github.com/labstack/echo/v4"
 )
 
-// routesUI adds the pages docsift hosts for people: the upload page a
-// session URL opens.
-func (s *Server) routesUI(e *echo.Echo) {
-	e.GET("/s/:token", s.sessionPage)
+const (
+	// uiAssetPrefix is where the pages' CSS and JavaScript are served.
+	uiAssetPrefix = "/ui/assets/"
+
+	// sessionMetaKey is the document metadata key that records which
+	// session uploaded a document, so a session lists its own uploads and
+	// not everything of its owner. Projects see it in GET /documents too.
+	sessionMetaKey = "session_id"
+
+	// maxPolledJobs bounds the job ids one GET /s/{token}/jobs may name.
+	maxPolledJobs = 200
+
+	// uiCSP is the Content-Security-Policy of every page and asset: scripts,
+	// styles and requests only from this server, nothing inline, no frames,
+	// no form posts. The pages are built for it (no inline script or style).
+	uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+
+	// Messages of the session pages and endpoints. They speak to the end
+	// user, who can do nothing but ask for a new link.
+	msgSessionUnknown = "This upload link is not valid. Ask the site that sent you here for a new one."
+	msgSessionExpired = "This upload link has expired. Ask the site that sent you here for a new one."
+)
+
+// uiTemplates are the pages, parsed once: they are embedded, so a parse
+// error is a bug caught by the first test that loads the package.
+var uiTemplates = template.Must(template.New("ui").Funcs(template.FuncMap{
+	"asset": assetURL,
+}).ParseFS(ui.Templates(), "*.html"))
+
+// uiAsset is one embedded file as served: bytes, type and a content hash
+// for the ETag and the cache-busting ?v= of its URL.
+type uiAsset struct {
+	body        []byte
+	contentType string
+	version     string
+	modTime     time.Time
 }
 
-// sessionPage is where a session's URL lands. The hosted upload page is not
-// built yet; this says so, and says whether the session is usable.
-func (s *Server) sessionPage(c echo.Context) error {
-	sess, err := s.store.SessionByToken(c.Param("token"))
-	c.Response().Header().Set("Referrer-Policy", "no-referrer")
-	c.Response().Header().Set("Cache-Control", "no-store")
-	switch {
-	case err != nil:
-		return c.HTML(http.StatusNotFound, page("Upload link not found", "This upload link is not valid. Ask the site that sent you here for a new one."))
-	case sess.Expired(s.store.Now()):
-		return c.HTML(http.StatusGone, page("Upload link expired", "This upload link has expired. Ask the site that sent you here for a new one."))
+var uiAssets = loadAssets(ui.Assets())
+
+func loadAssets(fsys fs.FS) map[string]uiAsset {
+	assets := map[string]uiAsset{}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		ctype := mime.TypeByExtension(path.Ext(p))
+		if ctype == "" {
+			ctype = "application/octet-stream"
+		}
+		sum := sha256.Sum256(body)
+		assets[p] = uiAsset{body: body, contentType: ctype, version: hex.EncodeToString(sum[:6])}
+		return nil
+	})
+	if err != nil {
+		panic("server: reading embedded UI assets: " + err.Error())
 	}
-	return c.HTML(http.StatusOK, page("Upload page coming", fmt.Sprintf("This session is valid until %s. The hosted upload page is not available in this version yet.", sess.ExpiresAt.Format(time.RFC1123))))
+	return assets
 }
 
-func page(title, body string) string {
-	return `<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>` +
-		title + ` · docsift</title><body style="font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem"><h1>` +
-		title + `</h1><p>` + body + `</p></body></html>`
+// assetURL is the template function that names an asset with its version,
+// so a browser can cache it for good and still get a changed file at once.
+func assetURL(name string) (string, error) {
+	a, ok := uiAssets[name]
+	if !ok {
+		return "", errors.New("no UI asset " + name)
+	}
+	return uiAssetPrefix + name + "?v=" + a.version, nil
+}
+
+// routesUI adds the pages docsift hosts for people, and what they call: the
+// upload page a session URL opens with its two token endpoints, the
+// console, its GET /me, and the assets of both.
+func (s *Server) routesUI(e *echo.Echo) {
+	e.GET("/s/:token", s.sessionPage, uiHeaders)
+	e.POST("/s/:token/upload", s.sessionUpload, uiHeaders)
+	e.GET("/s/:token/jobs", s.sessionJobs, uiHeaders)
+	e.GET("/console", s.consolePage, uiHeaders)
+	e.GET(uiAssetPrefix+":name", serveAsset, uiHeaders)
+	e.GET("/me", s.me, s.requireKey)
+}
+
+// uiHeaders sets the security headers of every UI response, JSON errors
+// included. No Referer leaves a session page, so its token cannot leak to
+// the sites it links to; nothing is cached, since a page and its answers
+// belong to one person's link.
+func uiHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", uiCSP)
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set(echo.HeaderCacheControl, "no-store")
+		return next(c)
+	}
+}
+
+func serveAsset(c echo.Context) error {
+	name := c.Param("name")
+	a, ok := uiAssets[name]
+	if !ok {
+		return notFound("no UI asset %s", name)
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, a.contentType)
+	h.Set("ETag", `"`+a.version+`"`)
+	if c.QueryParam("v") == a.version {
+		h.Set(echo.HeaderCacheControl, "public, max-age=31536000, immutable")
+	} else {
+		h.Set(echo.HeaderCacheControl, "no-cache")
+	}
+	http.ServeContent(c.Response(), c.Request(), name, a.modTime, bytes.NewReader(a.body))
+	return nil
+}
+
+// renderPage writes one of the UI templates as an HTML response.
+func renderPage(c echo.Context, status int, name string, data any) error {
+	var buf bytes.Buffer
+	if err := uiTemplates.ExecuteTemplate(&buf, name, data); err != nil {
+		return err
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+type noticePage struct {
+	Title, Message, Hint string
+}
+
+func renderNotice(c echo.Context, status int, title, msg string) error {
+	return renderPage(c, status, "notice.html", noticePage{Title: title, Message: msg})
+}
+
+// errSessionExpired and errSessionUnknown tell the page what to render; the
+// JSON endpoints answer them as 410 and 404.
+var (
+	errSessionUnknown = errorf(http.StatusNotFound, "%s", msgSessionUnknown)
+	errSessionExpired = errorf(http.StatusGone, "%s", msgSessionExpired)
+)
+
+// liveSession returns the session of the request's token if it can still
+// be used.
+func (s *Server) liveSession(c echo.Context) (*store.Session, error) {
+	token := c.Param("token")
+	if token == "" || len(token) > 128 {
+		return nil, errSessionUnknown
+	}
+	sess, err := s.store.SessionByToken(token)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, errSessionUnknown
+	case err != nil:
+		return nil, err
+	case sess.Expired(s.store.Now()):
+		return nil, errSessionExpired
+	}
+	return sess, nil
+}
+
+// sessionServices says what a session's page offers. "all" means what this
+// server has, which is file upload: Drive import needs a Google OAuth client
+// and none is configured, so asking for it gets a note, not a picker.
+func sessionServices(sess *store.Session) (upload, driveAsked bool) {
+	return slices.Contains(sess.Services, serviceAll) || slices.Contains(sess.Services, serviceFileUpload),
+		slices.Contains(sess.Services, serviceGoogleDrive)
+}
+
+type uploadPage struct {
+	Title                     string
+	ProjectName, CustomerName string
+	Upload, Drive             bool
+	Types                     string
+	MaxBytes                  int64
+	MaxLabel                  string
+	UploadURL, JobsURL        string
+	SuccessURL, CancelURL     string
+	ExpiresISO, ExpiresLabel  string
+}
+
+// sessionPage is the hosted upload page a session URL opens. Done and
+// Cancel link to the URLs stored with the session, and only those: nothing
+// in the request can choose where the user is sent.
+func (s *Server) sessionPage(c echo.Context) error {
+	sess, err := s.liveSession(c)
+	switch {
+	case errors.Is(err, errSessionUnknown):
+		return renderNotice(c, http.StatusNotFound, "Upload link not found", msgSessionUnknown)
+	case errors.Is(err, errSessionExpired):
+		return renderNotice(c, http.StatusGone, "Upload link expired", msgSessionExpired)
+	case err != nil:
+		return err
+	}
+	proj, err := s.store.Project(sess.ProjectID)
+	if err != nil {
+		return err
+	}
+	data := uploadPage{
+		Title:       "Upload documents for " + proj.Name,
+		ProjectName: proj.Name,
+		Types:       strings.Join(pdf.Supported(), ", "),
+		MaxBytes:    s.cfg.MaxFileBytes,
+		MaxLabel:    humanBytes(s.cfg.MaxFileBytes),
+		SuccessURL:  sess.SuccessURL,
+		CancelURL:   sess.CancelURL,
+		// The token is in the path already; the page's endpoints hang off it.
+		UploadURL:    c.Request().URL.Path + "/upload",
+		JobsURL:      c.Request().URL.Path + "/jobs",
+		ExpiresISO:   sess.ExpiresAt.UTC().Format(time.RFC3339),
+		ExpiresLabel: sess.ExpiresAt.UTC().Format("2 Jan 2006, 15:04 MST"),
+	}
+	data.Upload, data.Drive = sessionServices(sess)
+	if sess.CustomerID != "" {
+		cus, err := s.store.Customer(sess.CustomerID)
+		if err != nil {
+			return err
+		}
+		data.CustomerName = cus.Name
+	}
+	return renderPage(c, http.StatusOK, "upload.html", data)
+}
+
+// sessionUpload takes one file for the session's owner. The owner and the
+// project come from the session, never from the request: the multipart body
+// holds a file part and nothing else. It goes through the same submit path,
+// limits and errors as POST /upload/file.
+func (s *Server) sessionUpload(c echo.Context) error {
+	sess, err := s.liveSession(c)
+	if err != nil {
+		return err
+	}
+	if upload, _ := sessionServices(sess); !upload {
+		return errorf(http.StatusForbidden, "this upload link does not allow file uploads")
+	}
+	proj, err := s.store.Project(sess.ProjectID)
+	if err != nil {
+		return err
+	}
+	file, name, err := s.readFilePart(c)
+	if err != nil {
+		return err
+	}
+	// submit checks owners against the key's project; here the session
+	// stands in for the key.
+	c.Set(ctxProject, proj)
+	return s.submit(c, uploadData{
+		OwnerID:  sess.OwnerID,
+		Name:     uploadName(name),
+		Metadata: map[string]string{sessionMetaKey: sess.ID},
+	}, file)
+}
+
+// readFilePart reads a multipart body that holds exactly one part, named
+// file, within the file size limit.
+func (s *Server) readFilePart(c echo.Context) ([]byte, string, error) {
+	req := c.Request()
+	mediaType, params, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+	if err != nil || mediaType != echo.MIMEMultipartForm || params["boundary"] == "" {
+		return nil, "", errorf(http.StatusUnsupportedMediaType, "the request body must be multipart/form-data with a file part")
+	}
+	req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxFileBytes+multipartOverhead)
+	mr, err := req.MultipartReader()
+	if err != nil {
+		return nil, "", badRequest("the multipart body could not be read: %v", err)
+	}
+	var (
+		file     []byte
+		name     string
+		haveFile bool
+	)
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, "", s.multipartError(err)
+		}
+		if part.FormName() != "file" {
+			return nil, "", badRequest("unknown part %q in the multipart body: send one part named file", part.FormName())
+		}
+		if haveFile {
+			return nil, "", badRequest("the body holds more than one file part: send one file per request")
+		}
+		haveFile, name = true, part.FileName()
+		file, err = io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
+		if err != nil {
+			return nil, "", s.multipartError(err)
+		}
+		if int64(len(file)) > s.cfg.MaxFileBytes {
+			return nil, "", errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
+		}
+	}
+	switch {
+	case !haveFile:
+		return nil, "", badRequest("the file part is missing")
+	case len(file) == 0:
+		return nil, "", badRequest("the file is empty")
+	}
+	return file, name, nil
+}
+
+// uploadName makes a browser's file name a valid document name: an end user
+// cannot rename a file on this page, so a long or odd name is trimmed
+// rather than refused.
+func uploadName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		switch {
+		case r == utf8.RuneError:
+			return -1
+		case unicode.IsControl(r):
+			return ' '
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	if utf8.RuneCountInString(name) > maxNameLen {
+		name = string([]rune(name)[:maxNameLen])
+	}
+	if name == "" {
+		name = "upload"
+	}
+	return name
+}
+
+// sessionJob is what the upload page shows of one upload.
+type sessionJob struct {
+	JobID      string    `json:"job_id"`
+	DocumentID string    `json:"document_id"`
+	Name       string    `json:"name"`
+	Size       int64     `json:"size"`
+	Status     string    `json:"status"`
+	Error      string    `json:"error,omitempty"`
+	Chunks     int       `json:"chunks"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+func sessionJobOf(d *store.Document) sessionJob {
+	return sessionJob{
+		JobID: d.JobID, DocumentID: d.ID, Name: d.Name, Size: d.Size, Status: d.Status,
+		Error: d.Error, Chunks: d.Chunks, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+	}
+}
+
+// sessionJobs lists the uploads made through this session, oldest first.
+// With job_id parameters it answers for those jobs only, which is what the
+// page polls: a lookup per job instead of a scan of the owner's documents.
+// A job of another session, owner or project is left out, as if it did not
+// exist.
+func (s *Server) sessionJobs(c echo.Context) error {
+	sess, err := s.liveSession(c)
+	if err != nil {
+		return err
+	}
+	jobs := []sessionJob{}
+	if ids := c.QueryParams()["job_id"]; len(ids) > 0 {
+		if len(ids) > maxPolledJobs {
+			return badRequest("job_id is given %d times, over the limit of %d", len(ids), maxPolledJobs)
+		}
+		for _, id := range ids {
+			d, err := s.sessionDocument(sess, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, sessionJobOf(d))
+		}
+	} else {
+		docs, err := s.store.Documents(sess.OwnerID)
+		if err != nil {
+			return err
+		}
+		for i := range docs {
+			if docs[i].ProjectID == sess.ProjectID && docs[i].Metadata[sessionMetaKey] == sess.ID {
+				jobs = append(jobs, sessionJobOf(&docs[i]))
+			}
+		}
+	}
+	sort.SliceStable(jobs, func(i, j int) bool { return jobs[i].CreatedAt.Before(jobs[j].CreatedAt) })
+	return c.JSON(http.StatusOK, map[string]any{"jobs": jobs})
+}
+
+// sessionDocument returns the document of a job uploaded through sess, or
+// store.ErrNotFound.
+func (s *Server) sessionDocument(sess *store.Session, jobID string) (*store.Document, error) {
+	j, err := s.store.Job(jobID)
+	if err != nil {
+		return nil, err
+	}
+	if j.ProjectID != sess.ProjectID || j.OwnerID != sess.OwnerID {
+		return nil, store.ErrNotFound
+	}
+	d, err := s.store.Document(j.DocumentID)
+	if err != nil {
+		return nil, err
+	}
+	if d.Metadata[sessionMetaKey] != sess.ID {
+		return nil, store.ErrNotFound
+	}
+	return d, nil
+}
+
+// consolePage is the console for project owners. It is a static page: the
+// API key is pasted into it and every call it makes is a public API call
+// with that key.
+func (s *Server) consolePage(c echo.Context) error {
+	return renderPage(c, http.StatusOK, "console.html", struct{ Title string }{"Console"})
+}
+
+// me tells a key's holder which project the key belongs to; the console
+// needs the project id for project queries and uploads.
+func (s *Server) me(c echo.Context) error {
+	p := project(c)
+	return c.JSON(http.StatusOK, map[string]string{"project_id": p.ID, "name": p.Name})
 }
