@@ -56,7 +56,7 @@ func rootCmd() *cobra.Command {
 			return flagsFromEnv(cmd.Flags())
 		},
 	}
-	root.AddCommand(serveCmd(), projectCmd(), keyCmd(), evalCmd(), benchCmd())
+	root.AddCommand(serveCmd(), projectCmd(), keyCmd(), evalCmd(), benchCmd(), reindexCmd(), modelsCmd())
 	return root
 }
 
@@ -82,6 +82,10 @@ type serveOptions struct {
 	sessionTTL          time.Duration
 	subpageTTL          time.Duration
 	logFormat           string
+	models              modelOptions
+	maxAttempts         int
+	retryMax            time.Duration
+	searxngURL          string
 }
 
 func serveCmd() *cobra.Command {
@@ -107,6 +111,10 @@ project named "default" is created and its API key printed once.`,
 	f.DurationVar(&o.sessionTTL, "session-ttl", server.DefaultSessionTTL, "how long an upload session URL stays valid")
 	f.DurationVar(&o.subpageTTL, "subpage-ttl", server.DefaultSubpageTTL, "how long a subpage URL stays valid")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.IntVar(&o.maxAttempts, "max-attempts", ingest.DefaultMaxAttempts, "runs of an indexing job that fails for a passing reason (Ollama down) before it is FAILED")
+	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
+	f.StringVar(&o.searxngURL, "searxng-url", "", "SearxNG-compatible search endpoint for POST /search/internet (unset: internet search is off)")
+	o.models.register(f, true)
 	return cmd
 }
 
@@ -137,21 +145,42 @@ func serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 
-	embedder := llm.NewBuiltin()
-	answerer := llm.NewExtractive()
-	log.Info("models", "embedder", embedder.Model(), "answerer", answerer.Model())
-	engine := ingest.New(st, embedder, filepath.Join(o.data, "index"), ingest.Config{Workers: o.workers}, log)
+	embedder, err := o.models.chooseEmbedder(ctx, st, log)
+	if err != nil {
+		return err
+	}
+	answerer, err := o.models.chooseAnswerer(ctx, log)
+	if err != nil {
+		return err
+	}
+	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax}
+	if _, isOllama := embedder.(*llm.OllamaEmbedder); !isOllama && o.models.embedder != llm.ModeBuiltin {
+		// Ollama was not usable at start: owners whose vectors came from
+		// it keep it, and their jobs wait for it to come back.
+		if oe, err := llm.NewOllamaEmbedder(o.models.ollama); err == nil {
+			cfg.Embedders = append(cfg.Embedders, oe)
+		}
+	}
+	engine := ingest.New(st, embedder, filepath.Join(o.data, "index"), cfg, log)
 	if err := engine.Start(); err != nil {
 		return err
 	}
-	api := server.New(server.Config{
+	scfg := server.Config{
 		BaseURL: o.baseURL, MaxFileBytes: o.maxFile, MaxTextBytes: o.maxText,
 		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
-	}, st, engine, answerer, log)
+	}
+	if o.searxngURL != "" {
+		web, err := llm.NewSearx(o.searxngURL, nil)
+		if err != nil {
+			return err
+		}
+		scfg.Web = web
+	}
+	api := server.New(scfg, st, engine, answerer, log)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	closeAdmin, err := server.ListenAdmin(ctx, o.data, st)
+	closeAdmin, err := server.ListenAdmin(o.data, st, engine)
 	if err != nil {
 		return err
 	}

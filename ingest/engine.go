@@ -95,7 +95,7 @@ func New(st *store.Store, embedder llm.Embedder, indexDir string, cfg Config, lo
 	e := &Engine{
 		cfg:       cfg.withDefaults(),
 		store:     st,
-		indexes:   NewIndexes(st, indexDir, embedder.Model(), embedder.Dim(), log),
+		indexes:   NewIndexes(st, indexDir, embedder.Model(), embedder.Dim, log),
 		embedder:  embedder,
 		embedders: map[string]llm.Embedder{},
 		log:       log,

@@ -20,8 +20,8 @@ import (
 type Indexes struct {
 	store *store.Store
 	dir   string
-	model string // embedder of owners that have no vectors yet
-	dim   int
+	model string     // embedder of owners that have no vectors yet
+	dim   func() int // its dimension: a model server's is learnt once it answers
 	log   *slog.Logger
 
 	mu     sync.Mutex
@@ -42,7 +42,7 @@ type ownerIndex struct {
 // NewIndexes returns a registry whose new owners take vectors of model and
 // dim; an owner with vectors keeps the model the store records for it.
 // Snapshots live in dir.
-func NewIndexes(st *store.Store, dir, model string, dim int, log *slog.Logger) *Indexes {
+func NewIndexes(st *store.Store, dir, model string, dim func() int, log *slog.Logger) *Indexes {
 	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}}
 }
 
@@ -77,6 +77,10 @@ func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uin
 	defer e.mu.Unlock()
 	if err := r.load(owner, e); err != nil {
 		return err
+	}
+	if e.x.Len() == 0 && e.x.Dim() == 0 && e.x.Model() == r.model {
+		// Made while the model server was down and its dimension unknown.
+		e.x = index.New(r.model, r.dim())
 	}
 	seq, err := fn(e.x)
 	e.dirty = true
@@ -113,7 +117,7 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	if e.loaded {
 		return nil
 	}
-	model, dim := r.model, r.dim
+	model, dim := r.model, r.dim()
 	om, err := r.store.OwnerModel(owner)
 	switch {
 	case err == nil:

@@ -42,8 +42,9 @@ type CreatedKey struct {
 	APIKey    string `json:"api_key"`
 }
 
-// ListenAdmin serves the admin API on dataDir/docsift.sock until ctx ends.
-func ListenAdmin(ctx context.Context, dataDir string, admin Admin) (func(), error) {
+// ListenAdmin serves the admin API on dataDir/docsift.sock. The returned
+// function stops it.
+func ListenAdmin(dataDir string, admin Admin, reindexer Reindexer) (func(), error) {
 	path := filepath.Join(dataDir, SocketName)
 	// The store's file lock says no other server runs here, so a socket
 	// file left behind is stale.
@@ -56,13 +57,14 @@ func ListenAdmin(ctx context.Context, dataDir string, admin Admin) (func(), erro
 		ln.Close()
 		return nil, fmt.Errorf("server: admin socket: %w", err)
 	}
-	srv := &http.Server{Handler: adminHandler(admin), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: adminHandler(admin, reindexer), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return func() { srv.Close(); os.Remove(path) }, nil
 }
 
-func adminHandler(admin Admin) http.Handler {
+func adminHandler(admin Admin, reindexer Reindexer) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("POST /reindex", reindexHandler(reindexer))
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/docsift/docsift/eval"
+	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/server"
+	"github.com/docsift/docsift/store"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// modelOptions are the flags that say which models docsift uses.
+type modelOptions struct {
+	embedder, answerer string
+	ollama             llm.OllamaConfig
+}
+
+func (o *modelOptions) register(f *pflag.FlagSet, withAnswerer bool) {
+	f.StringVar(&o.embedder, "embedder", llm.ModeAuto, "auto, ollama or builtin: auto uses Ollama when it answers and has the model")
+	f.StringVar(&o.ollama.URL, "ollama-url", llm.OllamaURLFromEnv(), "Ollama's address (default: $OLLAMA_HOST, else "+llm.DefaultOllamaURL+")")
+	f.StringVar(&o.ollama.EmbedModel, "embed-model", llm.DefaultEmbedModel, "Ollama embedding model")
+	f.IntVar(&o.ollama.BatchSize, "embed-batch", llm.DefaultOllamaBatchSize, "texts per Ollama embedding call")
+	f.DurationVar(&o.ollama.Timeout, "ollama-timeout", llm.DefaultOllamaTimeout, "deadline of each Ollama call")
+	if withAnswerer {
+		f.StringVar(&o.answerer, "answerer", llm.ModeAuto, "auto, ollama or extractive: auto uses Ollama's chat model when it answers and has it")
+		f.StringVar(&o.ollama.ChatModel, "chat-model", llm.DefaultChatModel, "Ollama chat model for answers")
+	}
+}
+
+// chooseEmbedder picks the embedder and logs which and why, once. When
+// Ollama was down at start, the dimension its model has in the store is
+// told to the embedder, so a changed model is still refused.
+func (o *modelOptions) chooseEmbedder(ctx context.Context, st *store.Store, log *slog.Logger) (llm.Embedder, error) {
+	em, why, err := llm.ChooseEmbedder(ctx, o.embedder, o.ollama)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("embedder chosen", "embedder", em.Model(), "why", why)
+	if oe, ok := em.(*llm.OllamaEmbedder); ok && oe.Dim() == 0 && st != nil {
+		owners, err := st.Owners()
+		if err != nil {
+			return nil, err
+		}
+		for _, om := range owners {
+			if om.Model == oe.Model() {
+				if err := oe.ExpectDim(om.Dim); err != nil {
+					return nil, err
+				}
+				break
+			}
+		}
+	}
+	return em, nil
+}
+
+func (o *modelOptions) chooseAnswerer(ctx context.Context, log *slog.Logger) (llm.Answerer, error) {
+	a, why, err := llm.ChooseAnswerer(ctx, o.answerer, o.ollama)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("answerer chosen", "answerer", a.Model(), "why", why)
+	return a, nil
+}
+
+func modelsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "models", Short: "Manage the Ollama models docsift uses"}
+	var o modelOptions
+	pull := &cobra.Command{
+		Use:   "pull",
+		Short: "Pull the configured embedding and chat models into Ollama",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := llm.NewOllamaClient(o.ollama)
+			if err != nil {
+				return err
+			}
+			for _, m := range []string{o.ollama.WithDefaults().EmbedModel, o.ollama.WithDefaults().ChatModel} {
+				fmt.Fprintf(cmd.ErrOrStderr(), "pulling %s from Ollama at %s\n", m, c.URL())
+				var bar *eval.Progress
+				var total int64
+				err := c.Pull(cmd.Context(), m, func(done, all int64, status string) {
+					if all > 0 && all != total {
+						bar.Done()
+						total = all
+						bar = eval.NewProgress(os.Stderr, fmt.Sprintf("%-12.12s MiB", status), int(all>>20))
+					}
+					bar.Set(int(done >> 20))
+				})
+				bar.Done()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ready\n", m)
+			}
+			return nil
+		},
+	}
+	o.register(pull.Flags(), true)
+	cmd.AddCommand(pull)
+	return cmd
+}
+
+func reindexCmd() *cobra.Command {
+	var o modelOptions
+	var owner, data string
+	cmd := &cobra.Command{
+		Use:   "reindex",
+		Short: "Re-embed owners whose vectors came from another model than the current embedder",
+		Long: `Re-embed an owner's chunks (or every owner whose vectors came from another
+model) with the current embedder. When a server runs on the data dir, the
+server does the work and queries keep being answered from the old vectors
+until each owner switches over; otherwise the data dir is opened directly.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			progress := func(owner string) func(done, total int) {
+				var bar *eval.Progress
+				return func(done, total int) {
+					if bar == nil {
+						bar = eval.NewProgress(os.Stderr, owner, total)
+					}
+					bar.Set(done)
+					if done == total {
+						bar.Done()
+					}
+				}
+			}
+			if c, err := server.DialAdmin(data); err == nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "a server runs on", data+": it reindexes with its own embedder")
+				return c.Reindex(cmd.Context(), owner, cmd.OutOrStdout(), progress)
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			st, err := store.Open(data)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			em, err := o.chooseEmbedder(cmd.Context(), st, log)
+			if err != nil {
+				return err
+			}
+			engine := ingest.New(st, em, filepath.Join(data, "index"), ingest.Config{}, log)
+			defer engine.Shutdown(context.Background())
+			return server.RunReindex(cmd.Context(), engine, owner, cmd.OutOrStdout(), progress)
+		},
+	}
+	cmd.Flags().StringVar(&owner, "owner", "", "only this owner (prj_… or cus_…); default: every owner on another model")
+	cmd.Flags().StringVar(&data, "data", defaultDataDir, "data directory")
+	o.register(cmd.Flags(), false)
+	return cmd
+}
