@@ -24,6 +24,9 @@ const (
 	// bigramWeight is below 1 because a bigram also counts through its two
 	// words; it rewards word order without drowning the words.
 	bigramWeight = 0.5
+
+	charGramLen    = 4
+	charGramWeight = 0.3
 )
 
 // Builtin is the embedder that always works: feature hashing of analysed
@@ -68,6 +71,19 @@ func embedText(text string) []float32 {
 	add := func(h uint64, w float64) {
 		f := feats[h]
 		feats[h] = feature{f.tf + 1, w}
+	}
+	if charGramWeight > 0 {
+		analysis.Words(text, func(w string) {
+			if len(w) < charGramLen {
+				return
+			}
+			// Boundary marks make a word's first and last grams distinct
+			// from the same letters inside another word.
+			m := "<" + w + ">"
+			for i := 0; i+charGramLen <= len(m); i++ {
+				add(fnvString(fnvByte(fnvOffset, 1), m[i:i+charGramLen]), charGramWeight)
+			}
+		})
 	}
 	for i, t := range terms {
 		add(fnvString(fnvOffset, t), unigramWeight)

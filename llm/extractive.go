@@ -32,7 +32,7 @@ const (
 	// minFollowShare is how much of the best sentence's score a further
 	// sentence must earn (in new query terms) to be added: below it the
 	// extra sentence is mostly noise.
-	minFollowShare = 0.4
+	minFollowShare = 0.5
 
 	// rankDecay favours earlier sources slightly: retrieval already ranked
 	// them, so between two equally matching sentences the higher-ranked
@@ -65,6 +65,7 @@ type extractCandidate struct {
 	pos    int // sentence position within the source
 	text   string
 	terms  map[string]struct{}
+	weight float64 // multiplies matched idf: rank, length and fragment factors
 	score  float64
 }
 
@@ -95,32 +96,63 @@ func extractAnswer(query string, sources []Source) string {
 	if len(qterms) == 0 {
 		return NoMatchAnswer
 	}
-	idf := sourceIDF(qterms, sources)
-
-	var cands []extractCandidate
+	// Cut and analyse every sentence once; a source's terms are the union of
+	// its sentences', which gives the document frequencies for idf.
+	type sentence struct {
+		source, pos int
+		text        string
+		terms       map[string]struct{}
+		words       int
+	}
+	var all []sentence
+	totalWords := 0
+	stems := make(stemCache)
+	df := make(map[string]int, len(qterms))
 	for i, s := range sources {
+		inSource := make(map[string]bool)
 		for j, sent := range splitSentences(s.Text) {
-			terms := make(map[string]struct{})
-			for _, t := range analysis.Terms(sent) {
-				terms[t] = struct{}{}
-			}
-			score := 0.0
+			terms := stems.set(sent)
 			for t := range qterms {
-				if _, ok := terms[t]; ok {
-					score += idf[t]
+				if _, ok := terms[t]; ok && !inSource[t] {
+					inSource[t] = true
+					df[t]++
 				}
 			}
-			if score == 0 {
-				continue
-			}
-			// Fragments ("Installation.") match a term by being a heading,
-			// not by saying anything; halve them.
-			if len(terms) < 3 {
-				score *= 0.5
-			}
-			score *= 1 - rankDecay*float64(min(i, 10))
-			cands = append(cands, extractCandidate{source: i, pos: j, text: sent, terms: terms, score: score})
+			words := strings.Count(sent, " ") + 1
+			totalWords += words
+			all = append(all, sentence{source: i, pos: j, text: sent, terms: terms, words: words})
 		}
+	}
+	idf := make(map[string]float64, len(qterms))
+	for t := range qterms {
+		idf[t] = bm25IDF(len(sources), df[t])
+	}
+
+	avgWords := float64(totalWords) / float64(max(len(all), 1))
+	var cands []extractCandidate
+	for _, sent := range all {
+		matched := 0.0
+		for t := range qterms {
+			if _, ok := sent.terms[t]; ok {
+				matched += idf[t]
+			}
+		}
+		if matched == 0 {
+			continue
+		}
+		weight := 1 - rankDecay*float64(min(sent.source, 10))
+		// A long run of text (a table flattened into one "sentence")
+		// matches many terms by chance; without a penalty it would beat the
+		// short sentence that answers. Only longer than average sentences
+		// pay, by the square root, so covering more of the query still wins.
+		weight /= math.Sqrt(max(1, float64(sent.words)/avgWords))
+		// Fragments ("Installation.") match a term by being a heading,
+		// not by saying anything; halve them.
+		if len(sent.terms) < 3 {
+			weight *= 0.5
+		}
+		cands = append(cands, extractCandidate{source: sent.source, pos: sent.pos, text: sent.text,
+			terms: sent.terms, weight: weight, score: weight * matched})
 	}
 	if len(cands) == 0 {
 		return NoMatchAnswer
@@ -140,7 +172,7 @@ func extractAnswer(query string, sources []Source) string {
 	for t := range cands[0].terms {
 		covered[t] = true
 	}
-	length := utf8.RuneCountInString(cands[0].text)
+	length := utf8.RuneCountInString(clipSentence(cands[0].text, qterms))
 	best := cands[0].score
 	for len(picked) < maxExtractSentences {
 		next, gain := -1, 0.0
@@ -151,11 +183,12 @@ func extractAnswer(query string, sources []Source) string {
 			g := 0.0
 			for t := range qterms {
 				if _, ok := c.terms[t]; ok && !covered[t] {
-					g += idf[t]
+					g += c.weight * idf[t]
 				}
 			}
-			// Re-stating covered terms is worth a little: it is how a second
-			// passage confirms or completes the first.
+			// A sentence that only restates covered terms stays below the
+			// bar; among those adding terms, one that also matches the
+			// covered ones is more likely on topic.
 			g += 0.25 * c.score
 			if g > gain {
 				next, gain = k, g
@@ -184,6 +217,28 @@ func extractAnswer(query string, sources []Source) string {
 	return strings.Join(parts, " ")
 }
 
+// stemCache remembers the analysed term of each word seen in one answer:
+// stemming dominates the cost, and words repeat a lot across sources.
+type stemCache map[string]string // word → term, "" for a stop word
+
+// set returns the set of analysed terms of text, as termSet does.
+func (c stemCache) set(text string) map[string]struct{} {
+	set := make(map[string]struct{})
+	analysis.Words(text, func(w string) {
+		t, ok := c[w]
+		if !ok {
+			if ts := analysis.Terms(w); len(ts) == 1 {
+				t = ts[0]
+			}
+			c[w] = t
+		}
+		if t != "" {
+			set[t] = struct{}{}
+		}
+	})
+	return set
+}
+
 // termSet returns the set of analysed terms of text.
 func termSet(text string) map[string]struct{} {
 	set := make(map[string]struct{})
@@ -193,25 +248,11 @@ func termSet(text string) map[string]struct{} {
 	return set
 }
 
-// sourceIDF weights each query term by how few sources contain it, with the
-// BM25 form (always positive, so a term found in every source still counts).
-func sourceIDF(qterms map[string]struct{}, sources []Source) map[string]float64 {
-	df := make(map[string]int, len(qterms))
-	for _, s := range sources {
-		seen := termSet(s.Text)
-		for t := range qterms {
-			if _, ok := seen[t]; ok {
-				df[t]++
-			}
-		}
-	}
-	n := float64(len(sources))
-	idf := make(map[string]float64, len(qterms))
-	for t := range qterms {
-		d := float64(df[t])
-		idf[t] = math.Log(1 + (n-d+0.5)/(d+0.5))
-	}
-	return idf
+// bm25IDF weights a term found in df of n sources, in the BM25 form: rare
+// terms weigh more, and the weight stays positive even for a term every
+// source has, so that it still counts.
+func bm25IDF(n, df int) float64 {
+	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
 }
 
 // nearDuplicate reports whether c says what an already picked sentence says:

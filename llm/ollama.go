@@ -64,7 +64,9 @@ type OllamaConfig struct {
 	HTTPClient *http.Client // default: a client with no overall timeout
 }
 
-func (c OllamaConfig) withDefaults() OllamaConfig {
+// WithDefaults returns c with every empty field set to its default, as the
+// constructors use it: what start-up logs and `docsift models pull` show.
+func (c OllamaConfig) WithDefaults() OllamaConfig {
 	if c.URL == "" {
 		c.URL = OllamaURLFromEnv()
 	}
@@ -133,7 +135,7 @@ type OllamaClient struct {
 // NewOllamaClient checks cfg and returns a client. It does no I/O: Ollama
 // may start after docsift does.
 func NewOllamaClient(cfg OllamaConfig) (*OllamaClient, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	u, err := parseOllamaURL(cfg.URL)
 	if err != nil {
 		return nil, err
@@ -209,6 +211,11 @@ func (c *OllamaClient) Pull(ctx context.Context, model string, progress func(com
 	if err == nil && !success {
 		err = errIncompleteStream
 	}
+	var se api.StatusError
+	if errors.As(err, &se) && strings.Contains(se.ErrorMessage, "file does not exist") {
+		// Ollama's answer (a 500) for a name its registry does not know.
+		err = permanentError{fmt.Errorf("no model named %s in the Ollama library (check the spelling and tag): %w", model, err)}
+	}
 	if err != nil {
 		// The client stops reading quietly when its context ends; say why.
 		if cause := context.Cause(ctx); cause != nil {
@@ -273,6 +280,12 @@ type transientError struct{ error }
 
 func (e transientError) Unwrap() error { return e.error }
 
+// permanentError marks an error as not worth retrying, whatever it wraps
+// (Ollama reports some permanent failures as a 500).
+type permanentError struct{ error }
+
+func (e permanentError) Unwrap() error { return e.error }
+
 // IsTransient reports whether err is worth retrying later, with backoff:
 // the server could not be reached, took too long, failed internally (5xx),
 // was overloaded (429, 503), or cut a stream short. A missing model, a wrong
@@ -284,7 +297,8 @@ func IsTransient(err error) bool {
 	}
 	var mnf *ModelNotFoundError
 	var dim *DimensionError
-	if errors.As(err, &mnf) || errors.As(err, &dim) {
+	var pe permanentError
+	if errors.As(err, &mnf) || errors.As(err, &dim) || errors.As(err, &pe) {
 		return false
 	}
 	var te transientError

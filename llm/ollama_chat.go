@@ -33,7 +33,7 @@ type OllamaAnswerer struct {
 // NewOllamaAnswerer returns an answerer using cfg.ChatModel. It does no I/O;
 // call Check to learn whether the server and model are there.
 func NewOllamaAnswerer(cfg OllamaConfig) (*OllamaAnswerer, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	c, err := NewOllamaClient(cfg)
 	if err != nil {
 		return nil, err

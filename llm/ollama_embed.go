@@ -35,7 +35,7 @@ type OllamaEmbedder struct {
 // I/O; call Check to learn the dimension and whether the server and model
 // are there.
 func NewOllamaEmbedder(cfg OllamaConfig) (*OllamaEmbedder, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	c, err := NewOllamaClient(cfg)
 	if err != nil {
 		return nil, err
@@ -51,6 +51,24 @@ func (e *OllamaEmbedder) Dim() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.dim
+}
+
+// ExpectDim tells the embedder the dimension an existing index was built
+// with, so that vectors of any other dimension are refused from the first
+// call, even when Ollama was down at start-up and nothing was probed. It
+// fails when a different dimension is already known.
+func (e *OllamaEmbedder) ExpectDim(n int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case n <= 0:
+		return fmt.Errorf("llm: ollama embed: invalid dimension %d", n)
+	case e.dim == 0:
+		e.dim = n
+	case e.dim != n:
+		return fmt.Errorf("llm: ollama embed: %w", &DimensionError{Model: e.model, Want: n, Got: e.dim})
+	}
+	return nil
 }
 
 // Client is the connection the embedder uses, for health checks and pulls.
@@ -121,7 +139,7 @@ func (e *OllamaEmbedder) checkDim(n int) error {
 	return nil
 }
 
-// normalizeInPlace scales v to unit length in place. Ollama already normalizes
+// normalizeInPlace scales v to unit length. Ollama already normalizes
 // /api/embed output, but the index's cosine-as-dot-product relies on it, so
 // it is not left to the server. A zero vector stays zero (it matches
 // nothing); a NaN or Inf is an error, as it would poison every score.

@@ -41,6 +41,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	srv      *http.Server
+	ln       net.Listener
 	models   map[string]Model // pulled, by canonical name
 	library  map[string]Model // pullable, by canonical name
 	fails    []failure
@@ -90,6 +91,7 @@ func New(t testing.TB, models ...Model) *Server {
 }
 
 func (s *Server) serve(ln net.Listener) {
+	s.ln = ln
 	s.srv = &http.Server{Handler: s}
 	go s.srv.Serve(ln)
 }
@@ -98,11 +100,15 @@ func (s *Server) serve(ln net.Listener) {
 // "connection refused", as when Ollama is not running.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	srv := s.srv
-	s.srv = nil
+	srv, ln := s.srv, s.ln
+	s.srv, s.ln = nil, nil
 	s.unhangLocked()
 	s.mu.Unlock()
 	if srv != nil {
+		// Close the listener first: Serve may not have started tracking it
+		// yet, and an open listener completes handshakes in the kernel, so
+		// a client would connect and then be cut off instead of refused.
+		ln.Close()
 		srv.Close()
 	}
 }
