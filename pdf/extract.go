@@ -22,9 +22,9 @@ type Document struct {
 }
 
 // Extract detects the format of data, extracts its text per page and cleans
-// it (see clean.go). It never panics: MuPDF runs under recover, and when ctx
-// ends first Extract returns at once with an error wrapping ErrTooSlow and
-// ctx.Err() (see extractFitz for what happens to the abandoned work).
+// it (see clean.go). It never panics and a malformed file cannot crash the
+// caller: MuPDF runs in a worker process (see worker.go) that is killed when
+// ctx ends, in which case the error wraps ErrTooSlow and ctx.Err().
 //
 // Errors wrap one of ErrEmpty, ErrUnsupported, ErrEncrypted, ErrCorrupt,
 // ErrNoText or ErrTooSlow, whose messages can be shown to the user.

@@ -244,3 +244,29 @@ func TestPageCount(t *testing.T) {
 		t.Errorf("encrypted: got %v", err)
 	}
 }
+
+// TestMuPDFParallelInProcess checks the claim in fitz.go that separate
+// documents can be read by MuPDF concurrently in one process, each with its
+// own context.
+func TestMuPDFParallelInProcess(t *testing.T) {
+	inputs := [][]byte{makePDF(numberedPages(40)), makePDF(numberedPages(41)), makeEPUB(t, "in-process epub"), makeXPS(t, "in-process xps")}
+	if data, err := readRealPDF("libtasn1.pdf"); err == nil {
+		inputs = append(inputs, data)
+	}
+	want := make([][]string, len(inputs))
+	for i, in := range inputs {
+		want[i] = rawPages(t, in)
+	}
+	var wg sync.WaitGroup
+	for round := range 4 {
+		for i, in := range inputs {
+			wg.Go(func() {
+				got, err := readPages(context.Background(), in)
+				if err != nil || fmt.Sprint(got) != fmt.Sprint(want[i]) {
+					t.Errorf("round %d input %d: parallel in-process read differs (%v)", round, i, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}

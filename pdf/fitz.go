@@ -5,14 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gen2brain/go-fitz"
 )
 
 // MuPDF (through go-fitz) reads every paged format: PDF, XPS, EPUB, FB2,
-// MOBI and the Office formats. Each document gets its own MuPDF context, so
-// different documents can be read in parallel; one document must not be
-// used from two goroutines at once, which is why each extraction owns its
+// MOBI and the Office formats. It runs in a worker process (worker.go).
+// Inside it, each document gets its own MuPDF context, so documents could
+// also be read in parallel in one process; one document must not be used
+// from two goroutines at once, which is why each extraction owns its
 // *fitz.Document from open to close.
 
 const (
@@ -21,45 +23,25 @@ const (
 	// or copy); MuPDF would "repair" it and silently index only the pages
 	// it could find, so it is refused as corrupt instead.
 	pdfTrailerWindow = 1024
+
+	// pageCountTimeout bounds PageCount and Slice, which take no context.
+	pageCountTimeout = time.Minute
 )
 
-// pageResult is what the extraction goroutine hands back.
-type pageResult struct {
-	pages []string
-	err   error
-}
-
-// extractFitz extracts the text of every page with MuPDF and cleans it.
-//
-// MuPDF cannot be interrupted through go-fitz (its cookie is not exposed),
-// so the work runs in its own goroutine and Extract returns as soon as ctx
-// is done. The trade-off: the abandoned goroutine keeps its CPU and memory
-// until the page it is on finishes; it checks ctx between pages and then
-// stops and frees the document. One pathological page can therefore
-// outlive the deadline, but the caller (an ingest worker) is released on
-// time and can mark the job FAILED.
+// extractFitz extracts the text of every page with MuPDF, in a worker
+// process (see worker.go), and cleans it.
 func extractFitz(ctx context.Context, f Format, data []byte) (*Document, error) {
 	if f == FormatPDF && !hasPDFTrailer(data) {
 		return nil, fmt.Errorf("pdf: no end-of-file marker, the PDF is truncated: %w", ErrCorrupt)
 	}
-	done := make(chan pageResult, 1)
-	go func() {
-		pages, err := readPages(ctx, fitzInput(f, data))
-		done <- pageResult{pages, err}
-	}()
-	var res pageResult
-	select {
-	case res = <-done:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("pdf: extract %s: %w: %w", f, ErrTooSlow, ctx.Err())
+	res, err := runInWorker(ctx, workerModeExtract, fitzInput(f, data))
+	if err != nil {
+		return nil, err
 	}
-	if res.err != nil {
-		return nil, res.err
-	}
-	if len(res.pages) == 0 {
+	if len(res.Pages) == 0 {
 		return nil, fmt.Errorf("pdf: extract %s: document has no pages: %w", f, ErrCorrupt)
 	}
-	texts := cleanPages(res.pages)
+	texts := cleanPages(res.Pages)
 	doc := &Document{Format: f, Paged: true, Pages: make([]Page, len(texts))}
 	anyText := false
 	for i, t := range texts {
@@ -72,8 +54,9 @@ func extractFitz(ctx context.Context, f Format, data []byte) (*Document, error) 
 	return doc, nil
 }
 
-// readPages opens data with MuPDF and returns the raw text of each page.
-// Any panic (go-fitz or this package) becomes ErrCorrupt.
+// readPages opens data with MuPDF in this process and returns the raw text
+// of each page; the worker process calls it. A Go panic (in go-fitz or
+// here) becomes ErrCorrupt; ctx is checked between pages.
 func readPages(ctx context.Context, data []byte) (pages []string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -110,17 +93,28 @@ func readPages(ctx context.Context, data []byte) (pages []string, err error) {
 	return pages, nil
 }
 
-// countFitz returns MuPDF's page count for data.
-func countFitz(f Format, data []byte) (n int, err error) {
+// countFitz returns MuPDF's page count for data, from a worker process.
+func countFitz(f Format, data []byte) (int, error) {
 	if f == FormatPDF && !hasPDFTrailer(data) {
 		return 0, fmt.Errorf("pdf: no end-of-file marker, the PDF is truncated: %w", ErrCorrupt)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), pageCountTimeout)
+	defer cancel()
+	res, err := runInWorker(ctx, workerModeCount, fitzInput(f, data))
+	if err != nil {
+		return 0, err
+	}
+	return res.PageCount, nil
+}
+
+// readPageCount opens data with MuPDF in this process and counts pages.
+func readPageCount(data []byte) (n int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			n, err = 0, fmt.Errorf("pdf: count pages failed: %v: %w", r, ErrCorrupt)
 		}
 	}()
-	doc, err := openFitz(fitzInput(f, data))
+	doc, err := openFitz(data)
 	if err != nil {
 		return 0, err
 	}

@@ -3,8 +3,6 @@ package pdf
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -47,9 +45,6 @@ func FuzzExtract(f *testing.F) {
 	}
 	sentinels := []error{ErrEmpty, ErrUnsupported, ErrEncrypted, ErrCorrupt, ErrNoText, ErrTooSlow}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if dbg := os.Getenv("FUZZ_DEBUG_DIR"); dbg != "" {
-			os.WriteFile(fmt.Sprintf("%s/cur-%d", dbg, os.Getpid()), data, 0o644)
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), fuzzTimeout)
 		defer cancel()
 		doc, err := Extract(ctx, data)

@@ -47,7 +47,7 @@ func TestSliceGenerated(t *testing.T) {
 	pages := rawPages(t, src)
 	checkSlice(t, src, pages, 4, 6, 4, 6)
 	checkSlice(t, src, pages, 1, 1, 1, 1)
-	checkSlice(t, src, pages, -1, 2, 1, 2) // clamped at the start
+	checkSlice(t, src, pages, -1, 2, 1, 2)  // clamped at the start
 	checkSlice(t, src, pages, 9, 20, 9, 10) // clamped at the end
 	checkSlice(t, src, pages, 1, 10, 1, 10)
 }

@@ -1,0 +1,156 @@
+package pdf
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// MuPDF runs in a child process. go-fitz calls several MuPDF functions
+// outside MuPDF's own exception handler (counting pages, laying out
+// reflowable books, building the text page), and a MuPDF error raised
+// there ends the whole process with "aborting process from uncaught
+// error!"; a bug in MuPDF's C code would be a segfault. Neither can be
+// recovered in Go, so a crafted or broken upload could take the server
+// down. The child is the same executable, started with workerEnv set:
+// this package's init turns it into a worker before main runs, so no
+// separate binary is installed and the MuPDF version always matches.
+//
+// The child also makes deadlines real: exec.CommandContext kills it when
+// the context ends, where a goroutine stuck in C could not be stopped. The
+// cost is a process start per document (a few milliseconds, small next to
+// extracting even a short PDF) and copying the file through a pipe.
+const (
+	// workerEnv selects worker mode; its values are unlikely to be set by
+	// accident, since a stray value would turn the server into a worker.
+	workerEnv          = "DOCSIFT_PDF_WORKER"
+	workerModeExtract  = "extract-v1"
+	workerModeCount    = "count-v1"
+	workerStderrTail   = 2048 // bytes of MuPDF's stderr kept for error details
+	workerKillGrace    = 2 * time.Second
+	workerExitUncaught = 3 // exit status when the worker fails in Go code
+)
+
+func init() {
+	switch os.Getenv(workerEnv) {
+	case workerModeExtract, workerModeCount:
+		os.Exit(runWorker(os.Getenv(workerEnv), os.Stdin, os.Stdout))
+	}
+}
+
+// workerResult is what the child sends back on stdout.
+type workerResult struct {
+	Pages     []string
+	PageCount int
+	Fail      string // "", failEncrypted or failCorrupt
+	Detail    string
+}
+
+const (
+	failEncrypted = "encrypted"
+	failCorrupt   = "corrupt"
+)
+
+// runWorker is the child's side: read the document from stdin, run MuPDF
+// in process, write a workerResult to stdout, return the exit status.
+func runWorker(mode string, in io.Reader, out io.Writer) int {
+	limitWorkerMemory()
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return workerExitUncaught
+	}
+	var res workerResult
+	switch mode {
+	case workerModeExtract:
+		res.Pages, err = readPages(context.Background(), data)
+	case workerModeCount:
+		res.PageCount, err = readPageCount(data)
+	}
+	switch {
+	case errors.Is(err, ErrEncrypted):
+		res.Fail, res.Detail = failEncrypted, err.Error()
+	case err != nil:
+		res.Fail, res.Detail = failCorrupt, err.Error()
+	}
+	if err := gob.NewEncoder(out).Encode(&res); err != nil {
+		return workerExitUncaught
+	}
+	return 0
+}
+
+// runInWorker runs MuPDF on data in a child process (see the comment at
+// the top of this file) and maps its outcome onto the package's errors.
+func runInWorker(ctx context.Context, mode string, data []byte) (*workerResult, error) {
+	exe, err := workerExecutable()
+	if err != nil {
+		return nil, fmt.Errorf("pdf: start extraction worker: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, exe)
+	cmd.Env = append(os.Environ(), workerEnv+"="+mode)
+	cmd.Stdin = bytes.NewReader(data)
+	var stdout bytes.Buffer
+	stderr := &tailBuffer{max: workerStderrTail}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	cmd.WaitDelay = workerKillGrace
+	runErr := cmd.Run()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("pdf: extract: %w: %w", ErrTooSlow, ctx.Err())
+	}
+	var res workerResult
+	if runErr != nil || gob.NewDecoder(&stdout).Decode(&res) != nil {
+		detail := lastLine(stderr.String())
+		if detail == "" && runErr != nil {
+			detail = runErr.Error()
+		}
+		return nil, fmt.Errorf("pdf: the document crashed the reader (%s): %w", detail, ErrCorrupt)
+	}
+	switch res.Fail {
+	case failEncrypted:
+		return nil, fmt.Errorf("pdf: open document: %w", ErrEncrypted)
+	case failCorrupt:
+		return nil, fmt.Errorf("%s: %w", strings.TrimSuffix(res.Detail, ": "+ErrCorrupt.Error()), ErrCorrupt)
+	}
+	return &res, nil
+}
+
+// workerExecutable returns the running binary. On Linux /proc/self/exe
+// still reaches it after the file was replaced by an upgrade, so the
+// worker is always the same build as the server.
+func workerExecutable() (string, error) {
+	if runtime.GOOS == "linux" {
+		if _, err := os.Stat("/proc/self/exe"); err == nil {
+			return "/proc/self/exe", nil
+		}
+	}
+	return os.Executable()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return string(t.buf) }
+
+// lastLine returns the last non-empty line of s, MuPDF's final word.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
