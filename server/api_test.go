@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -458,11 +462,14 @@ func TestUploadFile(t *testing.T) {
 		name        string
 		key         string
 		contentType string // instead of the multipart one
+		truncate    bool   // drop the closing boundary and the data part's end
 		parts       []part
 		status      int
 		want        []string
 	}{
 		{name: "not multipart", contentType: "application/json", parts: []part{txt, owner(a.projectID)}, status: 415, want: []string{"multipart"}},
+		{name: "multipart without boundary", contentType: "multipart/form-data", parts: []part{txt, owner(a.projectID)}, status: 415, want: []string{"multipart"}},
+		{name: "multipart cut short", truncate: true, parts: []part{txt, owner(a.projectID)}, status: 400, want: []string{"multipart"}},
 		{name: "file part missing", parts: []part{owner(a.projectID)}, status: 400, want: []string{"file"}},
 		{name: "data part missing", parts: []part{txt}, status: 400, want: []string{"data"}},
 		{name: "data part not JSON", parts: []part{txt, dataPart("owner_id=" + a.projectID)}, status: 400, want: []string{"data"}},
@@ -498,6 +505,9 @@ func TestUploadFile(t *testing.T) {
 				body, ct := multipartBody(t, c.parts...)
 				if c.contentType != "" {
 					ct = c.contentType
+				}
+				if c.truncate {
+					body = body[:len(body)-20]
 				}
 				wantError(t, e.do(t, http.MethodPost, "/upload/file", key, ct, bytes.NewReader(body)), c.status, c.want...)
 			})
@@ -908,9 +918,15 @@ func TestUploadQueryDeleteEndToEnd(t *testing.T) {
 		t.Errorf("answer %q by %q: want the answer sentence citing [1] by extractive", q.Answer, q.AnswerModel)
 	}
 
+	if n := e.storedFiles(t, cus); n != 2 {
+		t.Fatalf("%d original files stored for the owner, want 2", n)
+	}
 	del := e.do(t, http.MethodDelete, "/documents/"+up.DocumentID, a.key, "", nil)
 	if del.status != http.StatusOK {
 		t.Fatalf("delete: %s", del)
+	}
+	if n := e.storedFiles(t, cus); n != 1 {
+		t.Errorf("%d original files left for the owner after the delete, want 1", n)
 	}
 	q = e.query(t, a.key, "/query/customer", ask)
 	if q.documents()[up.DocumentID] {
@@ -983,4 +999,104 @@ type zeroReader struct{}
 func (zeroReader) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// storedFiles counts the original files kept for owner (DATA/files/OWNER/).
+func (e *env) storedFiles(t *testing.T, owner string) int {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(e.dir, "files", owner))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, en := range entries {
+		if !strings.HasPrefix(en.Name(), ".") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestDeleteWhileQueuedOrProcessing deletes one document while its job is
+// inside the embedder and another while its job waits in the queue: both
+// jobs end FAILED saying why, and nothing of either stays behind.
+func TestDeleteWhileQueuedOrProcessing(t *testing.T) {
+	t.Parallel()
+	gate := newGateEmbedder()
+	e := newEnv(t, withWorkers(1), withEmbedder(gate))
+	a := e.a
+	owner := a.customers[0]
+	upload := func(text string) apiUpload {
+		return decodeAs[apiUpload](t, e.postJSON(t, "/upload/text", a.key, map[string]any{"owner_id": owner, "text": text}))
+	}
+	gate.armed.Store(true)
+	running := upload("The zephyrine gauge reads the pressure of the boiler every minute.")
+	gate.waitEntered(t)
+	queued := upload("The quokkalight lamp is switched on at dusk by the caretaker.")
+	for _, up := range []apiUpload{running, queued} {
+		if r := e.do(t, http.MethodDelete, "/documents/"+up.DocumentID, a.key, "", nil); r.status != http.StatusOK {
+			t.Fatalf("delete: %s", r)
+		}
+	}
+	close(gate.release)
+	for _, up := range []apiUpload{running, queued} {
+		j := e.waitJob(t, a.key, up.JobID)
+		if j.Status != store.StatusFailed || !strings.Contains(j.Error, "deleted") {
+			t.Errorf("job of a deleted document ended %s (%q), want FAILED saying it was deleted", j.Status, j.Error)
+		}
+	}
+	if seqs, err := e.store.OwnerSeqs(owner); err != nil || len(seqs) != 0 {
+		t.Errorf("chunks of deleted documents were stored: %v %v", seqs, err)
+	}
+	for _, word := range []string{"zephyrine", "quokkalight"} {
+		if q := e.query(t, a.key, "/query/customer", map[string]any{"customer_id": owner, "query": word}); len(q.Chunks) != 0 {
+			t.Errorf("query %q finds deleted documents: %+v", word, q.Chunks)
+		}
+	}
+	if n := e.storedFiles(t, owner); n != 0 {
+		t.Errorf("%d original files of deleted documents are left", n)
+	}
+}
+
+// TestConcurrentUploads sends uploads for one owner at the same time: each
+// is indexed once and found by its own word.
+func TestConcurrentUploads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.a
+	owner := a.customers[0]
+	words := []string{"marzipan", "obsidian", "tamarind", "xylophone", "galleon", "quasar", "walrus", "juniper"}
+	ups := make([]apiUpload, len(words))
+	t.Run("upload", func(t *testing.T) {
+		for i, w := range words {
+			t.Run(w, func(t *testing.T) {
+				t.Parallel()
+				text := fmt.Sprintf("This note is about the %s. Nobody else here writes about the %s.", w, w)
+				ups[i] = decodeAs[apiUpload](t, e.postJSON(t, "/upload/text", a.key, map[string]any{"owner_id": owner, "text": text, "name": w}))
+			})
+		}
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	total := 0
+	for _, up := range ups {
+		j := e.waitJob(t, a.key, up.JobID)
+		if j.Status != store.StatusSucceeded {
+			t.Fatalf("job %+v", j)
+		}
+		total += j.Chunks
+	}
+	if seqs, _ := e.store.OwnerSeqs(owner); len(seqs) != total {
+		t.Errorf("the owner has %d chunks stored, the jobs made %d", len(seqs), total)
+	}
+	for i, w := range words {
+		q := e.query(t, a.key, "/query/customer", map[string]any{"customer_id": owner, "query": w, "top_k": 1})
+		if len(q.Chunks) != 1 || q.Chunks[0].DocumentID != ups[i].DocumentID {
+			t.Errorf("query %q: %+v, want document %s", w, q.Chunks, ups[i].DocumentID)
+		}
+	}
 }

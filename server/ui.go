@@ -60,7 +60,6 @@ type uiAsset struct {
 	body        []byte
 	contentType string
 	version     string
-	modTime     time.Time
 }
 
 var uiAssets = loadAssets(ui.Assets())
@@ -141,7 +140,9 @@ func serveAsset(c echo.Context) error {
 	} else {
 		h.Set(echo.HeaderCacheControl, "no-cache")
 	}
-	http.ServeContent(c.Response(), c.Request(), name, a.modTime, bytes.NewReader(a.body))
+	// Embedded files have no modification time; the ETag answers
+	// conditional requests.
+	http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(a.body))
 	return nil
 }
 

@@ -177,9 +177,12 @@ func (s *Server) submit(c echo.Context, req uploadData, content []byte) error {
 	})
 	switch {
 	case errors.Is(err, pdf.ErrUnsupported):
-		return errorf(http.StatusUnsupportedMediaType, "%v; supported types: %s", err, strings.Join(pdf.Supported(), ", "))
+		// The message names what was found and lists what is supported.
+		return errorf(http.StatusUnsupportedMediaType, "%v", err)
 	case errors.Is(err, pdf.ErrEmpty):
 		return badRequest("the file is empty")
+	case errors.Is(err, pdf.ErrCorrupt):
+		return badRequest("%v", pdf.ErrCorrupt)
 	case err != nil:
 		return err
 	}

@@ -1,0 +1,648 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+	"github.com/docsift/docsift/server"
+)
+
+// The browser tests drive the hosted upload page and the console in a real
+// Chromium. Locally they skip when no Chromium is installed; in CI (the
+// variable CI is set) a missing browser is a failure, so they cannot be
+// skipped by accident.
+
+const (
+	browserTestTimeout = 60 * time.Second
+	// jobTimeout bounds how long a page may take to show a file processed.
+	jobTimeout = 30 * time.Second
+)
+
+var updateScreenshot = flag.Bool("ui.screenshot", false, "write docs/upload-page.png from TestBrowserSessionUploadAndDone")
+
+// chromiumPath finds the browser, or skips (locally) or fails (in CI).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium, chromium-browser or google-chrome on PATH, and CI is set: the browser tests must run in CI (apt-get install -y chromium)")
+	}
+	t.Skip("no chromium, chromium-browser or google-chrome on PATH: skipping the browser test (apt-get install -y chromium to run it)")
+	return ""
+}
+
+// browser is one headless Chromium with a fresh profile, for one test.
+type browser struct {
+	t   *testing.T
+	ctx context.Context // bounded by browserTestTimeout
+
+	mu       sync.Mutex
+	problems []string // console errors, uncaught exceptions, CSP violations
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	exe := chromiumPath(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1024, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(tabCtx, browserTestTimeout)
+	b := &browser{t: t, ctx: ctx}
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc()
+	})
+	// Registered after the cancels, so it runs before them.
+	t.Cleanup(func() {
+		if t.Failed() {
+			b.saveFailure(tabCtx)
+		}
+	})
+
+	if err := chromedp.Listen(ctx, b.record); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatalf("enable the log domain: %v", err)
+	}
+	return b
+}
+
+// record keeps what the page complains about: a CSP violation shows up as
+// a console error, an escaped script as an exception.
+func (b *browser) record(ev any) {
+	var msg string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		msg = "exception: " + ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			msg += " " + ev.ExceptionDetails.Exception.Description
+		}
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeWarning {
+			return
+		}
+		msg = "console." + string(ev.Type) + ":"
+		for _, a := range ev.Args {
+			msg += " " + string(a.Value) + a.Description
+		}
+	case *cdplog.EventEntryAdded:
+		if ev.Entry.Level != cdplog.EntryLevelError && ev.Entry.Level != cdplog.EntryLevelWarning {
+			return
+		}
+		// Failed requests are the tests' business (an expired link is a
+		// 410 on purpose), except for the pages' own assets.
+		if ev.Entry.Source == cdplog.EntrySourceNetwork && !strings.Contains(ev.Entry.URL, "/ui/assets/") {
+			return
+		}
+		msg = "log " + string(ev.Entry.Source) + ": " + ev.Entry.Text + " " + ev.Entry.URL
+	default:
+		return
+	}
+	b.mu.Lock()
+	b.problems = append(b.problems, msg)
+	b.mu.Unlock()
+}
+
+// noProblems fails the test if the page logged an error or a violation.
+func (b *browser) noProblems() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		b.t.Errorf("the page reported: %s", p)
+	}
+}
+
+// do runs actions and fails the test, naming the step, on an error.
+func (b *browser) do(step string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// waitFor polls a JavaScript condition until it is true.
+func (b *browser) waitFor(step, expr string, timeout time.Duration) {
+	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(timeout))); err != nil {
+		b.t.Fatalf("%s: waiting for %s: %v", step, expr, err)
+	}
+}
+
+func evaluate[T any](b *browser, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// saveFailure writes a screenshot and the DOM of the page to
+// testdata/failures, for a test that failed.
+func (b *browser) saveFailure(tabCtx context.Context) {
+	ctx, cancel := context.WithTimeout(tabCtx, 10*time.Second)
+	defer cancel()
+	dir := filepath.Join("testdata", "failures")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Logf("no failure screenshot: %v", err)
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(b.t.Name())
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
+		b.t.Logf("no failure screenshot: %v", err)
+	} else if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err == nil {
+		abs, _ := filepath.Abs(filepath.Join(dir, name+".png"))
+		b.t.Logf("screenshot of the failed page: %s", abs)
+	}
+	if html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`)); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, name+".html"), []byte(html), 0o644); err == nil {
+			abs, _ := filepath.Abs(filepath.Join(dir, name+".html"))
+			b.t.Logf("DOM of the failed page: %s", abs)
+		}
+	}
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err == nil {
+		b.t.Logf("the page was at %s", loc)
+	}
+}
+
+// landing is the caller's site a session sends the user back to: it
+// records each visit.
+type landing struct {
+	*httptest.Server
+	visits chan *http.Request
+}
+
+func newLanding(t *testing.T) *landing {
+	l := &landing{visits: make(chan *http.Request, 8)}
+	l.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/favicon.ico" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		l.visits <- r.Clone(context.Background())
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><title>Back home</title><h1 id=landed>%s</h1>", r.URL.Path)
+	}))
+	t.Cleanup(l.Close)
+	return l
+}
+
+// wantVisit waits for the browser to arrive at path on the landing site.
+func (l *landing) wantVisit(t *testing.T, ctx context.Context, pathAndQuery string) {
+	t.Helper()
+	select {
+	case r := <-l.visits:
+		if got := r.URL.RequestURI(); got != pathAndQuery {
+			t.Fatalf("the browser went to %s, want %s", got, pathAndQuery)
+		}
+		if ref := r.Header.Get("Referer"); ref != "" {
+			t.Errorf("the landing site got Referer %q: the session token leaks", ref)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the browser never reached %s: %v", pathAndQuery, ctx.Err())
+	}
+}
+
+// writeFiles writes files into a temporary directory and returns their paths.
+func writeFiles(t *testing.T, files map[string][]byte, order ...string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	for _, name := range order {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, files[name], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// Flow 1: create a session through the API, open its URL, upload two files
+// through the file input, see both succeed, click Done, land on
+// success_url.
+func TestBrowserSessionUploadAndDone(t *testing.T) {
+	e := newUIEnv(t, func(o *uiOptions) { o.maxFileBytes = server.DefaultMaxFileBytes })
+	site := newLanding(t)
+	s := e.newSession(t, e.customer.ID, []string{"all"}, site.URL+"/uploaded?ref=42", site.URL+"/cancelled")
+	b := newBrowser(t)
+
+	resp, err := chromedp.Run(b.ctx, chromedp.NavigateResponse(s.URL))
+	if err != nil {
+		t.Fatalf("open the session URL: %v", err)
+	}
+	if resp.Status != http.StatusOK {
+		t.Fatalf("session page: HTTP %d", resp.Status)
+	}
+	b.do("page shown", chromedp.WaitVisible(chromedp.ID("dropzone")))
+	if h := evaluate[string](b, `document.querySelector('h1').textContent`); h != "Acme Research" {
+		t.Errorf("heading %q", h)
+	}
+	if c := evaluate[string](b, `document.getElementById('customer-name').textContent`); c != "Globex Legal" {
+		t.Errorf("customer %q", c)
+	}
+
+	files := writeFiles(t, map[string][]byte{
+		"Q3 field report.pdf": testPDF(reportPages),
+		"meeting-notes.md":    []byte("# Harbour meeting\n\nThe new tide gauge goes on the north pier in May.\n\nThe ferry timetable changes with the summer schedule.\n"),
+	}, "Q3 field report.pdf", "meeting-notes.md")
+	b.do("choose two files", chromedp.SetUploadFiles(chromedp.ID("file-input"), files))
+	b.waitFor("both files listed", `document.querySelectorAll('#file-list li').length === 2`, 5*time.Second)
+	b.waitFor("both files processed", `[...document.querySelectorAll('#file-list li')].every(li => li.dataset.status === 'SUCCEEDED')`, jobTimeout)
+
+	names := evaluate[[]string](b, `[...document.querySelectorAll('#file-list .file-name')].map(e => e.textContent)`)
+	if strings.Join(names, "|") != "Q3 field report.pdf|meeting-notes.md" {
+		t.Errorf("listed files %q", names)
+	}
+	badges := evaluate[[]string](b, `[...document.querySelectorAll('#file-list .badge')].map(e => e.textContent)`)
+	if strings.Join(badges, "|") != "Succeeded|Succeeded" {
+		t.Errorf("status badges %q", badges)
+	}
+	if s := evaluate[string](b, `document.getElementById('summary').textContent`); !strings.Contains(s, "2 of 2 files ready") {
+		t.Errorf("summary %q", s)
+	}
+	// The files are the customer's and carry the session.
+	docs, err := e.store.Documents(e.customer.ID)
+	if err != nil || len(docs) != 2 {
+		t.Fatalf("customer documents: %d, %v", len(docs), err)
+	}
+	for _, d := range docs {
+		if d.Metadata["session_id"] != s.SessionID || d.Status != "SUCCEEDED" {
+			t.Errorf("document %s: status %s metadata %v", d.Name, d.Status, d.Metadata)
+		}
+	}
+
+	if *updateScreenshot {
+		saveReadmeScreenshot(t, b)
+	}
+
+	b.do("click Done", chromedp.Click(chromedp.ID("done")))
+	site.wantVisit(t, b.ctx, "/uploaded?ref=42")
+	b.do("landed", chromedp.WaitVisible(chromedp.ID("landed")))
+	if loc := evaluate[string](b, `location.href`); loc != site.URL+"/uploaded?ref=42" {
+		t.Errorf("the browser is at %s", loc)
+	}
+	b.noProblems()
+}
+
+// saveReadmeScreenshot writes docs/upload-page.png, the README's picture of
+// the upload page (go test -run TestBrowserSessionUploadAndDone -ui.screenshot).
+func saveReadmeScreenshot(t *testing.T, b *browser) {
+	t.Helper()
+	b.do("resize for the screenshot", chromedp.EmulateViewport(720, 860))
+	b.waitFor("layout settled", `document.readyState === 'complete'`, 5*time.Second)
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	out := filepath.Join("..", "docs", "upload-page.png")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d bytes)", out, len(png))
+	b.do("restore the viewport", chromedp.ResetViewport())
+}
+
+// Flow 2: the keyboard reaches the drop zone, which opens the file chooser
+// with Enter and Space; a slow upload shows a progress bar; Cancel goes to
+// cancel_url.
+func TestBrowserSessionCancel(t *testing.T) {
+	e := newUIEnv(t)
+	site := newLanding(t)
+	s := e.newSession(t, "", []string{"file_upload"}, site.URL+"/uploaded", site.URL+"/cancelled?why=user")
+	b := newBrowser(t)
+
+	if _, err := chromedp.Call(b.ctx, page.SetInterceptFileChooserDialog, page.SetInterceptFileChooserDialogParams{Enabled: true}); err != nil {
+		t.Fatalf("intercept the file chooser: %v", err)
+	}
+	b.do("open the page", chromedp.Navigate(s.URL), chromedp.WaitVisible(chromedp.ID("dropzone")))
+	if evaluate[bool](b, `!!document.getElementById('customer-name')`) {
+		t.Error("a single-tenant page shows a customer")
+	}
+	for _, key := range []string{"\r", " "} {
+		choosers := chromedp.Events(b.ctx, page.FileChooserOpened)
+		b.do("focus the drop zone", chromedp.Focus(chromedp.ID("dropzone")))
+		if !evaluate[bool](b, `document.activeElement.id === 'dropzone'`) {
+			t.Fatal("the drop zone cannot take focus")
+		}
+		b.do(fmt.Sprintf("press %q on the drop zone", key), chromedp.SendKeys(chromedp.ID("dropzone"), key))
+		for ev, err := range choosers {
+			if err != nil {
+				t.Fatalf("key %q on the drop zone did not open the file chooser: %v", key, err)
+			}
+			if ev.Mode != page.FileChooserOpenedModeSelectMultiple {
+				t.Errorf("the file chooser takes one file, want several")
+			}
+			break
+		}
+	}
+
+	// A slow upload shows its progress, and Done warns before it leaves
+	// the upload behind.
+	if _, err := chromedp.Call(b.ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+		MatchedNetworkConditions: []*network.Conditions{{URLPattern: e.base + "/s/*", DownloadThroughput: -1, UploadThroughput: 64 << 10}},
+	}); err != nil {
+		t.Fatalf("throttle uploads: %v", err)
+	}
+	files := writeFiles(t, map[string][]byte{"big-notes.txt": bytes.Repeat([]byte("a line of field notes about the harbour\n"), 10000)}, "big-notes.txt")
+	b.do("choose a large file", chromedp.SetUploadFiles(chromedp.ID("file-input"), files))
+	b.waitFor("upload progress shown", `(() => {
+		const li = document.querySelector('#file-list li[data-status="UPLOADING"]');
+		if (!li) return false;
+		const bar = li.querySelector('progress');
+		return !bar.hidden && bar.value > 0 && bar.value < 100 && /^Uploading \d+%$/.test(li.querySelector('.badge').textContent);
+	})()`, 20*time.Second)
+	b.do("click Done during the upload", chromedp.Click(chromedp.ID("done")))
+	b.waitFor("Done warns", `document.getElementById('summary').textContent.includes('still uploading')`, 5*time.Second)
+	if loc := evaluate[string](b, `location.href`); loc != s.URL {
+		t.Fatalf("Done left the page during an upload: %s", loc)
+	}
+
+	b.do("press Enter on Cancel", chromedp.Focus(chromedp.ID("cancel")), chromedp.SendKeys(chromedp.ID("cancel"), "\r"))
+	site.wantVisit(t, b.ctx, "/cancelled?why=user")
+	b.do("landed", chromedp.WaitVisible(chromedp.ID("landed")))
+	b.noProblems()
+}
+
+// Flow 3: an expired session shows the friendly page with 410, and an
+// unknown one with 404.
+func TestBrowserSessionExpired(t *testing.T) {
+	e := newUIEnv(t)
+	s := e.newSession(t, e.customer.ID, []string{"all"}, "https://app.example/ok", "https://app.example/no")
+	e.advance(61 * time.Minute)
+	b := newBrowser(t)
+
+	resp, err := chromedp.Run(b.ctx, chromedp.NavigateResponse(s.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != http.StatusGone {
+		t.Errorf("expired session: HTTP %d, want 410", resp.Status)
+	}
+	b.do("notice shown", chromedp.WaitVisible(chromedp.ID("notice-title")))
+	if h := evaluate[string](b, `document.getElementById('notice-title').textContent`); h != "Upload link expired" {
+		t.Errorf("heading %q", h)
+	}
+	if evaluate[bool](b, `!!document.getElementById('dropzone') || !!document.querySelector('a[href^="https://app.example"]')`) {
+		t.Error("the expired page offers uploads or the session's links")
+	}
+	// The stylesheet applied: the notice is a styled card, not raw HTML.
+	if bg := evaluate[string](b, `getComputedStyle(document.querySelector('.card')).backgroundColor`); bg != "rgb(255, 255, 255)" {
+		t.Errorf("card background %q: the stylesheet did not load", bg)
+	}
+
+	resp, err = chromedp.Run(b.ctx, chromedp.NavigateResponse(e.base+"/s/not-a-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != http.StatusNotFound {
+		t.Errorf("unknown session: HTTP %d, want 404", resp.Status)
+	}
+	b.do("notice shown", chromedp.WaitVisible(chromedp.ID("notice-title")))
+	if h := evaluate[string](b, `document.getElementById('notice-title').textContent`); h != "Upload link not found" {
+		t.Errorf("heading %q", h)
+	}
+	b.noProblems()
+}
+
+// Flow 4: a file whose name is markup shows as text, and no script runs.
+func TestBrowserSessionXSSFileName(t *testing.T) {
+	e := newUIEnv(t)
+	s := e.newSession(t, e.customer.ID, []string{"all"}, "https://app.example/ok", "https://app.example/no")
+	b := newBrowser(t)
+
+	b.do("open the page", chromedp.Navigate(s.URL), chromedp.WaitVisible(chromedp.ID("dropzone")))
+	unsupported := `<b id="bold" onmouseover="window.__xss=2">x.bin`
+	files := writeFiles(t, map[string][]byte{
+		xssName:     []byte("plain words about a harmless file"),
+		unsupported: {0, 1, 2, 3, 0xff, 0xfe, 0, 0},
+	}, xssName, unsupported)
+	b.do("choose the files", chromedp.SetUploadFiles(chromedp.ID("file-input"), files))
+	b.waitFor("the markup file processed", `[...document.querySelectorAll('#file-list li')].some(li => li.dataset.status === 'SUCCEEDED')`, jobTimeout)
+	b.waitFor("the binary file refused", `[...document.querySelectorAll('#file-list li')].some(li => li.dataset.status === 'FAILED')`, jobTimeout)
+
+	names := evaluate[[]string](b, `[...document.querySelectorAll('#file-list .file-name')].map(e => e.textContent)`)
+	if len(names) != 2 || names[0] != xssName || names[1] != unsupported {
+		t.Errorf("file names shown as %q, want the literal names", names)
+	}
+	if n := evaluate[int](b, `document.querySelectorAll('#file-list img, #file-list b, img[src="x"], #bold').length`); n != 0 {
+		t.Errorf("%d elements were made from file names", n)
+	}
+	if evaluate[bool](b, `window.__xss !== undefined`) {
+		t.Error("the payload ran")
+	}
+	if msg := evaluate[string](b, `document.querySelector('#file-list li[data-status="FAILED"] .file-error').textContent`); !strings.Contains(msg, "supported types") {
+		t.Errorf("the refused file shows %q, want the server's error", msg)
+	}
+	// The page's own requests were all it made: no image request for "x".
+	if n := evaluate[int](b, `performance.getEntriesByType('resource').filter(r => r.name.endsWith('/x')).length`); n != 0 {
+		t.Error("the browser requested the payload's image")
+	}
+	b.noProblems()
+}
+
+// Flow 5: the console. Paste a key, upload, query, see the answer and the
+// chunks, and open a chunk's subpage.
+func TestBrowserConsole(t *testing.T) {
+	e := newUIEnv(t)
+	b := newBrowser(t)
+
+	b.do("open the console", chromedp.Navigate(e.base+"/console"), chromedp.WaitVisible(chromedp.ID("api-key")))
+	b.do("paste the key",
+		chromedp.SendKeys(chromedp.ID("api-key"), e.key),
+		chromedp.Click(chromedp.ID("connect")),
+		chromedp.WaitVisible(chromedp.ID("workspace")),
+	)
+	if got := evaluate[string](b, `sessionStorage.getItem('docsift.apiKey')`); got != e.key {
+		t.Errorf("sessionStorage holds %q", got)
+	}
+	if evaluate[bool](b, `location.href.includes('dsk_') || document.cookie !== ''`) {
+		t.Error("the key is in the URL or a cookie")
+	}
+	b.waitFor("owners listed", `document.querySelectorAll('#owner option').length === 2`, 5*time.Second)
+	if opts := evaluate[[]string](b, `[...document.querySelectorAll('#owner option')].map(o => o.value)`); opts[0] != e.project.ID || opts[1] != e.customer.ID {
+		t.Errorf("owners %q", opts)
+	}
+
+	files := writeFiles(t, map[string][]byte{
+		"field-report.pdf": testPDF(reportPages),
+		"notes.txt":        []byte("Ferry timetables change with the summer schedule. The harbour office opens at eight."),
+	}, "field-report.pdf", "notes.txt")
+	b.do("upload two files",
+		chromedp.SetUploadFiles(chromedp.ID("console-file"), files),
+		chromedp.Click(chromedp.ID("upload-button")),
+	)
+	b.waitFor("documents processed", `document.querySelectorAll('#documents tr').length === 2 &&
+		[...document.querySelectorAll('#documents .badge')].every(e => e.dataset.status === 'SUCCEEDED')`, jobTimeout)
+
+	b.do("ask",
+		chromedp.SendKeys(chromedp.ID("query"), "Where is the tide gauge installed?"),
+		chromedp.Click(chromedp.ID("ask")),
+		chromedp.WaitVisible(chromedp.ID("result")),
+	)
+	b.waitFor("chunks listed", `document.querySelectorAll('#chunks li.chunk').length > 0`, 10*time.Second)
+	if a := evaluate[string](b, `document.getElementById('answer').textContent`); strings.TrimSpace(a) == "" {
+		t.Error("no answer shown")
+	}
+	type chunkRow struct {
+		Doc    string `json:"doc"`
+		Page   string `json:"page"`
+		Score  string `json:"score"`
+		Button bool   `json:"button"`
+	}
+	rows := evaluate[[]chunkRow](b, `[...document.querySelectorAll('#chunks li.chunk')].map(li => ({
+		doc: li.querySelector('.chunk-doc').textContent, page: li.querySelector('.chunk-page').textContent,
+		score: li.querySelector('.chunk-score').textContent, button: !!li.querySelector('button.subpage')}))`)
+	if rows[0].Doc != "field-report.pdf" || rows[0].Page != "page 2" || !rows[0].Button || !strings.HasPrefix(rows[0].Score, "score ") {
+		t.Errorf("first chunk %+v: want field-report.pdf, page 2, a score and a subpage button", rows[0])
+	}
+	for _, r := range rows {
+		if r.Button != (r.Page != "no page") {
+			t.Errorf("chunk %+v: the subpage button must show exactly for chunks with a page", r)
+		}
+	}
+
+	consoleOpensSubpage(t, b)
+	b.noProblems()
+}
+
+// consoleOpensSubpage clicks the first chunk's subpage button and checks a
+// new tab opens on a PDF.
+func consoleOpensSubpage(t *testing.T, b *browser) {
+	t.Helper()
+	opened := chromedp.WaitNewTarget(b.ctx, func(info *target.Info) bool {
+		return strings.Contains(info.URL, "/subpages/")
+	})
+	b.do("open the subpage", chromedp.Click(chromedp.CSS("#chunks li.chunk button.subpage")))
+	var id target.ID
+	select {
+	case id = <-opened:
+	case <-b.ctx.Done():
+		msg := evaluate[string](b, `document.getElementById('console-error').textContent`)
+		t.Fatalf("no tab opened on a subpage (console error: %q): %v", msg, b.ctx.Err())
+	}
+	infos, err := chromedp.Targets(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subpageURL string
+	for _, info := range infos {
+		if info.TargetID == id {
+			subpageURL = info.URL
+		}
+	}
+	resp, err := http.Get(subpageURL)
+	if err != nil {
+		t.Fatalf("GET %s: %v", subpageURL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/pdf") || !bytes.HasPrefix(body, []byte("%PDF-")) {
+		t.Errorf("the subpage %s is %d %s, not a PDF", subpageURL, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
+// reportPages is a three-page document whose second page answers the
+// console test's question.
+var reportPages = []string{
+	"Quarterly field report. This report covers the survey work of the harbour team during the third quarter. Staffing stayed the same and the boat was serviced in July.",
+	"Tide gauge installation. The new tide gauge was installed on the north pier, next to the ferry ramp. The tide gauge records the water level every minute and sends it to the harbour office.",
+	"Budget and next steps. The dredging budget is unchanged. Next quarter the team will survey the south channel and replace two navigation buoys.",
+}
+
+// testPDF writes a small PDF with one page of text per element of pages.
+// It is built by hand so the tests need no fixture file.
+func testPDF(pages []string) []byte {
+	var buf bytes.Buffer
+	var offsets []int
+	obj := func(body string) {
+		offsets = append(offsets, buf.Len())
+		fmt.Fprintf(&buf, "%d 0 obj\n%s\nendobj\n", len(offsets), body)
+	}
+	buf.WriteString("%PDF-1.4\n")
+	obj("<< /Type /Catalog /Pages 2 0 R >>")
+	var kids []string
+	for i := range pages {
+		kids = append(kids, fmt.Sprintf("%d 0 R", 4+2*i))
+	}
+	obj(fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(pages)))
+	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+	esc := strings.NewReplacer(`\`, `\\`, "(", `\(`, ")", `\)`)
+	for i, text := range pages {
+		obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i))
+		var content strings.Builder
+		content.WriteString("BT /F1 12 Tf 16 TL 72 720 Td\n")
+		for _, line := range wrapWords(text, 70) {
+			fmt.Fprintf(&content, "(%s) Tj T*\n", esc.Replace(line))
+		}
+		content.WriteString("ET")
+		obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", content.Len(), content.String()))
+	}
+	xref := buf.Len()
+	fmt.Fprintf(&buf, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&buf, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&buf, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
+	return buf.Bytes()
+}
+
+func wrapWords(text string, width int) []string {
+	var lines []string
+	var line string
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
