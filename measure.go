@@ -91,14 +91,15 @@ func benchCmd() *cobra.Command {
 	var corpus string
 	var workers int
 	ingestCmd := &cobra.Command{
-		Use:   "ingest",
-		Short: "Chunks per second through the whole pipeline on a corpus file (BEIR corpus.jsonl)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if corpus == "" {
-				return errors.New("--corpus is required")
+		Use:   "ingest [FILE ...]",
+		Short: "Chunks per second through the whole pipeline on a corpus file (BEIR corpus.jsonl) or files",
+		Example: `  docsift bench ingest --corpus corpus.jsonl
+  docsift bench ingest manual.pdf`,
+		RunE: func(cmd *cobra.Command, files []string) error {
+			if corpus == "" && len(files) == 0 {
+				return errors.New("give --corpus or files to ingest")
 			}
-			res, err := eval.BenchIngest(corpus, nil, workers, os.Stderr, nil)
+			res, err := eval.BenchIngest(corpus, files, nil, workers, os.Stderr, nil)
 			if err != nil {
 				return err
 			}

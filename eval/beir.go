@@ -18,6 +18,7 @@ type Doc struct {
 	ID    string `json:"_id"`
 	Title string `json:"title"`
 	Text  string `json:"text"`
+	Data  []byte `json:"-"` // a file's bytes, uploaded instead of Text
 }
 
 // Query is one test query.

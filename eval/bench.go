@@ -2,6 +2,8 @@ package eval
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,21 +28,32 @@ type IngestResult struct {
 	Embedder           string  `json:"embedder"`
 }
 
-// BenchIngest runs a corpus file through the whole pipeline (store, job
-// queue, extraction, chunking, embedding, index) in a throwaway data dir and
+// BenchIngest runs documents through the whole pipeline (store, job queue,
+// extraction, chunking, embedding, index) in a throwaway data dir and
 // reports the throughput, from the first upload to the last job's end. The
 // store syncs to disk as a server's does, so the figure includes the cost of
-// durability.
-func BenchIngest(corpus string, embedder llm.Embedder, workers int, progress io.Writer, log *slog.Logger) (*IngestResult, error) {
+// durability. The documents are a BEIR corpus file's (corpus) and/or files
+// of any supported type (files).
+func BenchIngest(corpus string, files []string, embedder llm.Embedder, workers int, progress io.Writer, log *slog.Logger) (*IngestResult, error) {
 	if embedder == nil {
 		embedder = llm.NewBuiltin()
 	}
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	docs, err := ReadCorpus(corpus)
-	if err != nil {
-		return nil, err
+	var docs []Doc
+	if corpus != "" {
+		var err error
+		if docs, err = ReadCorpus(corpus); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("eval: %w", err)
+		}
+		docs = append(docs, Doc{ID: f, Title: filepath.Base(f), Data: data})
 	}
 	run, err := ingestCorpus(docs, embedder, workers, false, progress, log)
 	if err != nil {

@@ -97,7 +97,11 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool
 	start := time.Now()
 	jobs := make(map[string]bool, len(docs))
 	for _, d := range docs {
-		job, doc, err := r.engine.Submit(ingest.Upload{ProjectID: p.ID, OwnerID: p.ID, Name: d.Title, Data: []byte(d.Text)})
+		data := d.Data
+		if data == nil {
+			data = []byte(d.Text)
+		}
+		job, doc, err := r.engine.Submit(ingest.Upload{ProjectID: p.ID, OwnerID: p.ID, Name: d.Title, Data: data})
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("eval: document %s: %w", d.ID, err)
