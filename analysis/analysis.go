@@ -6,6 +6,7 @@ package analysis
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
@@ -27,6 +28,17 @@ func Terms(text string) []string {
 	return terms
 }
 
+// stemCacheMax bounds the stem cache. A language's working vocabulary is
+// far smaller; past the bound, new words are stemmed every time.
+const stemCacheMax = 1 << 20
+
+// stems caches Stem: the stemmer allocates per call, and the same few
+// thousand words make up most of any text.
+var stems struct {
+	sync.RWMutex
+	m map[string]string
+}
+
 // Stem reduces one lower-case word to its Snowball English stem. Numbers and
 // words with digits are kept as they are: stemming "2nd" or "x86" only hurts.
 func Stem(w string) string {
@@ -35,7 +47,22 @@ func Stem(w string) string {
 			return w
 		}
 	}
-	return english.Stem(w, false)
+	stems.RLock()
+	s, ok := stems.m[w]
+	stems.RUnlock()
+	if ok {
+		return s
+	}
+	s = english.Stem(w, false)
+	stems.Lock()
+	if stems.m == nil {
+		stems.m = make(map[string]string)
+	}
+	if len(stems.m) < stemCacheMax {
+		stems.m[strings.Clone(w)] = s
+	}
+	stems.Unlock()
+	return s
 }
 
 // Words calls fn with every lower-case word of text: runs of letters and

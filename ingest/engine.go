@@ -257,6 +257,7 @@ func (e *Engine) work(ctx context.Context) {
 		}
 		job, doc, err := e.store.ClaimJob()
 		if err == nil {
+			e.poke() // more may be queued: let an idle worker look
 			e.run(ctx, job, doc)
 			continue
 		}
@@ -274,7 +275,6 @@ func (e *Engine) work(ctx context.Context) {
 			return
 		case <-e.wake:
 			t.Stop()
-			e.poke() // let the other sleeping workers look too
 		case <-t.C:
 		}
 	}
