@@ -1,7 +1,9 @@
 package index
 
 import (
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 
 	"github.com/docsift/docsift/analysis"
 )
@@ -15,19 +17,54 @@ const (
 	// pool well beyond K lets fusion promote a chunk both sides rank
 	// moderately over one that only one side likes.
 	minCandidates = 100
-	// vectorWeight is the weight of the normalised cosine in the convex
-	// combination; the lexical score gets the rest.
-	vectorWeight = 0.5
+	// learnedVectorWeight is the weight of the normalised cosine in the
+	// convex combination (the lexical score gets the rest) when vectors
+	// come from a learned embedding model: it sees synonyms and paraphrase
+	// that BM25 cannot, so the two get an equal say.
+	learnedVectorWeight = 0.5
+	// hashedVectorWeight is the weight for the built-in embedder, whose
+	// vectors hash the same words BM25 already scores, without IDF: they
+	// add word-order, sub-word and (through feedback) co-occurrence
+	// evidence, so they adjust the lexical ranking rather than vote as
+	// equals.
+	hashedVectorWeight = 0.2
+	// hashedModelPrefix names the built-in embedder's models ("builtin-v1").
+	hashedModelPrefix = "builtin"
+
+	// Pseudo-relevance feedback (Rocchio, 1971): the query vector is moved
+	// towards the mean of the feedbackDocs best first-pass chunks, with
+	// weight feedbackWeight (Rocchio's textbook β), and candidates are
+	// re-scored with it. The top chunks share vocabulary with other
+	// relevant chunks that the query itself does not use.
+	feedbackDocs   = 5
+	feedbackWeight = 0.75
 )
 
-// Search returns up to q.K entries, best first.
+// vectorWeight is the fusion weight of the vector side for vectors of model.
+func vectorWeight(model string) float64 {
+	if strings.HasPrefix(model, hashedModelPrefix) {
+		return hashedVectorWeight
+	}
+	return learnedVectorWeight
+}
+
+// candidate is one chunk nominated by either side, with both raw scores.
+type candidate struct {
+	id      uint64
+	slot    uint32 // vector slot
+	cos, bm float32
+}
+
+// Search returns up to q.K entries, best first. With both a vector and
+// text, Score is the fused relevance in [0, 1]; with text only it is BM25
+// relative to the best hit; with a vector only it is the cosine.
 func (x *OwnerIndex) Search(q Query) []Hit {
 	if q.K <= 0 {
 		return nil
 	}
 	var query []termCount
 	if q.Text != "" {
-		query, _ = countTerms(analysis.Terms(q.Text))
+		query, _ = countTerms(withPairs(analysis.Terms(q.Text)))
 	}
 	useVec := q.Vector != nil && len(q.Vector) == x.dim && x.dim > 0
 	useLex := len(query) > 0
@@ -54,17 +91,12 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 		lexTop = lex.top(pool)
 	}
 
-	// Candidates by ID with both raw scores.
-	type cand struct {
-		id      uint64
-		cos, bm float32
-	}
 	seen := make(map[uint64]int, len(vecTop)+len(lexTop))
-	cands := make([]cand, 0, len(vecTop)+len(lexTop))
+	cands := make([]candidate, 0, len(vecTop)+len(lexTop))
 	for _, s := range vecTop {
 		id := x.vs.ids[s.slot]
 		seen[id] = len(cands)
-		cands = append(cands, cand{id: id, cos: s.score})
+		cands = append(cands, candidate{id: id, slot: s.slot, cos: s.score})
 	}
 	for _, s := range lexTop {
 		id := x.lex.docID[s.slot]
@@ -73,61 +105,96 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 			continue
 		}
 		seen[id] = len(cands)
-		cands = append(cands, cand{id: id, bm: s.score})
-	}
-	// Fill in the side that did not nominate a candidate.
-	for i := range cands {
-		c := &cands[i]
-		if useVec && c.cos == 0 {
-			if s, ok := x.vs.slotOf[c.id]; ok {
-				c.cos = x.vs.dot(q.Vector, s)
-			}
+		c := candidate{id: id, slot: x.vs.slotOf[id], bm: s.score}
+		if useVec {
+			c.cos = x.vs.dot(q.Vector, c.slot)
 		}
-		if useLex && c.bm == 0 {
-			if d, ok := x.lex.docOf[c.id]; ok {
-				c.bm = lex.score[d]
+		cands = append(cands, c)
+	}
+	if useLex {
+		for i := range cands {
+			if d, ok := x.lex.docOf[cands[i].id]; ok {
+				cands[i].bm = lex.score[d]
 			}
 		}
 	}
 
-	// Normalise each side by its best score (theoretical minimum 0, observed
-	// maximum) and combine.
+	var hits []Hit
+	switch {
+	case !useLex:
+		hits = make([]Hit, len(cands))
+		for i, c := range cands {
+			hits[i] = Hit{ID: c.id, Score: float64(c.cos)}
+		}
+	case !useVec:
+		hits = fuse(cands, 0)
+	default:
+		wv := vectorWeight(x.model)
+		hits = fuse(cands, wv)
+		x.feedback(q.Vector, cands, hits)
+		hits = fuse(cands, wv)
+	}
+	if len(hits) > q.K {
+		hits = hits[:q.K]
+	}
+	return hits
+}
+
+// fuse combines the two sides as wv·cos/maxCos + (1−wv)·bm/maxBM: each side
+// normalised by its best score (theoretical minimum 0, observed maximum),
+// which keeps a side's absolute confidence where rank fusion would discard
+// it. A side with no positive score drops out. The result is sorted.
+func fuse(cands []candidate, wv float64) []Hit {
 	var maxCos, maxBM float32
 	for _, c := range cands {
 		maxCos = max(maxCos, c.cos)
 		maxBM = max(maxBM, c.bm)
 	}
-	wv, wl := vectorWeight, 1-vectorWeight
 	switch {
-	case !useVec || maxCos <= 0:
-		wv, wl = 0, 1
-	case !useLex || maxBM <= 0:
-		wv, wl = 1, 0
+	case maxBM <= 0:
+		wv = 1
+	case maxCos <= 0:
+		wv = 0
 	}
-	hits := make([]Hit, 0, len(cands))
-	for _, c := range cands {
-		if !useLex {
-			// Vector only: the cosine itself is the most useful score.
-			hits = append(hits, Hit{ID: c.id, Score: float64(c.cos)})
-			continue
-		}
+	hits := make([]Hit, len(cands))
+	for i, c := range cands {
 		var score float64
 		if wv > 0 && maxCos > 0 {
 			score += wv * float64(max(c.cos, 0)/maxCos)
 		}
-		if wl > 0 && maxBM > 0 {
-			score += wl * float64(c.bm/maxBM)
+		if wv < 1 && maxBM > 0 {
+			score += (1 - wv) * float64(c.bm/maxBM)
 		}
-		hits = append(hits, Hit{ID: c.id, Score: score})
+		hits[i] = Hit{ID: c.id, Score: score}
 	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
+	slices.SortFunc(hits, func(a, b Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
 		}
-		return hits[i].ID < hits[j].ID
+		return cmp.Compare(a.ID, b.ID)
 	})
-	if len(hits) > q.K {
-		hits = hits[:q.K]
-	}
 	return hits
+}
+
+// feedback re-scores every candidate's cosine against the query moved
+// towards its first-pass top hits. Candidates stay the same set: the
+// feedback re-ranks, it does not search again.
+func (x *OwnerIndex) feedback(q []float32, cands []candidate, firstPass []Hit) {
+	n := min(feedbackDocs, len(firstPass))
+	if n == 0 {
+		return
+	}
+	q2 := slices.Clone(q)
+	w := float32(feedbackWeight / float64(n))
+	for _, h := range firstPass[:n] {
+		v := x.vs.vec(x.vs.slotOf[h.ID])
+		for j := range q2 {
+			q2[j] += w * v[j]
+		}
+	}
+	// q2 is not unit length; every cosine is scaled alike, and fusion
+	// divides by the maximum, so normalising would change nothing.
+	for i := range cands {
+		cands[i].cos = x.vs.dot(q2, cands[i].slot)
+	}
 }

@@ -1,6 +1,9 @@
 package index
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+)
 
 // topK keeps the k highest-scoring items seen so far in a min-heap, so the
 // worst kept item is evicted in O(log k) when a better one arrives.
@@ -30,11 +33,11 @@ func (t *topK) push(slot uint32, score float32) bool {
 // are deterministic.
 func (t *topK) sorted() []scored {
 	out := append([]scored(nil), t.heap...)
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
+	slices.SortFunc(out, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
 		}
-		return out[i].slot < out[j].slot
+		return cmp.Compare(a.slot, b.slot)
 	})
 	return out
 }
