@@ -99,7 +99,7 @@ Every flag can also be set as DOCSIFT_<FLAG> in the environment, e.g.
 DOCSIFT_ADDR=0.0.0.0:8080. On first start with an empty data directory a
 project named "default" is created and its API key printed once.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), o, cmd.OutOrStdout()) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", defaultAddr, "address to listen on")
@@ -128,7 +128,7 @@ func newLogger(format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
-func serve(ctx context.Context, o serveOptions) error {
+func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	log, err := newLogger(o.logFormat)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer st.Close()
-	if err := firstStart(st, o.baseURL, os.Stdout); err != nil {
+	if err := firstStart(st, o.baseURL, out); err != nil {
 		return err
 	}
 

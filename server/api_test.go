@@ -2,12 +2,9 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
@@ -15,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,50 +19,6 @@ import (
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
 )
-
-// badCase is one refused request. body is sent as JSON (a string as it is).
-type badCase struct {
-	name   string
-	method string // default POST
-	path   string
-	key    string
-	body   any
-	status int
-	want   []string // substrings of the error message
-}
-
-// runBad sends every case and checks the error response and that the store
-// did not change.
-func runBad(t *testing.T, e *env, cases []badCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e.unchanged(t, func() {
-				var r response
-				switch c.method {
-				case "", http.MethodPost:
-					r = e.postJSON(t, c.path, c.key, c.body)
-				default:
-					r = e.do(t, c.method, c.path, c.key, "", nil)
-				}
-				wantError(t, r, c.status, c.want...)
-			})
-		})
-	}
-}
-
-// revokedKey returns a key of tn's project that has been revoked.
-func (e *env) revokedKey(t *testing.T, tn tenant) string {
-	t.Helper()
-	secret, k, err := e.store.CreateKey(tn.projectID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.store.RevokeKey(k.ID); err != nil {
-		t.Fatal(err)
-	}
-	return secret
-}
 
 func TestHealthz(t *testing.T) {
 	t.Parallel()
@@ -164,35 +116,7 @@ func TestCreateAndListCustomers(t *testing.T) {
 		{name: "body over 1 MiB", body: ok(strings.Repeat("x", 1<<20)), status: 413},
 		{name: "no key", key: "-", body: ok("x"), status: 401},
 		{name: "revoked key", key: revoked, body: ok("x"), status: 401},
-	}.withKey(a.key, "/customer/create"))
-}
-
-// withKey fills in the default path and key; key "-" means no key.
-func (cs badCases) withKey(key, path string) []badCase {
-	out := make([]badCase, len(cs))
-	for i, c := range cs {
-		if c.path == "" {
-			c.path = path
-		}
-		switch c.key {
-		case "":
-			c.key = key
-		case "-":
-			c.key = ""
-		}
-		out[i] = c
-	}
-	return out
-}
-
-type badCases []badCase
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	}.defaults(a.key, "/customer/create"))
 }
 
 type apiSession struct {
@@ -317,8 +241,27 @@ func TestSessions(t *testing.T) {
 				badCase{name: "customer_id given", body: with("customer_id", a.customers[0]), status: 400, want: []string{"customer_id"}},
 			)
 		}
-		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) { runBad(t, e, cases.withKey(a.key, path)) })
+		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) { runBad(t, e, cases.defaults(a.key, path)) })
 	}
+
+	t.Run("secrets are neither stored nor logged", func(t *testing.T) {
+		db, err := os.ReadFile(filepath.Join(e.dir, "docsift.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(db, []byte(a.projectID)) {
+			t.Fatal("the database file does not hold project A: the check below would prove nothing")
+		}
+		logs := e.logs.String()
+		for _, secret := range append([]string{a.key, b.key}, tokens...) {
+			if bytes.Contains(db, []byte(secret)) {
+				t.Errorf("the database holds the secret %.12s… in clear", secret)
+			}
+			if strings.Contains(logs, secret) {
+				t.Errorf("the log holds the secret %.12s…", secret)
+			}
+		}
+	})
 
 	t.Run("expired", func(t *testing.T) {
 		if len(tokens) == 0 {
@@ -398,7 +341,7 @@ func TestUploadText(t *testing.T) {
 		{name: "body far over the limit", body: text(a.projectID, strings.Repeat("x", 64*testMaxTextBytes)), status: 413},
 		{name: "no key", key: "-", body: text(a.projectID, "hello"), status: 401},
 		{name: "revoked key", key: revoked, body: text(a.projectID, "hello"), status: 401},
-	}.withKey(a.key, "/upload/text"))
+	}.defaults(a.key, "/upload/text"))
 }
 
 // pngBytes is the start of a PNG image.
@@ -626,7 +569,7 @@ func TestQuery(t *testing.T) {
 				badCase{name: "customer id as project_id", body: q(ep.field, cus), status: 403},
 			)
 		}
-		t.Run(strings.TrimPrefix(ep.path, "/"), func(t *testing.T) { runBad(t, s.env, cases.withKey(a.key, ep.path)) })
+		t.Run(strings.TrimPrefix(ep.path, "/"), func(t *testing.T) { runBad(t, s.env, cases.defaults(a.key, ep.path)) })
 	}
 }
 
@@ -699,7 +642,7 @@ func TestJobsAndDocuments(t *testing.T) {
 		{name: "delete a document that does not exist", method: "DELETE", path: "/documents/doc_doesnotexist", status: 404},
 		{name: "delete without key", method: "DELETE", path: "/documents/" + s.docA, key: "-", status: 401},
 		{name: "delete with revoked key", method: "DELETE", path: "/documents/" + s.docA, key: revoked, status: 401},
-	}.withKey(a.key, ""))
+	}.defaults(a.key, ""))
 
 	t.Run("ok/delete", func(t *testing.T) {
 		r := s.do(t, http.MethodDelete, "/documents/"+s.docA2, a.key, "", nil)
@@ -732,12 +675,12 @@ func TestRoutingErrors(t *testing.T) {
 		{name: "PUT on a document", method: "PUT", path: "/documents/doc_x", status: 405},
 		{name: "POST on healthz", path: "/healthz", body: `{}`, status: 405},
 		{name: "DELETE on a job", method: "DELETE", path: "/jobs/job_x", status: 405},
-	}.withKey(a.key, ""))
+	}.defaults(a.key, ""))
 }
 
 // apiRoutes is every route behind the API key, with a body that would be
 // accepted with a good key.
-func apiRoutes(s *seeded) []struct{ method, path, body string } {
+func apiRoutes(t *testing.T, s *seeded) []struct{ method, path, body string } {
 	a := s.a
 	return []struct{ method, path, body string }{
 		{"POST", "/customer/create", fmt.Sprintf(`{"project_id": %q, "name": "x"}`, a.projectID)},
@@ -748,19 +691,11 @@ func apiRoutes(s *seeded) []struct{ method, path, body string } {
 		{"POST", "/upload/file", ""},
 		{"POST", "/query/customer", fmt.Sprintf(`{"customer_id": %q, "query": "hello"}`, a.customers[0])},
 		{"POST", "/query/project", fmt.Sprintf(`{"project_id": %q, "query": "hello"}`, a.projectID)},
-		{"GET", "/jobs/" + s.jobOf(s.docA), ""},
+		{"GET", "/jobs/" + s.jobOf(t, s.docA), ""},
 		{"GET", "/documents?owner_id=" + a.projectID, ""},
 		{"GET", "/documents/" + s.docA, ""},
 		{"DELETE", "/documents/" + s.docA, ""},
 	}
-}
-
-func (s *seeded) jobOf(doc string) string {
-	d, err := s.store.Document(doc)
-	if err != nil {
-		s.t.Fatalf("document %s: %v", doc, err)
-	}
-	return d.JobID
 }
 
 func TestAuth(t *testing.T) {
@@ -776,7 +711,7 @@ func TestAuth(t *testing.T) {
 		{"key with a character changed", "Bearer " + s.a.key[:len(s.a.key)-1] + flip(s.a.key[len(s.a.key)-1])},
 		{"revoked key", "Bearer " + revoked},
 	}
-	for _, rt := range apiRoutes(s) {
+	for _, rt := range apiRoutes(t, s) {
 		for _, h := range headers {
 			t.Run(rt.method+" "+rt.path+"/"+h.name, func(t *testing.T) {
 				s.unchanged(t, func() {
@@ -814,40 +749,6 @@ func flip(c byte) string {
 		return "b"
 	}
 	return "a"
-}
-
-// gateEmbedder holds the first Embed call after arm until release is
-// closed, so a test can look at a job while it is PROCESSING.
-type gateEmbedder struct {
-	llm.Embedder
-	armed   atomic.Bool
-	entered chan struct{}
-	release chan struct{}
-}
-
-func newGateEmbedder() *gateEmbedder {
-	return &gateEmbedder{Embedder: llm.NewBuiltin(), entered: make(chan struct{}, 1), release: make(chan struct{})}
-}
-
-func (g *gateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	if g.armed.CompareAndSwap(true, false) {
-		g.entered <- struct{}{}
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return g.Embedder.Embed(ctx, texts)
-}
-
-func (g *gateEmbedder) waitEntered(t *testing.T) {
-	t.Helper()
-	select {
-	case <-g.entered:
-	case <-time.After(jobDeadline):
-		t.Fatal("no job reached the embedder")
-	}
 }
 
 // lighthouseText is several chunks long; one sentence in the middle holds
@@ -999,25 +900,6 @@ type zeroReader struct{}
 func (zeroReader) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
-}
-
-// storedFiles counts the original files kept for owner (DATA/files/OWNER/).
-func (e *env) storedFiles(t *testing.T, owner string) int {
-	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(e.dir, "files", owner))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, en := range entries {
-		if !strings.HasPrefix(en.Name(), ".") {
-			n++
-		}
-	}
-	return n
 }
 
 // TestDeleteWhileQueuedOrProcessing deletes one document while its job is

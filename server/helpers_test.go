@@ -4,17 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,7 +51,6 @@ type tenant struct {
 // env is a running docsift: a real bbolt store in a temp dir, a started
 // engine and the API behind a real HTTP listener.
 type env struct {
-	t      *testing.T
 	dir    string
 	store  *store.Store
 	engine *ingest.Engine
@@ -138,7 +141,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		t.Fatalf("start engine: %v", err)
 	}
 
-	e := &env{t: t, dir: dir, store: st, engine: engine, clock: clock, logs: logs}
+	e := &env{dir: dir, store: st, engine: engine, clock: clock, logs: logs}
 	// The base URL must be known before server.New; the listener is
 	// created unstarted to learn its address first.
 	ts := httptest.NewUnstartedServer(nil)
@@ -163,8 +166,8 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		}
 	})
 
-	e.a = e.newTenant("A", 2)
-	e.b = e.newTenant("B", 1)
+	e.a = e.newTenant(t, "A", 2)
+	e.b = e.newTenant(t, "B", 1)
 	return e
 }
 
@@ -180,17 +183,17 @@ func withMaxTextBytes(n int64) func(*envOptions) {
 
 func withDefaultLimits() func(*envOptions) { return func(o *envOptions) { o.defaultLimits = true } }
 
-func (e *env) newTenant(name string, customers int) tenant {
-	e.t.Helper()
+func (e *env) newTenant(t *testing.T, name string, customers int) tenant {
+	t.Helper()
 	p, key, err := e.store.CreateProject("project " + name)
 	if err != nil {
-		e.t.Fatalf("create project %s: %v", name, err)
+		t.Fatalf("create project %s: %v", name, err)
 	}
 	tn := tenant{name: name, projectID: p.ID, key: key}
 	for i := range customers {
 		c, err := e.store.CreateCustomer(p.ID, fmt.Sprintf("customer %s%d", name, i+1))
 		if err != nil {
-			e.t.Fatalf("create customer: %v", err)
+			t.Fatalf("create customer: %v", err)
 		}
 		tn.customers = append(tn.customers, c.ID)
 	}
@@ -198,11 +201,11 @@ func (e *env) newTenant(name string, customers int) tenant {
 }
 
 // fingerprint is the digest of every record in the store.
-func (e *env) fingerprint() string {
-	e.t.Helper()
+func (e *env) fingerprint(t *testing.T) string {
+	t.Helper()
 	fp, err := e.store.Fingerprint()
 	if err != nil {
-		e.t.Fatalf("store fingerprint: %v", err)
+		t.Fatalf("store fingerprint: %v", err)
 	}
 	return fp
 }
@@ -284,14 +287,16 @@ func filePart(filename string, content []byte) part {
 }
 
 func dataPart(v any) part {
-	b, ok := v.([]byte)
-	if s, isString := v.(string); isString {
-		b, ok = []byte(s), true
-	}
-	if !ok {
+	var b []byte
+	switch v := v.(type) {
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
 		var err error
 		if b, err = json.Marshal(v); err != nil {
-			panic(err)
+			panic(fmt.Sprintf("data part %v: %v", v, err))
 		}
 	}
 	return part{name: "data", content: b}
@@ -374,9 +379,9 @@ func wantError(t *testing.T, r response, status int, substrings ...string) {
 // unchanged runs fn and fails when the store's records differ afterwards.
 func (e *env) unchanged(t *testing.T, fn func()) {
 	t.Helper()
-	before := e.fingerprint()
+	before := e.fingerprint(t)
 	fn()
-	if after := e.fingerprint(); after != before {
+	if after := e.fingerprint(t); after != before {
 		t.Errorf("the request changed the store (fingerprint %s… → %s…)", before[:12], after[:12])
 	}
 }
@@ -473,7 +478,8 @@ func (e *env) query(t *testing.T, key, path string, body map[string]any) apiQuer
 // the bad-input tests to compare fingerprints on.
 type seeded struct {
 	*env
-	// documents and their secret words, by owner id
+	// the seed documents of A's project, A's two customers, B's project
+	// and B's customer
 	docA, docA1, docA2, docB, docB1 string
 	jobB                            string
 	wordOf                          map[string]string // owner id → its unique word
@@ -508,4 +514,139 @@ func newSeeded(t *testing.T, opts ...func(*envOptions)) *seeded {
 	d := decodeAs[apiDocument](t, s.get(t, "/documents/"+s.docB1, b.key))
 	s.jobB = d.JobID
 	return s
+}
+
+// badCase is one refused request. body is sent as JSON (a string as it is).
+type badCase struct {
+	name   string
+	method string // default POST
+	path   string
+	key    string
+	body   any
+	status int
+	want   []string // substrings of the error message
+}
+
+// runBad sends every case and checks the error response and that the store
+// did not change.
+func runBad(t *testing.T, e *env, cases []badCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.unchanged(t, func() {
+				var r response
+				switch c.method {
+				case "", http.MethodPost:
+					r = e.postJSON(t, c.path, c.key, c.body)
+				default:
+					r = e.do(t, c.method, c.path, c.key, "", nil)
+				}
+				wantError(t, r, c.status, c.want...)
+			})
+		})
+	}
+}
+
+// revokedKey returns a key of tn's project that has been revoked.
+func (e *env) revokedKey(t *testing.T, tn tenant) string {
+	t.Helper()
+	secret, k, err := e.store.CreateKey(tn.projectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.RevokeKey(k.ID); err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+// defaults fills in the path and key of cases that have none; key "-"
+// means no key.
+func (cs badCases) defaults(key, path string) []badCase {
+	out := make([]badCase, len(cs))
+	for i, c := range cs {
+		if c.path == "" {
+			c.path = path
+		}
+		switch c.key {
+		case "":
+			c.key = key
+		case "-":
+			c.key = ""
+		}
+		out[i] = c
+	}
+	return out
+}
+
+type badCases []badCase
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// gateEmbedder holds the first Embed call after arm until release is
+// closed, so a test can look at a job while it is PROCESSING.
+type gateEmbedder struct {
+	llm.Embedder
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGateEmbedder() *gateEmbedder {
+	return &gateEmbedder{Embedder: llm.NewBuiltin(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (g *gateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if g.armed.CompareAndSwap(true, false) {
+		g.entered <- struct{}{}
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.Embedder.Embed(ctx, texts)
+}
+
+func (g *gateEmbedder) waitEntered(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(jobDeadline):
+		t.Fatal("no job reached the embedder")
+	}
+}
+
+// storedFiles counts the original files kept for owner (DATA/files/OWNER/).
+func (e *env) storedFiles(t *testing.T, owner string) int {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(e.dir, "files", owner))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, en := range entries {
+		if !strings.HasPrefix(en.Name(), ".") {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *seeded) jobOf(t *testing.T, doc string) string {
+	t.Helper()
+	d, err := s.store.Document(doc)
+	if err != nil {
+		t.Fatalf("document %s: %v", doc, err)
+	}
+	return d.JobID
 }

@@ -35,7 +35,7 @@ func TestTenantIsolation(t *testing.T) {
 		"B project document":  s.docB,
 		"B customer document": s.docB1,
 		"B job":               s.jobB,
-		"B project job":       s.jobOf(s.docB),
+		"B project job":       s.jobOf(t, s.docB),
 	}
 	// statusFor is the answer for an id of B where an owner is expected.
 	ownerStatus := func(id string) int {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"html/template"
-	"io"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -267,7 +266,7 @@ func (s *Server) sessionUpload(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	file, name, err := s.readFilePart(c)
+	u, err := s.readMultipart(c, false)
 	if err != nil {
 		return err
 	}
@@ -276,59 +275,9 @@ func (s *Server) sessionUpload(c echo.Context) error {
 	c.Set(ctxProject, proj)
 	return s.submit(c, uploadData{
 		OwnerID:  sess.OwnerID,
-		Name:     uploadName(name),
+		Name:     uploadName(u.fileName),
 		Metadata: map[string]string{sessionMetaKey: sess.ID},
-	}, file)
-}
-
-// readFilePart reads a multipart body that holds exactly one part, named
-// file, within the file size limit.
-func (s *Server) readFilePart(c echo.Context) ([]byte, string, error) {
-	req := c.Request()
-	mediaType, params, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
-	if err != nil || mediaType != echo.MIMEMultipartForm || params["boundary"] == "" {
-		return nil, "", errorf(http.StatusUnsupportedMediaType, "the request body must be multipart/form-data with a file part")
-	}
-	req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxFileBytes+multipartOverhead)
-	mr, err := req.MultipartReader()
-	if err != nil {
-		return nil, "", badRequest("the multipart body could not be read: %v", err)
-	}
-	var (
-		file     []byte
-		name     string
-		haveFile bool
-	)
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, "", s.multipartError(err)
-		}
-		if part.FormName() != "file" {
-			return nil, "", badRequest("unknown part %q in the multipart body: send one part named file", part.FormName())
-		}
-		if haveFile {
-			return nil, "", badRequest("the body holds more than one file part: send one file per request")
-		}
-		haveFile, name = true, part.FileName()
-		file, err = io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
-		if err != nil {
-			return nil, "", s.multipartError(err)
-		}
-		if int64(len(file)) > s.cfg.MaxFileBytes {
-			return nil, "", errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
-		}
-	}
-	switch {
-	case !haveFile:
-		return nil, "", badRequest("the file part is missing")
-	case len(file) == 0:
-		return nil, "", badRequest("the file is empty")
-	}
-	return file, name, nil
+	}, u.file)
 }
 
 // uploadName makes a browser's file name a valid document name: an end user

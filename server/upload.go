@@ -61,70 +61,90 @@ func (s *Server) uploadText(c echo.Context) error {
 }
 
 func (s *Server) uploadFile(c echo.Context) error {
+	u, err := s.readMultipart(c, true)
+	if err != nil {
+		return err
+	}
+	if u.data == nil {
+		return badRequest(`the data part is missing: send a part named data holding {"owner_id": "..."}`)
+	}
+	if u.data.Name == "" {
+		u.data.Name = u.fileName
+	}
+	if u.data.Name == "" {
+		u.data.Name = "upload"
+	}
+	return s.submit(c, *u.data, u.file)
+}
+
+// multipartUpload is what a multipart upload body held.
+type multipartUpload struct {
+	file     []byte
+	fileName string
+	data     *uploadData // nil when there was no data part
+}
+
+// readMultipart reads a multipart body with one part named file, within the
+// file size limit, and, when withData is set, an optional part named data
+// holding the upload's JSON. Any other part is refused, so a misnamed part
+// is an error rather than silently ignored.
+func (s *Server) readMultipart(c echo.Context, withData bool) (*multipartUpload, error) {
+	want := "a file part"
+	if withData {
+		want = "a file part and a data part"
+	}
 	req := c.Request()
 	mediaType, params, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
 	if err != nil || mediaType != echo.MIMEMultipartForm || params["boundary"] == "" {
-		return errorf(http.StatusUnsupportedMediaType, "the request body must be multipart/form-data with a file part and a data part")
+		return nil, errorf(http.StatusUnsupportedMediaType, "the request body must be multipart/form-data with %s", want)
 	}
 	req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxFileBytes+multipartOverhead)
 	mr, err := req.MultipartReader()
 	if err != nil {
-		return badRequest("the multipart body could not be read: %v", err)
+		return nil, badRequest("the multipart body could not be read: %v", err)
 	}
-	var (
-		data     *uploadData
-		file     []byte
-		fileName string
-		haveFile bool
-	)
+	var u multipartUpload
+	haveFile := false
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return s.multipartError(err)
+			return nil, s.multipartError(err)
 		}
-		switch part.FormName() {
-		case "file":
+		switch {
+		case part.FormName() == "file":
 			if haveFile {
-				return badRequest("the body holds more than one file part: send one file per request")
+				return nil, badRequest("the body holds more than one file part: send one file per request")
 			}
-			haveFile, fileName = true, part.FileName()
-			file, err = io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
+			haveFile, u.fileName = true, part.FileName()
+			u.file, err = io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
 			if err != nil {
-				return s.multipartError(err)
+				return nil, s.multipartError(err)
 			}
-			if int64(len(file)) > s.cfg.MaxFileBytes {
-				return errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
+			if int64(len(u.file)) > s.cfg.MaxFileBytes {
+				return nil, errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
 			}
-		case "data":
+		case part.FormName() == "data" && withData:
 			raw, err := io.ReadAll(io.LimitReader(part, maxJSONBytes+1))
 			if err != nil {
-				return s.multipartError(err)
+				return nil, s.multipartError(err)
 			}
-			if data, err = parseDataPart(raw); err != nil {
-				return err
+			if u.data, err = parseDataPart(raw); err != nil {
+				return nil, err
 			}
 		default:
-			return badRequest("unknown part %q in the multipart body: send a file part and a data part", part.FormName())
+			return nil, badRequest("unknown part %q in the multipart body: send %s", part.FormName(), want)
 		}
 	}
 	switch {
 	case !haveFile:
-		return badRequest("the file part is missing")
-	case data == nil:
-		return badRequest(`the data part is missing: send a part named data holding {"owner_id": "..."}`)
-	case len(file) == 0:
-		return badRequest("the file is empty")
+		return nil, badRequest("the file part is missing")
+	case len(u.file) == 0:
+		return nil, badRequest("the file is empty")
 	}
-	if data.Name == "" {
-		data.Name = fileName
-	}
-	if data.Name == "" {
-		data.Name = "upload"
-	}
-	return s.submit(c, *data, file)
+	return &u, nil
 }
 
 func (s *Server) multipartError(err error) error {

@@ -1,0 +1,453 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docsift/docsift/store"
+)
+
+// cliWait bounds how long a test waits for the server to come up or stop.
+const cliWait = 30 * time.Second
+
+// runCLI runs docsift with args in-process and returns what it printed.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := rootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+// mustCLI runs docsift and fails the test when it returns an error.
+func mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("docsift %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// decodeStrict decodes JSON output refusing fields v does not have.
+func decodeStrict(t *testing.T, out string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("output is not the expected JSON (%v):\n%s", err, out)
+	}
+}
+
+type projectJSON struct {
+	ProjectID string `json:"project_id"`
+	APIKey    string `json:"api_key"`
+}
+
+func createProject(t *testing.T, dir, name string) projectJSON {
+	t.Helper()
+	var p projectJSON
+	decodeStrict(t, mustCLI(t, "project", "create", "--name", name, "--json", "--data", dir), &p)
+	if !strings.HasPrefix(p.ProjectID, store.PrefixProject) || !strings.HasPrefix(p.APIKey, store.PrefixAPIKey) {
+		t.Fatalf("project create printed %+v", p)
+	}
+	return p
+}
+
+// freeAddr returns a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// running is a `docsift serve` started in-process.
+type running struct {
+	base string
+	stop func() error
+}
+
+// startServe runs `docsift serve` on dir and addr until the returned stop
+// is called.
+func startServe(t *testing.T, dir, addr string) running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := rootCmd()
+	cmd.SetOut(new(bytes.Buffer))
+	cmd.SetErr(new(bytes.Buffer))
+	cmd.SetArgs([]string{"serve", "--addr", addr, "--data", dir, "--workers", "1", "--embedder", "builtin", "--answerer", "extractive"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(cliWait):
+			return errors.New("serve did not stop")
+		}
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+
+	base := "http://" + addr
+	deadline := time.Now().Add(cliWait)
+	for {
+		select {
+		case err := <-done:
+			stopped = true
+			t.Fatalf("serve ended before answering: %v", err)
+		default:
+		}
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return running{base: base, stop: stop}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not answer on %s within %s: %v", addr, cliWait, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// statusWithKey is the status of GET /customers with key.
+func statusWithKey(t *testing.T, base, key string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/customers", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestProjectCreateWithoutServer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := createProject(t, dir, "acme")
+
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatalf("the command left the data dir locked: %v", err)
+	}
+	defer st.Close()
+	got, err := st.Authenticate(p.APIKey)
+	if err != nil || got.ID != p.ProjectID || got.Name != "acme" {
+		t.Errorf("the printed key opens %+v (%v), want project acme %s", got, err, p.ProjectID)
+	}
+}
+
+func TestCLIRefusals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"project without name", []string{"project", "create", "--json", "--data", dir}, "--name"},
+		{"project with blank name", []string{"project", "create", "--name", "  ", "--data", dir}, "--name"},
+		{"key for a project that does not exist", []string{"key", "create", "--project", "prj_nope", "--data", dir}, "prj_nope"},
+		{"revoke a key that does not exist", []string{"key", "revoke", "key_nope", "--data", dir}, "key_nope"},
+		{"key list without project", []string{"key", "list", "--data", dir}, "project"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := runCLI(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("docsift %s: error %v, want one mentioning %q (output %q)", strings.Join(c.args, " "), err, c.want, out)
+			}
+		})
+	}
+}
+
+// TestCLIWithRunningServer runs the admin commands while `docsift serve`
+// holds the data dir (they go through its socket), then after it stopped
+// (they open the store).
+func TestCLIWithRunningServer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := startServe(t, dir, freeAddr(t))
+
+	// A second server on the same data dir is refused, and leaves the
+	// first one's admin socket alone.
+	if _, err := runCLI(t, "serve", "--addr", freeAddr(t), "--data", dir, "--embedder", "builtin", "--answerer", "extractive"); !errors.Is(err, store.ErrLocked) {
+		t.Errorf("a second serve on the same data dir: %v, want %v", err, store.ErrLocked)
+	}
+
+	p := createProject(t, dir, "acme")
+	if got := statusWithKey(t, srv.base, p.APIKey); got != http.StatusOK {
+		t.Fatalf("the new project's key gets %d from the running server", got)
+	}
+
+	var created struct {
+		ProjectID string `json:"project_id"`
+		KeyID     string `json:"key_id"`
+		APIKey    string `json:"api_key"`
+	}
+	decodeStrict(t, mustCLI(t, "key", "create", "--project", p.ProjectID, "--json", "--data", dir), &created)
+	if created.ProjectID != p.ProjectID || !strings.HasPrefix(created.KeyID, store.PrefixKey) || !strings.HasPrefix(created.APIKey, store.PrefixAPIKey) {
+		t.Fatalf("key create printed %+v", created)
+	}
+	if got := statusWithKey(t, srv.base, created.APIKey); got != http.StatusOK {
+		t.Fatalf("the created key gets %d", got)
+	}
+
+	listKeys := func() map[string]store.APIKey {
+		t.Helper()
+		out := mustCLI(t, "key", "list", "--project", p.ProjectID, "--json", "--data", dir)
+		for _, secret := range []string{p.APIKey, created.APIKey} {
+			if strings.Contains(out, secret) {
+				t.Errorf("key list shows a secret")
+			}
+		}
+		var keys []store.APIKey
+		decodeStrict(t, out, &keys)
+		byID := map[string]store.APIKey{}
+		for _, k := range keys {
+			if k.ProjectID != p.ProjectID {
+				t.Errorf("key list of %s shows key %+v", p.ProjectID, k)
+			}
+			byID[k.ID] = k
+		}
+		return byID
+	}
+	keys := listKeys()
+	if len(keys) != 2 || keys[created.KeyID].ID == "" || keys[created.KeyID].RevokedAt != nil {
+		t.Fatalf("key list: %+v, want the first key and %s, none revoked", keys, created.KeyID)
+	}
+
+	var revoked store.APIKey
+	decodeStrict(t, mustCLI(t, "key", "revoke", created.KeyID, "--json", "--data", dir), &revoked)
+	if revoked.ID != created.KeyID || revoked.RevokedAt == nil {
+		t.Fatalf("key revoke printed %+v", revoked)
+	}
+	if got := statusWithKey(t, srv.base, created.APIKey); got != http.StatusUnauthorized {
+		t.Errorf("a revoked key gets %d, want 401", got)
+	}
+	if got := statusWithKey(t, srv.base, p.APIKey); got != http.StatusOK {
+		t.Errorf("revoking one key locked out the other: %d", got)
+	}
+	if k := listKeys()[created.KeyID]; k.RevokedAt == nil {
+		t.Errorf("key list does not show %s as revoked: %+v", created.KeyID, k)
+	}
+
+	if err := srv.stop(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	// With the server gone the commands open the store themselves.
+	other := createProject(t, dir, "globex")
+	if k := listKeys()[created.KeyID]; k.RevokedAt == nil {
+		t.Errorf("the revocation did not persist: %+v", k)
+	}
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, c := range []struct {
+		key, project string
+	}{{p.APIKey, p.ProjectID}, {other.APIKey, other.ProjectID}} {
+		if got, err := st.Authenticate(c.key); err != nil || got.ID != c.project {
+			t.Errorf("key of %s opens %+v, %v", c.project, got, err)
+		}
+	}
+	if _, err := st.Authenticate(created.APIKey); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the revoked key still authenticates: %v", err)
+	}
+}
+
+// TestFirstStartPrintsWorkingCommands runs the curl commands the first
+// start prints, as printed, against a server on that data dir.
+func TestFirstStartPrintsWorkingCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := firstStart(st, "http://"+addr, &out); err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	if err := firstStart(st, "http://"+addr, &again); err != nil || again.Len() != 0 {
+		t.Errorf("a second start printed %q (%v); the key is shown once", again.String(), err)
+	}
+	ps, err := st.Projects()
+	if err != nil || len(ps) != 1 || ps[0].Name != "default" || !strings.Contains(out.String(), ps[0].ID) {
+		t.Fatalf("projects after first start: %+v, %v; output:\n%s", ps, err, out.String())
+	}
+	st.Close()
+
+	srv := startServe(t, dir, addr)
+	cmds := curlCommands(t, out.String())
+	if len(cmds) != 2 {
+		t.Fatalf("want an upload and a query command, got %d in:\n%s", len(cmds), out.String())
+	}
+	var up struct {
+		JobID string `json:"job_id"`
+	}
+	if err := json.Unmarshal(cmds[0].run(t), &up); err != nil || up.JobID == "" {
+		t.Fatalf("the printed upload answered no job (%v)", err)
+	}
+	var job struct {
+		Status string `json:"status"`
+	}
+	deadline := time.Now().Add(cliWait)
+	for job.Status != store.StatusSucceeded {
+		if job.Status == store.StatusFailed || time.Now().After(deadline) {
+			t.Fatalf("the printed upload's job is %q", job.Status)
+		}
+		get := curlCommand{method: http.MethodGet, url: srv.base + "/jobs/" + up.JobID, header: http.Header{"Authorization": cmds[0].header["Authorization"]}}
+		if err := json.Unmarshal(get.run(t), &job); err != nil {
+			t.Fatal(err)
+		}
+		if job.Status != store.StatusSucceeded {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	var q struct {
+		Answer string `json:"answer"`
+		Chunks []struct {
+			Text string `json:"text"`
+		} `json:"chunks"`
+	}
+	if err := json.Unmarshal(cmds[1].run(t), &q); err != nil || len(q.Chunks) == 0 || q.Answer == "" {
+		t.Errorf("the printed query found nothing (%v): %+v", err, q)
+	}
+}
+
+// curlCommand is a request as a printed curl command line makes it.
+type curlCommand struct {
+	method, url, body string
+	header            http.Header
+}
+
+func (c curlCommand) run(t *testing.T) []byte {
+	t.Helper()
+	req, err := http.NewRequest(c.method, c.url, strings.NewReader(c.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = c.header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s as printed: %d %s", c.method, c.url, resp.StatusCode, b.String())
+	}
+	return b.Bytes()
+}
+
+// curlCommands reads the curl commands in out: continuation lines joined,
+// single quotes as the shell reads them, the flags -s, -H and -d.
+func curlCommands(t *testing.T, out string) []curlCommand {
+	t.Helper()
+	var cmds []curlCommand
+	for _, line := range strings.Split(strings.ReplaceAll(out, "\\\n", " "), "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "curl ") {
+			continue
+		}
+		args, err := shellWords(line)
+		if err != nil {
+			t.Fatalf("%v in %q", err, line)
+		}
+		c := curlCommand{method: http.MethodGet, header: http.Header{}}
+		for i := 1; i < len(args); i++ {
+			switch a := args[i]; {
+			case a == "-s":
+			case (a == "-H" || a == "-d") && i+1 < len(args):
+				i++
+				if a == "-d" {
+					c.method, c.body = http.MethodPost, args[i]
+					continue
+				}
+				name, value, ok := strings.Cut(args[i], ":")
+				if !ok {
+					t.Fatalf("header %q in %q", args[i], line)
+				}
+				c.header.Set(name, strings.TrimSpace(value))
+			case strings.HasPrefix(a, "http"):
+				c.url = a
+			default:
+				t.Fatalf("unexpected curl argument %q in %q", a, line)
+			}
+		}
+		cmds = append(cmds, c)
+	}
+	return cmds
+}
+
+// shellWords splits a command line on blanks, honouring single quotes.
+func shellWords(line string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord, quoted := false, false
+	for _, r := range line {
+		switch {
+		case quoted && r == '\'':
+			quoted = false
+		case quoted:
+			cur.WriteRune(r)
+		case r == '\'':
+			quoted, inWord = true, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quoted {
+		return nil, errors.New("unclosed quote")
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
