@@ -35,8 +35,6 @@ const (
 
 	// jobDeadline bounds how long a test waits for a job to finish.
 	jobDeadline = 30 * time.Second
-	// pollInterval is the pause between two looks at a job's status.
-	pollInterval = 5 * time.Millisecond
 )
 
 // tenant is one project as a test sees it: its id, a working key and its
@@ -437,24 +435,21 @@ func (q apiQuery) documents() map[string]bool {
 	return docs
 }
 
-// waitJob polls GET /jobs/{id} until the job is SUCCEEDED or FAILED and
-// returns it. It fails the test when the job does not end in time.
+// waitJob waits until the job is SUCCEEDED or FAILED, woken by the engine
+// as jobs end, and returns it as GET /jobs/{id} shows it. It fails the test
+// when the job does not end in time.
 func (e *env) waitJob(t *testing.T, key, jobID string) apiJob {
 	t.Helper()
-	deadline := time.Now().Add(jobDeadline)
-	for {
-		j := decodeAs[apiJob](t, e.get(t, "/jobs/"+jobID, key))
-		if j.Status == store.StatusSucceeded || j.Status == store.StatusFailed {
-			return j
-		}
-		if j.Status != store.StatusPending && j.Status != store.StatusProcessing {
-			t.Fatalf("job %s has unknown status %q", jobID, j.Status)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s still %s after %s", jobID, j.Status, jobDeadline)
-		}
-		time.Sleep(pollInterval)
+	ctx, cancel := context.WithTimeout(context.Background(), jobDeadline)
+	defer cancel()
+	if _, err := e.engine.WaitJob(ctx, jobID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("job %s: %v", jobID, err)
 	}
+	j := decodeAs[apiJob](t, e.get(t, "/jobs/"+jobID, key))
+	if j.Status != store.StatusSucceeded && j.Status != store.StatusFailed {
+		t.Fatalf("job %s is %s after waiting for it to end", jobID, j.Status)
+	}
+	return j
 }
 
 // uploadText uploads text for owner, waits for its job and requires it to

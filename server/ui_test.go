@@ -31,6 +31,7 @@ const xssName = `<img src=x onerror="window.__xss=1">.txt`
 type uiEnv struct {
 	base     string
 	store    *store.Store
+	engine   *ingest.Engine
 	project  *store.Project
 	customer *store.Customer
 	key      string
@@ -65,6 +66,7 @@ func newUIEnv(t *testing.T, opts ...func(*uiOptions)) *uiEnv {
 	if err := engine.Start(); err != nil {
 		t.Fatalf("start engine: %v", err)
 	}
+	e.engine = engine
 	ts := httptest.NewUnstartedServer(nil)
 	e.base = "http://" + ts.Listener.Addr().String()
 	srv := server.New(server.Config{BaseURL: e.base, MaxFileBytes: o.maxFileBytes}, st, engine, llm.NewExtractive(), log)
@@ -460,17 +462,15 @@ func TestUISessionJobsOnlyThisSession(t *testing.T) {
 	}
 	ja := decodeUI[uiJob](t, r).JobID
 
-	// Wait for the first job to finish, through the session's own endpoint.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		jobs := e.sessionJobs(t, s1, j1)
-		if len(jobs) == 1 && jobs[0].Status == store.StatusSucceeded {
-			break
-		}
-		if len(jobs) == 1 && jobs[0].Status == store.StatusFailed || time.Now().After(deadline) {
-			t.Fatalf("job %s: %+v", j1, jobs)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// Wait for the first job to end, then look through the session's own
+	// endpoint.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := e.engine.WaitJob(ctx, j1); err != nil {
+		t.Fatalf("job %s: %v", j1, err)
+	}
+	if jobs := e.sessionJobs(t, s1, j1); len(jobs) != 1 || jobs[0].Status != store.StatusSucceeded {
+		t.Fatalf("job %s: %+v", j1, jobs)
 	}
 
 	all := e.sessionJobs(t, s1)
