@@ -63,6 +63,7 @@ type envOptions struct {
 	cfg      server.Config
 	workers  int
 	embedder llm.Embedder
+	answerer llm.Answerer
 	// defaultLimits leaves MaxFileBytes and MaxTextBytes at zero so the
 	// server applies its own defaults.
 	defaultLimits bool
@@ -110,7 +111,7 @@ func (b *syncBuffer) String() string {
 // customer), each with a key. Everything is torn down when the test ends.
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
-	o := envOptions{workers: 2, embedder: llm.NewBuiltin()}
+	o := envOptions{workers: 2, embedder: llm.NewBuiltin(), answerer: llm.NewExtractive()}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -144,7 +145,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	// created unstarted to learn its address first.
 	ts := httptest.NewUnstartedServer(nil)
 	o.cfg.BaseURL = "http://" + ts.Listener.Addr().String()
-	api := server.New(o.cfg, st, engine, llm.NewExtractive(), log)
+	api := server.New(o.cfg, st, engine, o.answerer, log)
 	ts.Config.Handler = api.Handler()
 	ts.Start()
 	e.srv, e.base = ts, ts.URL
@@ -173,6 +174,18 @@ func withWorkers(n int) func(*envOptions) { return func(o *envOptions) { o.worke
 
 func withEmbedder(em llm.Embedder) func(*envOptions) {
 	return func(o *envOptions) { o.embedder = em }
+}
+
+func withAnswerer(a llm.Answerer) func(*envOptions) {
+	return func(o *envOptions) { o.answerer = a }
+}
+
+func withWeb(w server.WebSearcher) func(*envOptions) {
+	return func(o *envOptions) { o.cfg.Web = w }
+}
+
+func withMaxFileBytes(n int64) func(*envOptions) {
+	return func(o *envOptions) { o.cfg.MaxFileBytes = n }
 }
 
 func withMaxTextBytes(n int64) func(*envOptions) {

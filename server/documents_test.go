@@ -1,0 +1,291 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docsift/docsift/pdf"
+	"github.com/docsift/docsift/store"
+	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+)
+
+// sharedPDFDir holds the real PDFs shared by the project's tests; they are
+// read in place, never copied into the repository.
+const sharedPDFDir = "../../shared/data/pdf"
+
+// realPDFs are the shared PDFs, each with a phrase found on exactly one
+// known page and a query a reader would type to find it (the phrase itself
+// when it says enough; "not treated specially and do not" is nearly all
+// stop words).
+var realPDFs = []struct {
+	name   string
+	phrase string
+	page   int
+	query  string
+}{
+	{"libtasn1.pdf", "array is a vector created by", 12, ""},
+	{"shared-mime-info-spec.pdf", "that the type is also sometimes", 5, ""},
+	{"bashref.pdf", "not treated specially and do not", 70, "read: delimiter characters are not treated specially until nchars characters are read"},
+	{"gnuplot.pdf", "effect of executing the basic command", 100, ""},
+}
+
+type apiSubpage struct {
+	SubpageURL string `json:"subpage_url"`
+	FirstPage  int    `json:"first_page"`
+	LastPage   int    `json:"last_page"`
+}
+
+// fetch GETs an absolute URL without a key.
+func (e *env) fetch(t *testing.T, url string) response {
+	t.Helper()
+	return e.do(t, http.MethodGet, strings.TrimPrefix(url, e.base), "", "", nil)
+}
+
+// uploadPDF uploads data as name for owner and waits for its job.
+func (e *env) uploadPDF(t *testing.T, key, owner, name string, data []byte) apiJob {
+	t.Helper()
+	r := e.uploadFile(t, key, dataPart(map[string]string{"owner_id": owner}), filePart(name, data))
+	if r.status != http.StatusOK {
+		t.Fatalf("upload %s: %s", name, r)
+	}
+	return e.waitJob(t, key, decodeAs[apiUpload](t, r).JobID)
+}
+
+func words(s string) []string { return strings.Fields(strings.ToLower(s)) }
+
+func TestRealPDFsQueryByPageAndSubpage(t *testing.T) {
+	if _, err := os.Stat(sharedPDFDir); err != nil {
+		t.Skipf("shared PDFs not found at %s (%v): run from a checkout with ../shared beside it", sharedPDFDir, err)
+	}
+	e := newEnv(t, withMaxFileBytes(8<<20))
+	for _, c := range realPDFs {
+		t.Run(c.name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(sharedPDFDir, c.name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			owner := e.a.projectID
+			if j := e.uploadPDF(t, e.a.key, owner, c.name, data); j.Status != store.StatusSucceeded {
+				t.Fatalf("job ended %s: %s", j.Status, j.Error)
+			}
+			query := c.query
+			if query == "" {
+				query = c.phrase
+			}
+			q := e.query(t, e.a.key, "/query/project", map[string]any{"project_id": owner, "query": query, "top_k": 5})
+			var hit *apiChunk
+			for i, ch := range q.Chunks {
+				if ch.Page != nil && *ch.Page == c.page && strings.Contains(strings.Join(words(ch.Text), " "), c.phrase) {
+					hit = &q.Chunks[i]
+					break
+				}
+			}
+			if hit == nil {
+				t.Fatalf("no chunk of page %d holding %q in the top 5: %+v", c.page, c.phrase, q.Chunks)
+			}
+			r := e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": hit.ChunkID, "owner_id": owner, "varience": 1})
+			if r.status != http.StatusOK {
+				t.Fatalf("subpage: %s", r)
+			}
+			sp := decodeAs[apiSubpage](t, r)
+			if sp.FirstPage != c.page-1 || sp.LastPage != c.page+1 {
+				t.Errorf("subpage pages %d–%d, want %d–%d", sp.FirstPage, sp.LastPage, c.page-1, c.page+1)
+			}
+			got := e.fetch(t, sp.SubpageURL)
+			if got.status != http.StatusOK || got.header.Get("Content-Type") != "application/pdf" {
+				t.Fatalf("GET subpage: %d %s", got.status, got.header.Get("Content-Type"))
+			}
+			doc, err := pdf.Extract(context.Background(), got.body)
+			if err != nil {
+				t.Fatalf("subpage is not a readable PDF: %v", err)
+			}
+			if len(doc.Pages) != 3 {
+				t.Fatalf("subpage has %d pages, want 3", len(doc.Pages))
+			}
+			middle := " " + strings.Join(words(doc.Pages[1].Text), " ") + " "
+			if !strings.Contains(middle, c.phrase) {
+				t.Errorf("the subpage's middle page lacks %q", c.phrase)
+			}
+			// The chunk's text is the middle page's: nearly all its words
+			// are there (cleaning of a 3-page excerpt may differ on a
+			// running header or two).
+			missing := 0
+			for _, w := range words(hit.Text) {
+				if !strings.Contains(middle, " "+w+" ") {
+					missing++
+				}
+			}
+			if n := len(words(hit.Text)); missing > n/10 {
+				t.Errorf("%d of the chunk's %d words are not on the subpage's middle page", missing, n)
+			}
+		})
+	}
+}
+
+// numberedPDF is a PDF of n pages whose page i says which page it is.
+func numberedPDF(n int) []byte {
+	pages := make([]string, n)
+	for i := range pages {
+		pages[i] = "This is page " + pageWord(i+1) + " of the numbered test document. It talks about " + pageWord(i+1) + " things only."
+	}
+	return testPDF(pages)
+}
+
+func pageWord(n int) string {
+	return []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}[n]
+}
+
+func TestSubpageClampingReuseExpiryAndErrors(t *testing.T) {
+	e := newEnv(t, withMaxFileBytes(1<<20))
+	owner := e.a.customers[0]
+	if j := e.uploadPDF(t, e.a.key, owner, "numbered.pdf", numberedPDF(5)); j.Status != store.StatusSucceeded {
+		t.Fatalf("job: %+v", j)
+	}
+	chunkOn := func(word string, page int) string {
+		q := e.query(t, e.a.key, "/query/customer", map[string]any{"customer_id": owner, "query": word + " things", "top_k": 5})
+		for _, c := range q.Chunks {
+			if c.Page != nil && *c.Page == page {
+				return c.ChunkID
+			}
+		}
+		t.Fatalf("no chunk of page %d: %+v", page, q.Chunks)
+		return ""
+	}
+	first, last := chunkOn("one", 1), chunkOn("five", 5)
+	for _, c := range []struct {
+		chunk       string
+		varience    any
+		first, last int
+	}{
+		{first, 2, 1, 3},   // clamped at the start
+		{last, 2.0, 3, 5},  // clamped at the end; 2.0 is a whole number
+		{first, 0, 1, 1},   // the page alone
+		{last, 50, 1, 5},   // the whole document
+	} {
+		r := e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": c.chunk, "owner_id": owner, "varience": c.varience})
+		if r.status != http.StatusOK {
+			t.Fatalf("varience %v: %s", c.varience, r)
+		}
+		sp := decodeAs[apiSubpage](t, r)
+		pdfBytes := e.fetch(t, sp.SubpageURL).body
+		n, err := pdf.PageCount(pdfBytes)
+		if sp.FirstPage != c.first || sp.LastPage != c.last || err != nil || n != c.last-c.first+1 {
+			t.Errorf("varience %v: pages %d–%d, PDF of %d pages (%v); want %d–%d", c.varience, sp.FirstPage, sp.LastPage, n, err, c.first, c.last)
+		}
+	}
+
+	// The same chunk and varience reuse one file.
+	a := decodeAs[apiSubpage](t, e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": first, "owner_id": owner, "varience": 1}))
+	b := decodeAs[apiSubpage](t, e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": first, "owner_id": owner, "varience": 1.0}))
+	if a.SubpageURL != b.SubpageURL {
+		t.Errorf("same chunk and varience gave two URLs: %s, %s", a.SubpageURL, b.SubpageURL)
+	}
+	if id := strings.TrimSuffix(a.SubpageURL[strings.LastIndex(a.SubpageURL, "/")+1:], ".pdf"); len(id) < 40 {
+		t.Errorf("subpage id %q is too short to be unguessable", id)
+	}
+	if r := e.fetch(t, a.SubpageURL); !strings.Contains(r.header.Get("Content-Disposition"), "numbered-pages-1-2.pdf") {
+		t.Errorf("Content-Disposition = %q", r.header.Get("Content-Disposition"))
+	}
+
+	// A text chunk is not from a PDF.
+	e.uploadText(t, e.a.key, owner, "notes.txt", "Plain notes about the zeppelin hangar.")
+	q := e.query(t, e.a.key, "/query/customer", map[string]any{"customer_id": owner, "query": "zeppelin hangar", "top_k": 1})
+	textChunk := q.Chunks[0].ChunkID
+
+	e.unchanged(t, func() {
+		for _, c := range []struct {
+			body   map[string]any
+			status int
+			want   string
+		}{
+			{map[string]any{"chunk_id": first, "owner_id": owner}, 400, "varience is required"},
+			{map[string]any{"chunk_id": first, "owner_id": owner, "varience": 2.5}, 400, "whole number"},
+			{map[string]any{"chunk_id": first, "owner_id": owner, "varience": -1}, 400, "whole number"},
+			{map[string]any{"chunk_id": first, "owner_id": owner, "varience": 51}, 400, "whole number"},
+			{map[string]any{"chunk_id": first, "owner_id": owner, "varience": "1"}, 400, "varience"},
+			{map[string]any{"chunk_id": first, "owner_id": owner, "variance": 1}, 400, "unknown field"},
+			{map[string]any{"owner_id": owner, "varience": 1}, 400, "chunk_id is required"},
+			{map[string]any{"chunk_id": first, "varience": 1}, 400, "owner_id is required"},
+			{map[string]any{"chunk_id": textChunk, "owner_id": owner, "varience": 1}, 400, "not from a PDF"},
+			{map[string]any{"chunk_id": "chk_nope-0001", "owner_id": owner, "varience": 1}, 404, "not found"},
+			// Right chunk, wrong owner: the project itself, another customer.
+			{map[string]any{"chunk_id": first, "owner_id": e.a.projectID, "varience": 1}, 404, "not found"},
+			{map[string]any{"chunk_id": first, "owner_id": e.a.customers[1], "varience": 1}, 404, "not found"},
+		} {
+			wantError(t, e.postJSON(t, "/subpage", e.a.key, c.body), c.status, c.want)
+		}
+		// Another project's key reaches nothing.
+		wantError(t, e.postJSON(t, "/subpage", e.b.key, map[string]any{"chunk_id": first, "owner_id": owner, "varience": 1}), 404)
+		wantError(t, e.fetch(t, e.base+"/subpages/sub_guess.pdf"), 404)
+	})
+
+	// After the time to live, the URL answers 410.
+	e.clock.Advance(25 * time.Hour)
+	wantError(t, e.fetch(t, a.SubpageURL), http.StatusGone, "expired")
+}
+
+func encryptedPDF(t *testing.T) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := api.Encrypt(bytes.NewReader(numberedPDF(2)), &out, model.NewAESConfiguration("user-pw", "owner-pw", 256)); err != nil {
+		t.Fatalf("encrypt: %v", err)
+	}
+	return out.Bytes()
+}
+
+func TestBadFilesGetClearErrorsAndTheServerStaysUp(t *testing.T) {
+	e := newEnv(t, withMaxFileBytes(1<<20))
+	owner := e.a.projectID
+	good := numberedPDF(3)
+	random := make([]byte, 4096)
+	rand.Read(random)
+
+	// Refused at upload: nothing is stored.
+	e.unchanged(t, func() {
+		for _, c := range []struct {
+			name   string
+			data   []byte
+			status int
+			want   string
+		}{
+			{"empty.pdf", nil, 400, "empty"},
+			{"random.pdf", random, 415, "supported types"},
+			{"big.pdf", append(append([]byte{}, good...), make([]byte, 1<<20)...), 413, "limit"},
+		} {
+			r := e.uploadFile(t, e.a.key, dataPart(map[string]string{"owner_id": owner}), filePart(c.name, c.data))
+			wantError(t, r, c.status, c.want)
+		}
+	})
+
+	// Accepted, then FAILED with a reason a person understands.
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"truncated.pdf", good[:len(good)/2], "damaged or truncated"},
+		{"locked.pdf", encryptedPDF(t), "password-protected"},
+		{"scan.pdf", testPDF([]string{"", ""}), "no text layer"},
+	} {
+		j := e.uploadPDF(t, e.a.key, owner, c.name, c.data)
+		if j.Status != store.StatusFailed || !strings.Contains(j.Error, c.want) {
+			t.Errorf("%s: job %s %q, want FAILED with %q", c.name, j.Status, j.Error, c.want)
+		}
+	}
+
+	// The workers and the server are still fine.
+	if j := e.uploadPDF(t, e.a.key, owner, "good.pdf", good); j.Status != store.StatusSucceeded {
+		t.Fatalf("a good PDF after the bad ones: %+v", j)
+	}
+	if r := e.get(t, "/healthz", ""); r.status != http.StatusOK {
+		t.Fatalf("healthz: %s", r)
+	}
+}
