@@ -86,13 +86,14 @@ type running struct {
 
 // startServe runs `docsift serve` on dir and addr until the returned stop
 // is called.
-func startServe(t *testing.T, dir, addr string) running {
+func startServe(t *testing.T, dir, addr string, flags ...string) running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := rootCmd()
 	cmd.SetOut(new(bytes.Buffer))
 	cmd.SetErr(new(bytes.Buffer))
-	cmd.SetArgs([]string{"serve", "--addr", addr, "--data", dir, "--workers", "1", "--embedder", "builtin", "--answerer", "extractive"})
+	args := []string{"serve", "--addr", addr, "--data", dir, "--workers", "1", "--embedder", "builtin", "--answerer", "extractive"}
+	cmd.SetArgs(append(args, flags...)) // later flags win
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/internal/ollamatest"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/store"
+)
+
+const (
+	testEmbedModel = "nomic-embed-text"
+	testChatModel  = "qwen2.5:1.5b"
+)
+
+func TestModelsPull(t *testing.T) {
+	ol := ollamatest.New(t)
+	ol.AddLibrary(ollamatest.Model{Name: testEmbedModel, Dim: 32})
+	ol.AddLibrary(ollamatest.Model{Name: testChatModel})
+	out := mustCLI(t, "models", "pull", "--ollama-url", ol.URL, "--embed-model", testEmbedModel, "--chat-model", testChatModel)
+	if !strings.Contains(out, testEmbedModel+": ready") || !strings.Contains(out, testChatModel+": ready") {
+		t.Fatalf("models pull printed %q", out)
+	}
+	c, _ := llm.NewOllamaClient(llm.OllamaConfig{URL: ol.URL})
+	if err := c.Check(context.Background(), testEmbedModel, testChatModel); err != nil {
+		t.Fatalf("after pull: %v", err)
+	}
+	if _, err := runCLI(t, "models", "pull", "--ollama-url", ol.URL, "--embed-model", "no-such-model"); err == nil {
+		t.Fatal("pulling an unknown model did not fail")
+	}
+}
+
+// indexWithBuiltin makes a data dir whose project has one text indexed by
+// the built-in embedder, and returns the project id.
+func indexWithBuiltin(t *testing.T, dir string) string {
+	t.Helper()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, _, _ := st.CreateProject("p")
+	e := ingest.New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), ingest.Config{Workers: 1}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown(context.Background())
+	job, _, err := e.Submit(ingest.Upload{ProjectID: p.ID, OwnerID: p.ID, Name: "t.txt", Data: []byte("Lighthouses guide ships along the rocky coast at night.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	if j, err := e.WaitJob(ctx, job.ID); err != nil || j.Status != store.StatusSucceeded {
+		t.Fatalf("job %+v, %v", j, err)
+	}
+	return p.ID
+}
+
+func ownerModel(t *testing.T, dir, owner string) string {
+	t.Helper()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	om, err := st.OwnerModel(owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return om.Model
+}
+
+func TestReindexWithoutServer(t *testing.T) {
+	ol := ollamatest.New(t, ollamatest.Model{Name: testEmbedModel, Dim: 32})
+	dir := t.TempDir()
+	owner := indexWithBuiltin(t, dir)
+	out := mustCLI(t, "reindex", "--data", dir, "--embedder", "ollama", "--ollama-url", ol.URL, "--embed-model", testEmbedModel)
+	if !strings.Contains(out, owner+": 1 chunks re-embedded") {
+		t.Fatalf("reindex printed %q", out)
+	}
+	if m := ownerModel(t, dir, owner); m != "ollama:"+testEmbedModel {
+		t.Fatalf("owner model after reindex: %s", m)
+	}
+	out = mustCLI(t, "reindex", "--data", dir, "--embedder", "ollama", "--ollama-url", ol.URL, "--embed-model", testEmbedModel)
+	if !strings.Contains(out, "nothing to do") {
+		t.Fatalf("second reindex printed %q", out)
+	}
+}
+
+func TestReindexThroughRunningServer(t *testing.T) {
+	ol := ollamatest.New(t, ollamatest.Model{Name: testEmbedModel, Dim: 32})
+	dir := t.TempDir()
+	owner := indexWithBuiltin(t, dir)
+	srv := startServe(t, dir, freeAddr(t), "--embedder", "ollama", "--ollama-url", ol.URL, "--embed-model", testEmbedModel)
+	embeds := ol.Calls("/api/embed")
+	out := mustCLI(t, "reindex", "--data", dir)
+	if !strings.Contains(out, owner+": 1 chunks re-embedded") {
+		t.Fatalf("reindex printed %q", out)
+	}
+	if ol.Calls("/api/embed") == embeds {
+		t.Fatal("the server did not embed with Ollama")
+	}
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if m := ownerModel(t, dir, owner); m != "ollama:"+testEmbedModel {
+		t.Fatalf("owner model after reindex: %s", m)
+	}
+}
+
