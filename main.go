@@ -85,6 +85,7 @@ type serveOptions struct {
 	models              modelOptions
 	maxAttempts         int
 	retryMax            time.Duration
+	extractTimeout      time.Duration
 	searxngURL          string
 }
 
@@ -113,6 +114,7 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.IntVar(&o.maxAttempts, "max-attempts", ingest.DefaultMaxAttempts, "runs of an indexing job that fails for a passing reason (Ollama down) before it is FAILED")
 	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
+	f.DurationVar(&o.extractTimeout, "extract-timeout", ingest.DefaultExtractTimeout, "longest text extraction of one document before its job fails")
 	f.StringVar(&o.searxngURL, "searxng-url", "", "SearxNG-compatible search endpoint for POST /search/internet (unset: internet search is off)")
 	o.models.register(f, true)
 	return cmd
@@ -153,7 +155,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax}
+	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax, ExtractTimeout: o.extractTimeout}
 	if _, isOllama := embedder.(*llm.OllamaEmbedder); !isOllama && o.models.embedder != llm.ModeBuiltin {
 		// Ollama was not usable at start: owners whose vectors came from
 		// it keep it, and their jobs wait for it to come back.

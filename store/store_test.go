@@ -294,3 +294,44 @@ func TestOwnerModelAndReindex(t *testing.T) {
 		t.Fatalf("after switch: %+v", om)
 	}
 }
+
+func TestSubpagesReuseAndSweep(t *testing.T) {
+	s, dir := openTest(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.SetClock(func() time.Time { return now })
+	sp, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ChunkID: "chk_a-0001", Varience: 1}, []byte("%PDF-a"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second cut of the same chunk and varience keeps the first.
+	again, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ChunkID: "chk_a-0001", Varience: 1}, []byte("%PDF-b"), time.Hour)
+	if err != nil || again.ID != sp.ID {
+		t.Fatalf("second create = %+v, %v; want the first %s", again, err, sp.ID)
+	}
+	if got, err := s.SubpageFor("chk_a-0001", 1); err != nil || got.ID != sp.ID {
+		t.Fatalf("SubpageFor = %+v, %v", got, err)
+	}
+	if data, _ := s.ReadSubpage(sp.ID); string(data) != "%PDF-a" {
+		t.Fatalf("subpage bytes %q", data)
+	}
+	files, _ := os.ReadDir(filepath.Join(dir, "subpages"))
+	if len(files) != 1 {
+		t.Fatalf("%d subpage files, want 1 (the duplicate's dropped)", len(files))
+	}
+	if n, _ := s.SweepSubpages(); n != 0 {
+		t.Fatalf("swept %d live subpages", n)
+	}
+	now = now.Add(time.Hour)
+	if _, err := s.SubpageFor("chk_a-0001", 1); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("expired subpage still reused: %v", err)
+	}
+	if n, err := s.SweepSubpages(); n != 1 || err != nil {
+		t.Fatalf("SweepSubpages = %d, %v", n, err)
+	}
+	if _, err := s.Subpage(sp.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("record survived the sweep: %v", err)
+	}
+	if files, _ := os.ReadDir(filepath.Join(dir, "subpages")); len(files) != 0 {
+		t.Fatalf("files survived the sweep: %v", files)
+	}
+}
