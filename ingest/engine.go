@@ -138,15 +138,19 @@ type Upload struct {
 	Name      string
 	Metadata  map[string]string
 	Data      []byte
+	Format    pdf.Format // empty: detected from Data
 }
 
 // Submit stores an upload and queues its job. The content type is detected
 // here, from the bytes, so an unsupported file is refused at once (an error
 // wrapping pdf.ErrUnsupported) rather than failing later in a job.
 func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
-	format, err := pdf.Detect(u.Data)
-	if err != nil {
-		return nil, nil, err
+	format := u.Format
+	if format == "" {
+		var err error
+		if format, err = pdf.Detect(u.Data); err != nil {
+			return nil, nil, err
+		}
 	}
 	doc := &store.Document{
 		ProjectID: u.ProjectID, OwnerID: u.OwnerID, Name: u.Name,
@@ -373,7 +377,7 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 		return 0, 0, fmt.Errorf("the uploaded file is missing from the data directory: %w", err)
 	}
 	extractCtx, cancel := context.WithTimeout(ctx, e.cfg.ExtractTimeout)
-	extracted, err := pdf.Extract(extractCtx, data)
+	extracted, err := pdf.ExtractAs(extractCtx, pdf.Format(doc.Format), data)
 	cancel()
 	if err != nil {
 		return 0, 0, err

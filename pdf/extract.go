@@ -33,6 +33,16 @@ func Extract(ctx context.Context, data []byte) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ExtractAs(ctx, f, data)
+}
+
+// ExtractAs is Extract for content whose format is already known: detected
+// when it was uploaded, or declared by the caller, as a text upload is text
+// whatever its first bytes look like.
+func ExtractAs(ctx context.Context, f Format, data []byte) (*Document, error) {
+	if len(data) == 0 {
+		return nil, ErrEmpty
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pdf: extract: %w: %w", ErrTooSlow, err)
 	}

@@ -204,6 +204,14 @@ func looksLikeMarkdown(text string) bool {
 	return false
 }
 
+// TextFormat says whether a text reads as Markdown or as plain text.
+func TextFormat(text string) Format {
+	if looksLikeMarkdown(text) {
+		return FormatMarkdown
+	}
+	return FormatText
+}
+
 // extractText returns plain text or Markdown as one unnumbered page.
 func extractText(f Format, data []byte) (*Document, error) {
 	text, ok := decodeText(data, false)

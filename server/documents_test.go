@@ -289,3 +289,21 @@ func TestBadFilesGetClearErrorsAndTheServerStaysUp(t *testing.T) {
 		t.Fatalf("healthz: %s", r)
 	}
 }
+
+func TestTextUploadIsTextWhateverItStartsWith(t *testing.T) {
+	e := newEnv(t)
+	for _, text := range []string{"%PDF-1.4 is the header every PDF starts with.", "{\\rtf1 is how RTF files begin.", "# Heading\n\nMarkdown body with *emphasis*."} {
+		r := e.postJSON(t, "/upload/text", e.a.key, map[string]any{"owner_id": e.a.projectID, "text": text})
+		if r.status != http.StatusOK {
+			t.Fatalf("%q: %s", text, r)
+		}
+		up := decodeAs[apiUpload](t, r)
+		if j := e.waitJob(t, e.a.key, up.JobID); j.Status != store.StatusSucceeded {
+			t.Errorf("%q: job %+v", text, j)
+		}
+		d := decodeAs[apiDocument](t, e.get(t, "/documents/"+up.DocumentID, e.a.key))
+		if want := map[bool]string{true: "markdown", false: "text"}[strings.HasPrefix(text, "#")]; d.Format != want {
+			t.Errorf("%q: format %s, want %s", text, d.Format, want)
+		}
+	}
+}

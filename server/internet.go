@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -41,9 +42,6 @@ func (s *Server) searchInternet(c echo.Context) error {
 	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
 		return err
 	}
-	if s.cfg.Web == nil {
-		return errorf(http.StatusServiceUnavailable, "internet search is not configured: set --searxng-url")
-	}
 	if req.Query == nil {
 		return badRequest("query is required")
 	}
@@ -57,10 +55,13 @@ func (s *Server) searchInternet(c echo.Context) error {
 	k := defaultWebResults
 	if req.TopK != nil {
 		v := *req.TopK
-		if v != float64(int(v)) || v < 1 || v > maxWebResults {
+		if v != math.Trunc(v) || v < 1 || v > maxWebResults {
 			return badRequest("top_k must be a whole number from 1 to %d, got %v", maxWebResults, v)
 		}
 		k = int(v)
+	}
+	if s.cfg.Web == nil {
+		return errorf(http.StatusServiceUnavailable, "internet search is not configured: set --searxng-url")
 	}
 	results, err := s.cfg.Web.Search(c.Request().Context(), query, k)
 	if err != nil {

@@ -19,12 +19,18 @@ const (
 
 var knownServices = []string{serviceAll, serviceFileUpload, serviceGoogleDrive}
 
+// sessionRequest is the body of /session/single-tenant; the multi-tenant
+// one adds customer_id.
 type sessionRequest struct {
 	ProjectID  string   `json:"project_id"`
-	CustomerID string   `json:"customer_id"`
 	Services   []string `json:"services"`
 	SuccessURL string   `json:"success_url"`
 	CancelURL  string   `json:"cancel_url"`
+}
+
+type multiTenantSessionRequest struct {
+	sessionRequest
+	CustomerID string `json:"customer_id"`
 }
 
 type sessionResponse struct {
@@ -35,7 +41,7 @@ type sessionResponse struct {
 }
 
 func (s *Server) createMultiTenantSession(c echo.Context) error {
-	var req sessionRequest
+	var req multiTenantSessionRequest
 	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
 		return err
 	}
@@ -46,7 +52,7 @@ func (s *Server) createMultiTenantSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.createSession(c, req, cus.ID)
+	return s.createSession(c, req.sessionRequest, cus.ID)
 }
 
 func (s *Server) createSingleTenantSession(c echo.Context) error {
@@ -56,9 +62,6 @@ func (s *Server) createSingleTenantSession(c echo.Context) error {
 	}
 	if err := checkProject(c, req.ProjectID); err != nil {
 		return err
-	}
-	if req.CustomerID != "" {
-		return badRequest("customer_id is not accepted by /session/single-tenant: use /session/multi-tenant for a customer's session")
 	}
 	return s.createSession(c, req, req.ProjectID)
 }
@@ -72,8 +75,12 @@ func (s *Server) createSession(c echo.Context, req sessionRequest, owner string)
 			return err
 		}
 	}
+	customerID := ""
+	if owner != req.ProjectID {
+		customerID = owner
+	}
 	sess, token, err := s.store.CreateSession(store.Session{
-		ProjectID: req.ProjectID, OwnerID: owner, CustomerID: req.CustomerID,
+		ProjectID: req.ProjectID, OwnerID: owner, CustomerID: customerID,
 		Services: req.Services, SuccessURL: req.SuccessURL, CancelURL: req.CancelURL,
 	}, s.cfg.SessionTTL)
 	if err != nil {

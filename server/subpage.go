@@ -62,8 +62,11 @@ func (s *Server) createSubpage(c echo.Context) error {
 		return c.JSON(http.StatusOK, s.subpageResponse(sp))
 	}
 	doc, err := s.store.Document(chunk.DocumentID)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		return notFound("chunk %s not found", req.ChunkID)
+	}
+	if err != nil {
+		return err
 	}
 	if doc.Format != string(pdf.FormatPDF) || chunk.Page == 0 {
 		return badRequest("chunk %s is not from a PDF (its document %s is %s); subpages can only be cut from PDFs", chunk.ID, doc.ID, doc.Format)

@@ -57,7 +57,8 @@ func (s *Server) uploadText(c echo.Context) error {
 	if req.Name == "" {
 		req.Name = "text"
 	}
-	return s.submit(c, req, []byte(*req.Text))
+	// Text is text, whatever its first bytes look like ("%PDF-1.4 is…").
+	return s.submit(c, req, []byte(*req.Text), pdf.TextFormat(*req.Text))
 }
 
 func (s *Server) uploadFile(c echo.Context) error {
@@ -74,7 +75,7 @@ func (s *Server) uploadFile(c echo.Context) error {
 	if u.data.Name == "" {
 		u.data.Name = "upload"
 	}
-	return s.submit(c, *u.data, u.file)
+	return s.submit(c, *u.data, u.file, "")
 }
 
 // multipartUpload is what a multipart upload body held.
@@ -180,12 +181,13 @@ func parseDataPart(raw []byte) (*uploadData, error) {
 }
 
 // submit validates the owner, name and metadata and hands the upload to the
-// pipeline.
-func (s *Server) submit(c echo.Context, req uploadData, content []byte) error {
+// pipeline. An empty format is detected from the content.
+func (s *Server) submit(c echo.Context, req uploadData, content []byte, format pdf.Format) error {
 	owner, err := s.ownerOf(c, req.OwnerID)
 	if err != nil {
 		return err
 	}
+	req.Name = strings.TrimSpace(req.Name)
 	if err := checkName("name", req.Name, false); err != nil {
 		return err
 	}
@@ -193,7 +195,7 @@ func (s *Server) submit(c echo.Context, req uploadData, content []byte) error {
 		return err
 	}
 	job, _, err := s.engine.Submit(ingest.Upload{
-		ProjectID: project(c).ID, OwnerID: owner, Name: req.Name, Metadata: req.Metadata, Data: content,
+		ProjectID: project(c).ID, OwnerID: owner, Name: req.Name, Metadata: req.Metadata, Data: content, Format: format,
 	})
 	switch {
 	case errors.Is(err, pdf.ErrUnsupported):
