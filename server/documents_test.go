@@ -292,7 +292,7 @@ func TestBadFilesGetClearErrorsAndTheServerStaysUp(t *testing.T) {
 
 func TestTextUploadIsTextWhateverItStartsWith(t *testing.T) {
 	e := newEnv(t)
-	for _, text := range []string{"%PDF-1.4 is the header every PDF starts with.", "{\\rtf1 is how RTF files begin.", "# Heading\n\nMarkdown body with *emphasis*."} {
+	for _, text := range []string{"%PDF-1.4 is the header every PDF starts with.", "{\\rtf1 is how RTF files begin.", "# Heading\n\n- a list item\n- with **strong** words"} {
 		r := e.postJSON(t, "/upload/text", e.a.key, map[string]any{"owner_id": e.a.projectID, "text": text})
 		if r.status != http.StatusOK {
 			t.Fatalf("%q: %s", text, r)
