@@ -86,6 +86,8 @@ type serveOptions struct {
 	maxAttempts         int
 	retryMax            time.Duration
 	extractTimeout      time.Duration
+	rateLimit           float64
+	sessionRateLimit    float64
 	searxngURL          string
 }
 
@@ -115,6 +117,8 @@ project named "default" is created and its API key printed once.`,
 	f.IntVar(&o.maxAttempts, "max-attempts", ingest.DefaultMaxAttempts, "runs of an indexing job that fails for a passing reason (Ollama down) before it is FAILED")
 	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
 	f.DurationVar(&o.extractTimeout, "extract-timeout", ingest.DefaultExtractTimeout, "longest text extraction of one document before its job fails")
+	f.Float64Var(&o.rateLimit, "rate-limit", server.DefaultRateLimit, "API requests per second per project (0: unlimited); over it: 429 with Retry-After")
+	f.Float64Var(&o.sessionRateLimit, "session-rate-limit", server.DefaultSessionRateLimit, "requests per second per upload session URL (0: unlimited)")
 	f.StringVar(&o.searxngURL, "searxng-url", "", "SearxNG-compatible search endpoint for POST /search/internet (unset: internet search is off)")
 	o.models.register(f, true)
 	return cmd
@@ -170,6 +174,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	scfg := server.Config{
 		BaseURL: o.baseURL, MaxFileBytes: o.maxFile, MaxTextBytes: o.maxText,
 		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
+		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit,
 	}
 	if o.searxngURL != "" {
 		web, err := llm.NewSearx(o.searxngURL, nil)

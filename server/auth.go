@@ -31,6 +31,9 @@ func (s *Server) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := s.projectLimit.check(c, p.ID); err != nil {
+			return err
+		}
 		c.Set(ctxProject, p)
 		return next(c)
 	}

@@ -184,6 +184,10 @@ func withWeb(w server.WebSearcher) func(*envOptions) {
 	return func(o *envOptions) { o.cfg.Web = w }
 }
 
+func withRateLimits(perProject, perSession float64) func(*envOptions) {
+	return func(o *envOptions) { o.cfg.RateLimit, o.cfg.SessionRateLimit = perProject, perSession }
+}
+
 func withMaxFileBytes(n int64) func(*envOptions) {
 	return func(o *envOptions) { o.cfg.MaxFileBytes = n }
 }

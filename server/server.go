@@ -40,6 +40,9 @@ type Config struct {
 	SubpageTTL   time.Duration
 	Version      string
 	Web          WebSearcher // nil: internet search is not configured
+
+	RateLimit        float64 // API requests per second per project; 0: unlimited
+	SessionRateLimit float64 // upload-session requests per second per session; 0: unlimited
 }
 
 func (c Config) withDefaults() Config {
@@ -68,6 +71,8 @@ type Server struct {
 	fallback llm.Answerer // answers when answerer fails
 	log      *slog.Logger
 	echo     *echo.Echo
+
+	projectLimit, sessionLimit *rateLimiter
 }
 
 // New builds the API over its parts.
@@ -76,6 +81,8 @@ func New(cfg Config, st *store.Store, engine *ingest.Engine, answerer llm.Answer
 		cfg: cfg.withDefaults(), store: st, engine: engine,
 		answerer: answerer, fallback: llm.NewExtractive(), log: log,
 	}
+	s.projectLimit = newRateLimiter(s.cfg.RateLimit, "project")
+	s.sessionLimit = newRateLimiter(s.cfg.SessionRateLimit, "upload session")
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

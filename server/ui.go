@@ -185,6 +185,9 @@ func (s *Server) liveSession(c echo.Context) (*store.Session, error) {
 	case sess.Expired(s.store.Now()):
 		return nil, errSessionExpired
 	}
+	if err := s.sessionLimit.check(c, sess.ID); err != nil {
+		return nil, err
+	}
 	return sess, nil
 }
 
