@@ -323,6 +323,31 @@ func TestBrowserSessionUploadAndDone(t *testing.T) {
 	b.noProblems()
 }
 
+// TestBrowserSessionRateLimitedUploadsRetry uploads more files at once than
+// the session's rate limit lets through: the page waits out Retry-After and
+// every file still gets indexed.
+func TestBrowserSessionRateLimitedUploadsRetry(t *testing.T) {
+	// One request per second, a burst of 4: the page load and six uploads
+	// in a moment are over it, so some uploads are refused with 429 first.
+	e := newUIEnv(t, func(o *uiOptions) { o.sessionRate = 1 })
+	site := newLanding(t)
+	s := e.newSession(t, e.customer.ID, []string{"file_upload"}, site.URL+"/ok", site.URL+"/no")
+	b := newBrowser(t)
+	b.do("open the session", chromedp.Navigate(s.URL), chromedp.WaitVisible(chromedp.ID("dropzone")))
+	files := map[string][]byte{}
+	var order []string
+	for i := range 6 {
+		name := fmt.Sprintf("note-%d.txt", i)
+		files[name] = []byte(fmt.Sprintf("Note number %d about the harbour.", i))
+		order = append(order, name)
+	}
+	b.do("choose six files", chromedp.SetUploadFiles(chromedp.ID("file-input"), writeFiles(t, files, order...)))
+	b.waitFor("all six processed", `document.querySelectorAll('#file-list li').length === 6 && [...document.querySelectorAll('#file-list li')].every(li => li.dataset.status === 'SUCCEEDED')`, jobTimeout)
+	if docs, _ := e.store.Documents(e.customer.ID); len(docs) != 6 {
+		t.Fatalf("%d documents stored, want 6", len(docs))
+	}
+}
+
 // saveReadmeScreenshot writes docs/upload-page.png, the README's picture of
 // the upload page (go test -run TestBrowserSessionUploadAndDone -ui.screenshot).
 func saveReadmeScreenshot(t *testing.T, b *browser) {

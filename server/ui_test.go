@@ -42,6 +42,7 @@ type uiEnv struct {
 
 type uiOptions struct {
 	maxFileBytes int64
+	sessionRate  float64 // requests per second per session; 0: unlimited
 	projectName  string
 	customerName string
 }
@@ -69,7 +70,7 @@ func newUIEnv(t *testing.T, opts ...func(*uiOptions)) *uiEnv {
 	e.engine = engine
 	ts := httptest.NewUnstartedServer(nil)
 	e.base = "http://" + ts.Listener.Addr().String()
-	srv := server.New(server.Config{BaseURL: e.base, MaxFileBytes: o.maxFileBytes}, st, engine, llm.NewExtractive(), log)
+	srv := server.New(server.Config{BaseURL: e.base, MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate}, st, engine, llm.NewExtractive(), log)
 	ts.Config.Handler = srv.Handler()
 	ts.Start()
 	t.Cleanup(func() {

@@ -178,8 +178,17 @@
       if (e.lengthComputable) { setProgress(row, e.loaded / e.total); }
     });
     xhr.addEventListener('load', function () {
-      finish();
       var body = parseJSON(xhr.responseText) || {};
+      if (xhr.status === 429) {
+        // Over the session's rate limit: wait as told, then try again.
+        var wait = parseInt(xhr.getResponseHeader('Retry-After'), 10) || 1;
+        uploading--;
+        setStatus(row, 'QUEUED');
+        setTimeout(function () { queue.unshift(row); pump(); }, wait * 1000);
+        return;
+      }
+      row.file = null;
+      finish();
       if (xhr.status === 200 && body.job_id) {
         row.jobId = body.job_id;
         byJob[body.job_id] = row;
@@ -196,16 +205,17 @@
       fail(row, body.error || ('The upload failed (HTTP ' + xhr.status + ').'));
     });
     xhr.addEventListener('error', function () {
+      row.file = null;
       finish();
       fail(row, 'The upload failed: the server could not be reached. Check your connection and add the file again.');
     });
     xhr.addEventListener('abort', function () {
+      row.file = null;
       finish();
       fail(row, 'The upload was cancelled.');
     });
     var form = new FormData();
     form.append('file', row.file, row.file.name);
-    row.file = null;
     xhr.send(form);
 
     function finish() {
