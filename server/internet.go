@@ -2,10 +2,7 @@ package server
 
 import (
 	"context"
-	"math"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/docsift/docsift/llm"
 	"github.com/labstack/echo/v4"
@@ -42,23 +39,9 @@ func (s *Server) searchInternet(c echo.Context) error {
 	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
 		return err
 	}
-	if req.Query == nil {
-		return badRequest("query is required")
-	}
-	query := strings.TrimSpace(*req.Query)
-	switch n := utf8.RuneCountInString(query); {
-	case n == 0:
-		return badRequest("query is empty")
-	case n > maxQueryRunes:
-		return badRequest("query is %d characters, over the limit of %d", n, maxQueryRunes)
-	}
-	k := defaultWebResults
-	if req.TopK != nil {
-		v := *req.TopK
-		if v != math.Trunc(v) || v < 1 || v > maxWebResults {
-			return badRequest("top_k must be a whole number from 1 to %d, got %v", maxWebResults, v)
-		}
-		k = int(v)
+	query, k, err := checkQuery(req.Query, req.TopK, defaultWebResults, maxWebResults)
+	if err != nil {
+		return err
 	}
 	if s.cfg.Web == nil {
 		return errorf(http.StatusServiceUnavailable, "internet search is not configured: set --searxng-url")
@@ -71,10 +54,7 @@ func (s *Server) searchInternet(c echo.Context) error {
 	if results == nil {
 		results = []llm.WebResult{}
 	}
-	sources := make([]llm.Source, len(results))
-	for i, r := range results {
-		sources[i] = llm.Source{Title: r.Title, Text: r.Snippet}
-	}
+	sources := llm.WebSources(results)
 	resp := internetResponse{Results: results}
 	resp.Answer, resp.AnswerModel, resp.Warnings, err = s.answer(c, query, sources, nil, nil)
 	if err != nil {
