@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,6 +41,9 @@ func BenchIngest(corpus string, files []string, embedder llm.Embedder, workers i
 	}
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if workers <= 0 {
+		workers = runtime.NumCPU() // the engine's default, reported as such
 	}
 	var docs []Doc
 	if corpus != "" {
