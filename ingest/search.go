@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
 )
 
@@ -29,14 +30,14 @@ func (e *Engine) Search(ctx context.Context, owner, query string, k int) ([]Resu
 	embedder, err := e.embedderFor(x.Model())
 	if err != nil {
 		warnings = append(warnings, "results are lexical only: "+err.Error())
-	} else if vecs, err := embedder.Embed(ctx, []string{query}); err != nil {
+	} else if vec, err := embedQuery(ctx, embedder, query); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
 		e.log.Warn("query embedding failed; answering from the lexical index", "owner", owner, "err", err)
 		warnings = append(warnings, fmt.Sprintf("semantic search is unavailable (%v); results are lexical only", err))
 	} else {
-		q.Vector = vecs[0]
+		q.Vector = vec
 	}
 	hits := x.Search(q)
 	seqs := make([]uint64, len(hits))
@@ -62,4 +63,16 @@ func (e *Engine) Search(ctx context.Context, owner, query string, k int) ([]Resu
 		results = append(results, Result{Chunk: c, DocumentName: name, Score: score[c.Seq]})
 	}
 	return results, warnings, nil
+}
+
+// embedQuery embeds a query the way the embedder's model wants queries.
+func embedQuery(ctx context.Context, em llm.Embedder, query string) ([]float32, error) {
+	if qe, ok := em.(llm.QueryEmbedder); ok {
+		return qe.EmbedQuery(ctx, query)
+	}
+	vecs, err := em.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, err
+	}
+	return vecs[0], nil
 }

@@ -18,6 +18,15 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// QueryEmbedder is an Embedder whose model embeds a search query differently
+// from the passages it searches: asymmetric retrieval models are trained
+// with a task prefix on each side, and score worse without it. Search embeds
+// queries with EmbedQuery when the embedder has it; Embed is for passages.
+type QueryEmbedder interface {
+	Embedder
+	EmbedQuery(ctx context.Context, query string) ([]float32, error)
+}
+
 // Source is one retrieved chunk handed to an answerer, numbered by its
 // position in the slice: sources[0] is cited as [1].
 type Source struct {

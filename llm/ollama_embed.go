@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/ollama/ollama/api"
@@ -26,6 +27,7 @@ type OllamaEmbedder struct {
 	client *OllamaClient
 	model  string
 	batch  int
+	task   taskPrefixes
 
 	mu  sync.Mutex
 	dim int
@@ -40,7 +42,25 @@ func NewOllamaEmbedder(cfg OllamaConfig) (*OllamaEmbedder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &OllamaEmbedder{client: c, model: cfg.EmbedModel, batch: cfg.BatchSize}, nil
+	return &OllamaEmbedder{client: c, model: cfg.EmbedModel, batch: cfg.BatchSize, task: prefixesFor(cfg.EmbedModel)}, nil
+}
+
+// taskPrefixes are what an asymmetric embedding model expects before a
+// passage and before a query.
+type taskPrefixes struct{ passage, query string }
+
+// knownTaskPrefixes lists the prefixes of the common asymmetric models in
+// Ollama's library, by model name without its tag, as their model cards give
+// them. Models not listed embed text as it is.
+var knownTaskPrefixes = map[string]taskPrefixes{
+	"nomic-embed-text":       {passage: "search_document: ", query: "search_query: "},
+	"mxbai-embed-large":      {query: "Represent this sentence for searching relevant passages: "},
+	"snowflake-arctic-embed": {query: "Represent this sentence for searching relevant passages: "},
+}
+
+func prefixesFor(model string) taskPrefixes {
+	name, _, _ := strings.Cut(model, ":")
+	return knownTaskPrefixes[name[strings.LastIndexByte(name, '/')+1:]]
 }
 
 // Model names the embedding space as "ollama:<model>".
@@ -89,6 +109,13 @@ func (e *OllamaEmbedder) Check(ctx context.Context) error {
 // caller retries the whole set when IsTransient says so, and vectors are
 // deterministic, so a retry is harmless).
 func (e *OllamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if e.task.passage != "" {
+		prefixed := make([]string, len(texts))
+		for i, t := range texts {
+			prefixed[i] = e.task.passage + t
+		}
+		texts = prefixed
+	}
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += e.batch {
 		batch := texts[start:min(start+e.batch, len(texts))]
@@ -121,6 +148,15 @@ func (e *OllamaEmbedder) embedBatch(ctx context.Context, batch []string) ([][]fl
 		}
 	}
 	return resp.Embeddings, nil
+}
+
+// EmbedQuery embeds a search query, with the model's query prefix.
+func (e *OllamaEmbedder) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
+	vecs, err := e.embedBatch(ctx, []string{e.task.query + query})
+	if err != nil {
+		return nil, err
+	}
+	return vecs[0], nil
 }
 
 // checkDim fixes the dimension on first use and holds every vector to it.

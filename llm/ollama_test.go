@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -97,7 +98,7 @@ func TestOllamaEmbedBatchesAndNormalizes(t *testing.T) {
 		if math.Abs(norm-1) > 1e-5 {
 			t.Errorf("vector %d has squared norm %f", i, norm)
 		}
-		want := ollamatest.Embedding(texts[i], testDim)
+		want := ollamatest.Embedding(e.task.passage+texts[i], testDim) // what the server was sent
 		for j := range v {
 			if math.Abs(float64(v[j]-want[j])) > 1e-5 {
 				t.Fatalf("vector %d is not the one for %q (order lost?)", i, texts[i])
@@ -679,5 +680,51 @@ func TestOllamaExpectDim(t *testing.T) {
 	}
 	if err := e.ExpectDim(testDim); err == nil {
 		t.Error("a second, different dimension: want an error")
+	}
+}
+
+func TestOllamaTaskPrefixes(t *testing.T) {
+	for model, want := range map[string][2]string{
+		"nomic-embed-text":          {"search_document: ", "search_query: "},
+		"nomic-embed-text:v1.5":     {"search_document: ", "search_query: "},
+		"library/mxbai-embed-large": {"", "Represent this sentence for searching relevant passages: "},
+		"all-minilm":                {"", ""},
+	} {
+		got := prefixesFor(model)
+		if got.passage != want[0] || got.query != want[1] {
+			t.Errorf("prefixesFor(%q) = %+v, want %q", model, got, want)
+		}
+	}
+}
+
+func TestOllamaSendsTaskPrefixes(t *testing.T) {
+	ol := ollamatest.New(t, ollamatest.Model{Name: "nomic-embed-text", Dim: 8})
+	e, err := NewOllamaEmbedder(OllamaConfig{URL: ol.URL, EmbedModel: "nomic-embed-text"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Embed(context.Background(), []string{"a passage"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.EmbedQuery(context.Background(), "a question"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := ol.EmbedRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d embed requests", len(reqs))
+	}
+	var inputs []string
+	for _, r := range reqs {
+		switch in := r.Input.(type) {
+		case []any:
+			for _, s := range in {
+				inputs = append(inputs, fmt.Sprint(s))
+			}
+		case string:
+			inputs = append(inputs, in)
+		}
+	}
+	if want := []string{"search_document: a passage", "search_query: a question"}; fmt.Sprint(inputs) != fmt.Sprint(want) {
+		t.Fatalf("Ollama got %q, want %q", inputs, want)
 	}
 }
