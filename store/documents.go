@@ -51,7 +51,7 @@ type Job struct {
 	NotBefore  time.Time `json:"next_attempt_at,omitzero"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
-	QueueSeq   uint64    `json:"-"`
+	QueueKey   []byte    `json:"-"` // its key in the queue while PENDING
 }
 
 // storedDocument and storedJob add the fields the API never shows.
@@ -63,7 +63,7 @@ type storedDocument struct {
 type storedJob struct {
 	Job
 	ProjectID string `json:"project_id"`
-	QueueSeq  uint64 `json:"queue_seq,omitempty"`
+	QueueKey  []byte `json:"queue_key,omitempty"`
 }
 
 func getDoc(tx *bolt.Tx, id string) (*Document, error) {
@@ -84,12 +84,12 @@ func getJob(tx *bolt.Tx, id string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec.Job.ProjectID, rec.Job.QueueSeq = rec.ProjectID, rec.QueueSeq
+	rec.Job.ProjectID, rec.Job.QueueKey = rec.ProjectID, rec.QueueKey
 	return &rec.Job, nil
 }
 
 func putJob(tx *bolt.Tx, j *Job) error {
-	return put(tx.Bucket(bucketJobs), j.ID, storedJob{Job: *j, ProjectID: j.ProjectID, QueueSeq: j.QueueSeq})
+	return put(tx.Bucket(bucketJobs), j.ID, storedJob{Job: *j, ProjectID: j.ProjectID, QueueKey: j.QueueKey})
 }
 
 // CreateDocument stores a document's original bytes, records the document
@@ -116,7 +116,7 @@ func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
 	}
 	d.JobID = job.ID
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		if err := s.enqueue(tx, job); err != nil {
+		if err := s.enqueue(tx, job, now); err != nil {
 			return err
 		}
 		if err := putDoc(tx, d); err != nil {
@@ -220,7 +220,7 @@ func (s *Store) cancelJob(tx *bolt.Tx, jobID string) error {
 	if j.Status != StatusPending {
 		return nil
 	}
-	if err := tx.Bucket(bucketQueue).Delete(u64(j.QueueSeq)); err != nil {
+	if err := tx.Bucket(bucketQueue).Delete(j.QueueKey); err != nil {
 		return err
 	}
 	j.Status, j.Error, j.UpdatedAt = StatusFailed, "the document was deleted before it was processed", s.now().UTC()

@@ -12,19 +12,25 @@ import (
 // ErrNoJob is returned by ClaimJob when no job is due.
 var ErrNoJob = errors.New("no job is due")
 
-// enqueue adds a PENDING job to the back of the queue and saves it.
-func (s *Store) enqueue(tx *bolt.Tx, j *Job) error {
+// enqueue adds a PENDING job to the queue, due at due, and saves it. The
+// queue is keyed by due time then arrival, so its first entry is always the
+// next job to run: claiming and sleeping until the next one is due look at
+// one key, however many jobs wait out a back-off.
+func (s *Store) enqueue(tx *bolt.Tx, j *Job, due time.Time) error {
 	q := tx.Bucket(bucketQueue)
 	seq, err := q.NextSequence()
 	if err != nil {
 		return err
 	}
-	j.QueueSeq = seq
-	if err := q.Put(u64(seq), []byte(j.ID)); err != nil {
+	j.QueueKey = append(u64(uint64(max(due.UnixNano(), 0))), u64(seq)...)
+	if err := q.Put(j.QueueKey, []byte(j.ID)); err != nil {
 		return err
 	}
 	return putJob(tx, j)
 }
+
+// dueOf is the due time in a queue key.
+func dueOf(key []byte) time.Time { return time.Unix(0, int64(fromU64(key[:8]))) }
 
 // Job returns a job by id.
 func (s *Store) Job(id string) (*Job, error) {
@@ -44,22 +50,35 @@ func (s *Store) ClaimJob() (*Job, *Document, error) {
 	now := s.now().UTC()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		q := tx.Bucket(bucketQueue)
-		c := q.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			j, err := getJob(tx, string(v))
-			if err != nil {
-				return err
-			}
-			if j.NotBefore.After(now) {
-				continue // waiting out a retry back-off
+		for {
+			k, v := q.Cursor().First()
+			if k == nil || dueOf(k).After(now) {
+				return ErrNoJob
 			}
 			if err := q.Delete(k); err != nil {
 				return err
 			}
-			if doc, err = getDoc(tx, j.DocumentID); err != nil {
+			// A queue entry whose job or document is gone would
+			// otherwise head the queue for ever: drop it and go on.
+			j, err := getJob(tx, string(v))
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("queued job %s: %w", v, err)
+			}
+			doc, err = getDoc(tx, j.DocumentID)
+			if errors.Is(err, ErrNotFound) {
+				j.Status, j.Error, j.UpdatedAt, j.QueueKey = StatusFailed, "the document was deleted before it was processed", now, nil
+				if err := putJob(tx, j); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
 				return fmt.Errorf("document of job %s: %w", j.ID, err)
 			}
-			j.Status, j.Attempts, j.UpdatedAt, j.QueueSeq = StatusProcessing, j.Attempts+1, now, 0
+			j.Status, j.Attempts, j.UpdatedAt, j.QueueKey = StatusProcessing, j.Attempts+1, now, nil
 			doc.Status, doc.UpdatedAt = StatusProcessing, now
 			if err := putDoc(tx, doc); err != nil {
 				return err
@@ -67,7 +86,6 @@ func (s *Store) ClaimJob() (*Job, *Document, error) {
 			job = j
 			return putJob(tx, j)
 		}
-		return ErrNoJob
 	})
 	if err != nil {
 		if errors.Is(err, ErrNoJob) {
@@ -84,16 +102,10 @@ func (s *Store) NextDue() (time.Time, bool) {
 	var next time.Time
 	var found bool
 	_ = s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketQueue).ForEach(func(_, v []byte) error {
-			j, err := getJob(tx, string(v))
-			if err != nil {
-				return nil
-			}
-			if !found || j.NotBefore.Before(next) {
-				next, found = j.NotBefore, true
-			}
-			return nil
-		})
+		if k, _ := tx.Bucket(bucketQueue).Cursor().First(); k != nil {
+			next, found = dueOf(k), true
+		}
+		return nil
 	})
 	return next, found
 }
@@ -129,7 +141,7 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 				return err
 			}
 		}
-		return s.enqueue(tx, j)
+		return s.enqueue(tx, j, j.NotBefore)
 	})
 }
 
@@ -161,7 +173,7 @@ func (s *Store) RequeueInterrupted() (int, error) {
 					return err
 				}
 			}
-			if err := s.enqueue(tx, j); err != nil {
+			if err := s.enqueue(tx, j, j.UpdatedAt); err != nil {
 				return err
 			}
 			n++

@@ -39,7 +39,7 @@ var (
 	bucketDocuments = []byte("documents") // document id → Document
 	bucketOwnerDocs = []byte("ownerdocs") // owner \x00 document id → nil
 	bucketJobs      = []byte("jobs")      // job id → Job
-	bucketQueue     = []byte("queue")     // 8-byte sequence → job id, oldest first
+	bucketQueue     = []byte("queue")     // 8-byte due time, 8-byte sequence → job id: the next due first
 	bucketChunks    = []byte("chunks")    // chunk id → Chunk
 	bucketSeqs      = []byte("seqs")      // 8-byte chunk sequence → chunk id
 	bucketOwnerSeqs = []byte("ownerseqs") // owner \x00 8-byte sequence → nil

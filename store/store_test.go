@@ -335,3 +335,29 @@ func TestSubpagesReuseAndSweep(t *testing.T) {
 		t.Fatalf("files survived the sweep: %v", files)
 	}
 }
+
+func TestQueueOrdersByDueTime(t *testing.T) {
+	s, _ := openTest(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.SetClock(func() time.Time { return now })
+	_, a := newDoc(t, s, "prj_x", "a")
+	if _, _, err := s.ClaimJob(); err != nil {
+		t.Fatal(err)
+	}
+	// a waits out a back-off; b, queued later, is due first.
+	if err := s.RetryJob(a.ID, now.Add(time.Minute), "down"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	_, b := newDoc(t, s, "prj_x", "b")
+	if got, _, err := s.ClaimJob(); err != nil || got.ID != b.ID {
+		t.Fatalf("claimed %+v, %v; want the due job %s", got, err, b.ID)
+	}
+	if _, _, err := s.ClaimJob(); !errors.Is(err, ErrNoJob) {
+		t.Fatalf("claimed a job not yet due: %v", err)
+	}
+	now = now.Add(time.Minute)
+	if got, _, err := s.ClaimJob(); err != nil || got.ID != a.ID {
+		t.Fatalf("claimed %+v, %v; want %s once due", got, err, a.ID)
+	}
+}
