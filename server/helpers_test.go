@@ -134,22 +134,36 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	engine := ingest.New(st, o.embedder, filepath.Join(dir, "index"), ingest.Config{Workers: o.workers}, log)
+	e := &env{dir: dir, store: st, clock: clock, logs: logs}
+	e.engine, e.srv = startAPI(t, dir, st, o.cfg, o.embedder, o.answerer, o.workers, log)
+	e.base = e.srv.URL
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+
+	e.a = e.newTenant(t, "A", 2)
+	e.b = e.newTenant(t, "B", 1)
+	return e
+}
+
+// startAPI starts an engine over st and the API in front of it on a real
+// listener whose URL is the server's base URL, and stops both (and closes
+// st) when the test ends.
+func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em llm.Embedder, a llm.Answerer, workers int, log *slog.Logger) (*ingest.Engine, *httptest.Server) {
+	t.Helper()
+	engine := ingest.New(st, em, filepath.Join(dir, "index"), ingest.Config{Workers: workers}, log)
 	if err := engine.Start(); err != nil {
 		st.Close()
 		t.Fatalf("start engine: %v", err)
 	}
-
-	e := &env{dir: dir, store: st, engine: engine, clock: clock, logs: logs}
 	// The base URL must be known before server.New; the listener is
 	// created unstarted to learn its address first.
 	ts := httptest.NewUnstartedServer(nil)
-	o.cfg.BaseURL = "http://" + ts.Listener.Addr().String()
-	api := server.New(o.cfg, st, engine, o.answerer, log)
-	ts.Config.Handler = api.Handler()
+	cfg.BaseURL = "http://" + ts.Listener.Addr().String()
+	ts.Config.Handler = server.New(cfg, st, engine, a, log).Handler()
 	ts.Start()
-	e.srv, e.base = ts, ts.URL
-
 	t.Cleanup(func() {
 		ts.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -160,14 +174,8 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		if err := st.Close(); err != nil {
 			t.Errorf("close store: %v", err)
 		}
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
 	})
-
-	e.a = e.newTenant(t, "A", 2)
-	e.b = e.newTenant(t, "B", 1)
-	return e
+	return engine, ts
 }
 
 func withWorkers(n int) func(*envOptions) { return func(o *envOptions) { o.workers = n } }

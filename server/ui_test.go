@@ -63,27 +63,9 @@ func newUIEnv(t *testing.T, opts ...func(*uiOptions)) *uiEnv {
 	st.SetClock(e.clock)
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	engine := ingest.New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), ingest.Config{Workers: 1}, log)
-	if err := engine.Start(); err != nil {
-		t.Fatalf("start engine: %v", err)
-	}
-	e.engine = engine
-	ts := httptest.NewUnstartedServer(nil)
-	e.base = "http://" + ts.Listener.Addr().String()
-	srv := server.New(server.Config{BaseURL: e.base, MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate}, st, engine, llm.NewExtractive(), log)
-	ts.Config.Handler = srv.Handler()
-	ts.Start()
-	t.Cleanup(func() {
-		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := engine.Shutdown(ctx); err != nil {
-			t.Errorf("engine shutdown: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
+	var ts *httptest.Server
+	e.engine, ts = startAPI(t, filepath.Join(dir, "data"), st, server.Config{MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate}, llm.NewBuiltin(), llm.NewExtractive(), 1, log)
+	e.base = ts.URL
 
 	p, key, err := st.CreateProject(o.projectName)
 	if err != nil {
