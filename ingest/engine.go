@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/docsift/docsift/index"
@@ -299,14 +300,14 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 		// Shutting down: not the document's fault, run it again later.
 		finishErr = e.store.RetryJob(job.ID, time.Now(), "interrupted by shutdown; will run again")
 		log.Info("job interrupted by shutdown, requeued")
-	case llm.IsTransient(err) && job.Attempts < e.cfg.MaxAttempts:
+	case transient(err) && job.Attempts < e.cfg.MaxAttempts:
 		delay := backoff(e.cfg.RetryBase, e.cfg.RetryMax, job.Attempts)
 		msg := fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", err, delay.Round(time.Second), job.Attempts, e.cfg.MaxAttempts)
 		finishErr = e.store.RetryJob(job.ID, time.Now().Add(delay), msg)
 		log.Warn("job will be retried", "err", err, "delay", delay)
 	default:
 		msg := describe(err)
-		if llm.IsTransient(err) {
+		if transient(err) {
 			msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, job.Attempts)
 		}
 		finishErr = e.store.FinishJob(job.ID, 0, 0, msg)
@@ -342,6 +343,13 @@ func (e *Engine) WaitJob(ctx context.Context, jobID string) (*store.Job, error) 
 			return j, ctx.Err()
 		}
 	}
+}
+
+// transient reports whether a job that failed with err may succeed if run
+// again later: the model server was unreachable or overloaded, or the disk
+// was full. Everything else is the document's own problem.
+func transient(err error) bool {
+	return llm.IsTransient(err) || errors.Is(err, syscall.ENOSPC)
 }
 
 // backoff doubles from base with each attempt, up to ceiling.

@@ -2,13 +2,17 @@ package ingest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/docsift/docsift/internal/ollamatest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
 )
 
@@ -137,5 +141,20 @@ func TestOllamaDimensionChangeIsRefused(t *testing.T) {
 	}
 	if seqs, _ := st.OwnerSeqs("prj_p"); len(seqs) != 0 {
 		t.Fatalf("vectors of the wrong dimension were stored: %v", seqs)
+	}
+}
+
+func TestTransientFailures(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("store: replace chunks: %w", syscall.ENOSPC), true},
+		{fmt.Errorf("pdf: %w", pdf.ErrCorrupt), false},
+		{errors.New("the document contains no text to index"), false},
+	} {
+		if got := transient(c.err); got != c.want {
+			t.Errorf("transient(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

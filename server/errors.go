@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
 )
@@ -50,6 +51,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &ae):
 		status, msg = ae.status, ae.msg
+	case errors.Is(err, syscall.ENOSPC):
+		// Not a bug, and nothing was stored: say so, so the caller retries
+		// once the operator has made room.
+		status, msg = http.StatusInsufficientStorage, "the server is out of disk space: nothing was stored; try again later"
 	case errors.As(err, &he):
 		status = he.Code
 		switch status {
@@ -64,6 +69,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		}
 	}
 	if status >= 500 {
+		// 507 included: the operator needs to hear about a full disk.
 		s.log.Error("request failed", "request_id", requestID(c), "method", c.Request().Method, "route", c.Path(), "err", err)
 	}
 	if c.Request().Method == http.MethodHead {

@@ -64,6 +64,7 @@ type envOptions struct {
 	workers  int
 	embedder llm.Embedder
 	answerer llm.Answerer
+	dir      string // data dir; default: a new temp dir
 	// defaultLimits leaves MaxFileBytes and MaxTextBytes at zero so the
 	// server applies its own defaults.
 	defaultLimits bool
@@ -123,7 +124,10 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 			o.cfg.MaxTextBytes = testMaxTextBytes
 		}
 	}
-	dir := t.TempDir()
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	st, err := store.Open(dir)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
@@ -177,6 +181,8 @@ func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em l
 	})
 	return engine, ts
 }
+
+func withDataDir(dir string) func(*envOptions) { return func(o *envOptions) { o.dir = dir } }
 
 func withWorkers(n int) func(*envOptions) { return func(o *envOptions) { o.workers = n } }
 
