@@ -120,7 +120,7 @@ project named "default" is created and its API key printed once.`,
 	f.Float64Var(&o.rateLimit, "rate-limit", server.DefaultRateLimit, "API requests per second per project (0: unlimited); over it: 429 with Retry-After")
 	f.Float64Var(&o.sessionRateLimit, "session-rate-limit", server.DefaultSessionRateLimit, "requests per second per upload session URL (0: unlimited)")
 	f.StringVar(&o.searxngURL, "searxng-url", "", "SearxNG-compatible search endpoint for POST /search/internet (unset: internet search is off)")
-	o.models.register(f, true)
+	o.models.register(f, true, llm.ModeAuto)
 	return cmd
 }
 

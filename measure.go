@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"text/tabwriter"
 
 	"github.com/docsift/docsift/eval"
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/llm"
 	"github.com/spf13/cobra"
 )
 
@@ -18,6 +20,7 @@ import (
 func evalCmd() *cobra.Command {
 	var cfg eval.Config
 	var asJSON bool
+	var models modelOptions
 	cmd := &cobra.Command{
 		Use:   "eval",
 		Short: "Measure retrieval quality on a BEIR-format dataset",
@@ -32,6 +35,12 @@ reference script computes them), query latency and ingest time.`,
 				return errors.New("--corpus, --queries and --qrels are required")
 			}
 			cfg.Progress = os.Stderr
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			em, err := models.chooseEmbedder(cmd.Context(), nil, log)
+			if err != nil {
+				return err
+			}
+			cfg.Embedder, cfg.Log = em, log
 			res, err := eval.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -55,6 +64,7 @@ reference script computes them), query latency and ingest time.`,
 	f.IntVar(&cfg.TopK, "top-k", eval.DefaultTopK, "metric cut-off")
 	f.IntVar(&cfg.Workers, "workers", 0, "indexing workers (default: number of CPUs)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	models.register(f, false, llm.ModeBuiltin)
 	return cmd
 }
 

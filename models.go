@@ -22,9 +22,11 @@ type modelOptions struct {
 	ollama             llm.OllamaConfig
 }
 
-func (o *modelOptions) register(f *pflag.FlagSet, withAnswerer bool) {
-	f.StringVar(&o.embedder, "embedder", llm.ModeAuto, "auto, ollama or builtin: auto uses Ollama when it answers and has the model")
-	f.StringVar(&o.ollama.URL, "ollama-url", llm.OllamaURLFromEnv(), "Ollama's address (default: $OLLAMA_HOST, else "+llm.DefaultOllamaURL+")")
+// register adds the flags; embedder is the --embedder default (auto for a
+// server, builtin where reproducible figures matter more).
+func (o *modelOptions) register(f *pflag.FlagSet, withAnswerer bool, embedder string) {
+	f.StringVar(&o.embedder, "embedder", embedder, "auto, ollama or builtin: auto uses Ollama when it answers and has the model")
+	f.StringVar(&o.ollama.URL, "ollama-url", llm.OllamaURLFromEnv(), "Ollama's address ($OLLAMA_HOST sets the default)")
 	f.StringVar(&o.ollama.EmbedModel, "embed-model", llm.DefaultEmbedModel, "Ollama embedding model")
 	f.IntVar(&o.ollama.BatchSize, "embed-batch", llm.DefaultOllamaBatchSize, "texts per Ollama embedding call")
 	f.DurationVar(&o.ollama.Timeout, "ollama-timeout", llm.DefaultOllamaTimeout, "deadline of each Ollama call")
@@ -102,7 +104,7 @@ func modelsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	o.register(pull.Flags(), true)
+	o.register(pull.Flags(), true, llm.ModeAuto)
 	cmd.AddCommand(pull)
 	return cmd
 }
@@ -152,6 +154,6 @@ until each owner switches over; otherwise the data dir is opened directly.`,
 	}
 	cmd.Flags().StringVar(&owner, "owner", "", "only this owner (prj_… or cus_…); default: every owner on another model")
 	cmd.Flags().StringVar(&data, "data", defaultDataDir, "data directory")
-	o.register(cmd.Flags(), false)
+	o.register(cmd.Flags(), false, llm.ModeAuto)
 	return cmd
 }
