@@ -18,6 +18,11 @@ var ErrNoJob = errors.New("no job is due")
 // one key, however many jobs wait out a back-off.
 func (s *Store) enqueue(tx *bolt.Tx, j *Job, due time.Time) error {
 	q := tx.Bucket(bucketQueue)
+	if j.QueueKey != nil { // already queued: move it, a job is queued once
+		if err := q.Delete(j.QueueKey); err != nil {
+			return err
+		}
+	}
 	seq, err := q.NextSequence()
 	if err != nil {
 		return err

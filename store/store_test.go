@@ -361,3 +361,23 @@ func TestQueueOrdersByDueTime(t *testing.T) {
 		t.Fatalf("claimed %+v, %v; want %s once due", got, err, a.ID)
 	}
 }
+
+func TestRetryOfAQueuedJobMovesIt(t *testing.T) {
+	s, _ := openTest(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.SetClock(func() time.Time { return now })
+	_, j := newDoc(t, s, "prj_x", "a")
+	if err := s.RetryJob(j.ID, now.Add(time.Hour), "later"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RetryJob(j.ID, now, "now after all"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ClaimJob(); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Hour)
+	if got, _, err := s.ClaimJob(); !errors.Is(err, ErrNoJob) {
+		t.Fatalf("the job was queued twice: claimed %+v again", got)
+	}
+}
