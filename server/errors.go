@@ -34,6 +34,12 @@ func notFound(format string, args ...any) error {
 	return errorf(http.StatusNotFound, format, args...)
 }
 
+// isStatus reports whether err is an apiError with status.
+func isStatus(err error, status int) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.status == status
+}
+
 // errorBody is the one shape every error response has.
 type errorBody struct {
 	Error string `json:"error"`

@@ -43,6 +43,10 @@ func TestRateLimitPerProjectAndSession(t *testing.T) {
 	if r := e2.fetch(t, s1+"/jobs"); r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), "upload session") {
 		t.Fatalf("second request of a session: %s", r)
 	}
+	// The page itself says so in HTML, not JSON.
+	if r := e2.fetch(t, s1); r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), "Wait a few seconds") || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("limited page: %s", r)
+	}
 	if r := e2.fetch(t, s2); r.status != http.StatusOK {
 		t.Fatalf("another session limited: %s", r)
 	}

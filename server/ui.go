@@ -221,6 +221,8 @@ func (s *Server) sessionPage(c echo.Context) error {
 		return renderNotice(c, http.StatusNotFound, "Upload link not found", msgSessionUnknown)
 	case errors.Is(err, errSessionExpired):
 		return renderNotice(c, http.StatusGone, "Upload link expired", msgSessionExpired)
+	case isStatus(err, http.StatusTooManyRequests):
+		return renderNotice(c, http.StatusTooManyRequests, "Too many requests", "This upload link was used too often in a short time. Wait a few seconds and reload the page.")
 	case err != nil:
 		return err
 	}
