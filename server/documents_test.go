@@ -165,10 +165,10 @@ func TestSubpageClampingReuseExpiryAndErrors(t *testing.T) {
 		varience    any
 		first, last int
 	}{
-		{first, 2, 1, 3},   // clamped at the start
-		{last, 2.0, 3, 5},  // clamped at the end; 2.0 is a whole number
-		{first, 0, 1, 1},   // the page alone
-		{last, 50, 1, 5},   // the whole document
+		{first, 2, 1, 3},  // clamped at the start
+		{last, 2.0, 3, 5}, // clamped at the end; 2.0 is a whole number
+		{first, 0, 1, 1},  // the page alone
+		{last, 50, 1, 5},  // the whole document
 	} {
 		r := e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": c.chunk, "owner_id": owner, "varience": c.varience})
 		if r.status != http.StatusOK {

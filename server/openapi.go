@@ -14,5 +14,5 @@ import (
 var openAPIDoc []byte
 
 func (s *Server) openAPI(c echo.Context) error {
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSONCharsetUTF8, openAPIDoc)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPIDoc)
 }

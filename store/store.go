@@ -20,6 +20,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	boltErrors "go.etcd.io/bbolt/errors"
 )
 
 // schemaVersion is written on creation and checked on open; a file from a
@@ -81,7 +82,7 @@ func Open(dir string) (*Store, error) {
 		Timeout:      openTimeout,
 		FreelistType: bolt.FreelistMapType,
 	})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, boltErrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: open %s: %w", dir, ErrLocked)
 	}
 	if err != nil {

@@ -56,6 +56,7 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 	}
 	name := req.Model
 	if name == "" {
+		//lint:ignore SA1019 older clients still send the deprecated field; accept both
 		name = req.Name
 	}
 	if name == "" {
@@ -247,6 +248,7 @@ func (s *Server) handlePull(w http.ResponseWriter, r *http.Request) {
 	}
 	name := req.Model
 	if name == "" {
+		//lint:ignore SA1019 older clients still send the deprecated field; accept both
 		name = req.Name
 	}
 	s.mu.Lock()
