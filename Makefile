@@ -12,6 +12,7 @@ run: build
 	./bin/docsift serve
 
 test:
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 

@@ -114,4 +114,3 @@ func TestReindexThroughRunningServer(t *testing.T) {
 		t.Fatalf("owner model after reindex: %s", m)
 	}
 }
-

@@ -2,15 +2,15 @@ package eval
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
-	"runtime"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
