@@ -217,8 +217,10 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		e.log.Warn("jobs still running at the shutdown deadline: cancelling them; they will run again at next start")
-		e.cancel()
+		if e.cancel != nil { // nil when the engine was never started
+			e.log.Warn("jobs still running at the shutdown deadline: cancelling them; they will run again at next start")
+			e.cancel()
+		}
 		<-done
 	}
 	if e.cancel != nil {

@@ -104,3 +104,17 @@ func TestReindexSwitchesModelWithoutMixing(t *testing.T) {
 		t.Fatalf("still stale: %v", stale)
 	}
 }
+
+func TestShutdownOfAnEngineNeverStarted(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := New(st, llm.NewBuiltin(), t.TempDir(), Config{}, quietLog())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a deadline already past, as after a slow reindex
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
