@@ -203,9 +203,36 @@ func (e *Engine) Start() error {
 		e.workers.Add(1)
 		go e.work(ctx)
 	}
-	e.workers.Add(1)
+	e.workers.Add(2)
 	go e.maintain()
+	go e.preload()
 	return nil
+}
+
+// preload loads every owner's index in the background at start, from its
+// snapshot caught up with the store, so the first query of an owner does not
+// wait for it. A query that comes first loads that owner itself.
+func (e *Engine) preload() {
+	defer e.workers.Done()
+	owners, err := e.store.Owners()
+	if err != nil {
+		e.log.Warn("listing owners to preload their indexes failed; they load on first use", "err", err)
+		return
+	}
+	start := time.Now()
+	for owner := range owners {
+		select {
+		case <-e.stop:
+			return
+		default:
+		}
+		if _, err := e.indexes.Get(owner); err != nil {
+			e.log.Warn("loading an index failed; it is retried on first use", "owner", owner, "err", err)
+		}
+	}
+	if len(owners) > 0 {
+		e.log.Info("indexes loaded", "owners", len(owners), "ms", time.Since(start).Milliseconds())
+	}
 }
 
 // Shutdown stops taking jobs, lets running ones finish until ctx ends, then

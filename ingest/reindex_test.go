@@ -118,3 +118,28 @@ func TestShutdownOfAnEngineNeverStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPreloadLoadsEveryOwnerWithVectors(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e1 := startEngine(t, st, dir, llm.NewBuiltin())
+	for _, owner := range []string{"cus_a", "cus_b"} {
+		job, _, _ := e1.Submit(Upload{ProjectID: "prj_p", OwnerID: owner, Name: "n.txt", Data: []byte("Walruses rest on sea ice.")})
+		waitJob(t, e1, job.ID)
+	}
+	e1.Shutdown(context.Background())
+
+	e2 := New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), Config{}, quietLog())
+	e2.workers.Add(1) // as Start does
+	e2.preload()
+	for _, owner := range []string{"cus_a", "cus_b"} {
+		ix := e2.indexes.entry(owner)
+		if !ix.loaded || ix.x.Len() != 1 {
+			t.Errorf("owner %s not preloaded: loaded=%v", owner, ix.loaded)
+		}
+	}
+}
