@@ -284,19 +284,23 @@ func (e *env) do(t *testing.T, method, path, key, contentType string, body io.Re
 // can send malformed bodies.
 func (e *env) postJSON(t *testing.T, path, key string, v any) response {
 	t.Helper()
-	var b []byte
+	return e.do(t, http.MethodPost, path, key, "application/json", bytes.NewReader(jsonBytes(v)))
+}
+
+// jsonBytes marshals v, except that a string or []byte is taken as it is,
+// so tests can send malformed JSON.
+func jsonBytes(v any) []byte {
 	switch v := v.(type) {
 	case string:
-		b = []byte(v)
+		return []byte(v)
 	case []byte:
-		b = v
-	default:
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			t.Fatalf("marshal: %v", err)
-		}
+		return v
 	}
-	return e.do(t, http.MethodPost, path, key, "application/json", bytes.NewReader(b))
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %v: %v", v, err)) // a bug in the test itself
+	}
+	return b
 }
 
 func (e *env) get(t *testing.T, path, key string) response {
@@ -316,19 +320,7 @@ func filePart(filename string, content []byte) part {
 }
 
 func dataPart(v any) part {
-	var b []byte
-	switch v := v.(type) {
-	case string:
-		b = []byte(v)
-	case []byte:
-		b = v
-	default:
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			panic(fmt.Sprintf("data part %v: %v", v, err))
-		}
-	}
-	return part{name: "data", content: b}
+	return part{name: "data", content: jsonBytes(v)}
 }
 
 // multipartBody encodes parts and returns the body and its Content-Type.

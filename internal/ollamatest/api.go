@@ -54,11 +54,7 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	name := req.Model
-	if name == "" {
-		//lint:ignore SA1019 older clients still send the deprecated field; accept both
-		name = req.Name
-	}
+	name := modelName(req.Model, req.Name) //lint:ignore SA1019 older clients still send the deprecated field
 	if name == "" {
 		writeError(w, http.StatusBadRequest, "model is required")
 		return
@@ -246,11 +242,7 @@ func (s *Server) handlePull(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	name := req.Model
-	if name == "" {
-		//lint:ignore SA1019 older clients still send the deprecated field; accept both
-		name = req.Name
-	}
+	name := modelName(req.Model, req.Name) //lint:ignore SA1019 older clients still send the deprecated field
 	s.mu.Lock()
 	m, ok := s.library[canonical(name)]
 	s.mu.Unlock()
@@ -317,4 +309,13 @@ func details(m Model) api.ModelDetails {
 		return api.ModelDetails{Format: "gguf", Family: "nomic-bert", Families: []string{"nomic-bert"}, ParameterSize: "137M", QuantizationLevel: "F16"}
 	}
 	return api.ModelDetails{Format: "gguf", Family: "qwen2", Families: []string{"qwen2"}, ParameterSize: "1.5B", QuantizationLevel: "Q4_K_M"}
+}
+
+// modelName is the model a request names: Model, or the deprecated Name
+// older clients still send.
+func modelName(model, name string) string {
+	if model != "" {
+		return model
+	}
+	return name
 }
