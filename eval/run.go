@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/docsift/docsift/internal/progress"
+	"github.com/docsift/docsift/search"
 	"io"
 	"log/slog"
 	"os"
@@ -70,7 +72,7 @@ func (r *corpusRun) Close() {
 //
 // A throwaway run skips fsync: its data dir is deleted at the end, so
 // durability buys nothing and would only measure the disk.
-func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool, progress io.Writer, log *slog.Logger) (*corpusRun, error) {
+func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool, bars io.Writer, log *slog.Logger) (*corpusRun, error) {
 	dir, err := os.MkdirTemp("", "docsift-eval-*")
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
@@ -109,7 +111,7 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool
 		r.byDoc[doc.ID] = d.ID
 		jobs[job.ID] = true
 	}
-	bar := NewProgress(progress, "ingesting", len(docs))
+	bar := progress.New(bars, "ingesting", len(docs))
 	failed, finished := 0, 0
 	for id := range jobs {
 		j, err := r.engine.WaitJob(context.Background(), id)
@@ -166,8 +168,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer run.Close()
 
 	res := &Result{Documents: len(docs), Chunks: run.chunks, IngestSeconds: run.took.Seconds(), Embedder: cfg.Embedder.Model()}
+	searcher := search.New(run.engine, run.store, llm.NewExtractive(), nil, cfg.Log)
 	var lat []float64
-	bar := NewProgress(cfg.Progress, "querying ", len(queries))
+	bar := progress.New(cfg.Progress, "querying ", len(queries))
 	for i, q := range queries {
 		bar.Set(i)
 		rels, ok := qrels[q.ID]
@@ -177,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		start := time.Now()
 		// Ask for more chunks than documents: several chunks of one
 		// document count once.
-		results, _, err := run.engine.Search(ctx, run.owner, q.Text, min(3*cfg.TopK, 50))
+		results, _, err := searcher.Search(ctx, run.owner, q.Text, min(3*cfg.TopK, 50))
 		if err != nil {
 			return nil, fmt.Errorf("eval: query %s: %w", q.ID, err)
 		}

@@ -1,8 +1,8 @@
-// Package ingest turns uploads into searchable chunks and answers searches
-// over them. An upload becomes a stored original, a document and a queued
-// job in one step; a pool of workers takes jobs from the durable queue and
-// runs each file through extraction, chunking, embedding, the store and the
-// owner's index. Search runs a query through the same owner index.
+// Package ingest turns uploads into searchable chunks. An upload becomes a
+// stored original, a document and a queued job in one step; a pool of
+// workers takes jobs from the durable queue and runs each file through
+// extraction, chunking, embedding, the store and the owner's index. It owns
+// every owner's live index; package search reads them through Engine.Index.
 package ingest
 
 import (
@@ -110,14 +110,18 @@ func New(st *store.Store, embedder llm.Embedder, indexDir string, cfg Config, lo
 	return e
 }
 
-// embedderFor returns the embedder of model, or an error saying what to do
+// Embedder returns the embedder of model, or an error saying what to do
 // when this server cannot run it.
-func (e *Engine) embedderFor(model string) (llm.Embedder, error) {
+func (e *Engine) Embedder(model string) (llm.Embedder, error) {
 	if em, ok := e.embedders[model]; ok {
 		return em, nil
 	}
 	return nil, fmt.Errorf("this owner's vectors come from %s, which this server is not configured to run: start it with that embedder, or run `docsift reindex` to re-embed with %s", model, e.embedder.Model())
 }
+
+// Index returns an owner's live index, loading it on first use. Searches
+// read it without waiting for commits.
+func (e *Engine) Index(owner string) (*index.OwnerIndex, error) { return e.indexes.Get(owner) }
 
 // ownerModel is the model an owner's vectors come from: recorded in the
 // store once it has any, the default embedder's before.
@@ -355,6 +359,15 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 // WaitJob waits until a job has ended (SUCCEEDED or FAILED) or ctx is done,
 // and returns the job as it last was.
 func (e *Engine) WaitJob(ctx context.Context, jobID string) (*store.Job, error) {
+	return e.WaitJobUntil(ctx, jobID, func(j *store.Job) bool {
+		return j.Status == store.StatusSucceeded || j.Status == store.StatusFailed
+	})
+}
+
+// WaitJobUntil waits until until(job) holds or ctx is done, and returns the
+// job as it last was. It looks again whenever a run of a job ends, however
+// it ended (including a retry being scheduled).
+func (e *Engine) WaitJobUntil(ctx context.Context, jobID string, until func(*store.Job) bool) (*store.Job, error) {
 	for {
 		e.endedMu.Lock()
 		ended := e.ended
@@ -363,7 +376,7 @@ func (e *Engine) WaitJob(ctx context.Context, jobID string) (*store.Job, error) 
 		if err != nil {
 			return nil, err
 		}
-		if j.Status == store.StatusSucceeded || j.Status == store.StatusFailed {
+		if until(j) {
 			return j, nil
 		}
 		select {
@@ -435,7 +448,7 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 	if err != nil {
 		return 0, pages, err
 	}
-	embedder, err := e.embedderFor(model)
+	embedder, err := e.Embedder(model)
 	if err != nil {
 		return 0, pages, err
 	}

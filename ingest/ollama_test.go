@@ -43,27 +43,15 @@ func ollamaEngine(t *testing.T, ol *ollamatest.Server, cfg Config) (*Engine, *st
 }
 
 // waitStatus waits until a job reaches status, woken by job ends and retries.
-func waitStatus(t *testing.T, e *Engine, st *store.Store, id, status string) *store.Job {
+func waitStatus(t *testing.T, e *Engine, id, status string) *store.Job {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for {
-		e.endedMu.Lock()
-		ended := e.ended
-		e.endedMu.Unlock()
-		j, err := st.Job(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j.Status == status {
-			return j
-		}
-		select {
-		case <-ended:
-		case <-ctx.Done():
-			t.Fatalf("job %s is %s (%s), never %s", id, j.Status, j.Error, status)
-		}
+	j, err := e.WaitJobUntil(ctx, id, func(j *store.Job) bool { return j.Status == status })
+	if err != nil {
+		t.Fatalf("job %s never %s: %v (last seen %+v)", id, status, err, j)
 	}
+	return j
 }
 
 func TestOllamaDownJobWaitsAndCompletes(t *testing.T) {
@@ -76,9 +64,9 @@ func TestOllamaDownJobWaitsAndCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := waitStatus(t, e, st, job.ID, store.StatusPending)
+	j := waitStatus(t, e, job.ID, store.StatusPending)
 	for j.Attempts == 0 {
-		j = waitStatus(t, e, st, job.ID, store.StatusPending)
+		j = waitStatus(t, e, job.ID, store.StatusPending)
 	}
 	if !strings.Contains(j.Error, "retrying") || j.NotBefore.IsZero() {
 		t.Fatalf("waiting job = %+v, want a retry with its reason", j)
@@ -91,18 +79,18 @@ func TestOllamaDownJobWaitsAndCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.poke()
-	j = waitStatus(t, e, st, job.ID, store.StatusSucceeded)
+	j = waitStatus(t, e, job.ID, store.StatusSucceeded)
 	if j.Chunks != 1 || j.Attempts != 2 {
 		t.Fatalf("after Ollama came back: %+v", j)
 	}
-	res, warnings, err := e.Search(context.Background(), "prj_p", "kangaroo pouch", 3)
+	res, warnings, err := searcher(e).Search(context.Background(), "prj_p", "kangaroo pouch", 3)
 	if err != nil || len(res) != 1 || len(warnings) != 0 {
 		t.Fatalf("search = %v %q %v", res, warnings, err)
 	}
 
 	// With Ollama down, a query still answers from the lexical index.
 	ol.Stop()
-	res, warnings, err = e.Search(context.Background(), "prj_p", "kangaroo pouch", 3)
+	res, warnings, err = searcher(e).Search(context.Background(), "prj_p", "kangaroo pouch", 3)
 	if err != nil || len(res) != 1 || len(warnings) != 1 || !strings.Contains(warnings[0], "lexical") {
 		t.Fatalf("search with Ollama down = %v %q %v", res, warnings, err)
 	}
@@ -110,10 +98,10 @@ func TestOllamaDownJobWaitsAndCompletes(t *testing.T) {
 
 func TestOllamaRetryBudgetEndsInFailed(t *testing.T) {
 	ol := ollamatest.New(t, ollamatest.Model{Name: testEmbedModel, Dim: 64})
-	e, st := ollamaEngine(t, ol, Config{RetryBase: time.Millisecond, RetryMax: time.Millisecond, MaxAttempts: 3})
+	e, _ := ollamaEngine(t, ol, Config{RetryBase: time.Millisecond, RetryMax: time.Millisecond, MaxAttempts: 3})
 	ol.FailNext("/api/embed", 100, 503)
 	job, _, _ := e.Submit(Upload{ProjectID: "prj_p", OwnerID: "prj_p", Name: "a.txt", Data: []byte("Some text to embed.")})
-	j := waitStatus(t, e, st, job.ID, store.StatusFailed)
+	j := waitStatus(t, e, job.ID, store.StatusFailed)
 	if j.Attempts != 3 || !strings.Contains(j.Error, "gave up after 3 attempts") {
 		t.Fatalf("job = %+v", j)
 	}
@@ -121,10 +109,10 @@ func TestOllamaRetryBudgetEndsInFailed(t *testing.T) {
 
 func TestOllamaPermanentErrorFailsAtOnce(t *testing.T) {
 	ol := ollamatest.New(t, ollamatest.Model{Name: testEmbedModel, Dim: 64})
-	e, st := ollamaEngine(t, ol, Config{RetryBase: time.Millisecond, MaxAttempts: 5})
+	e, _ := ollamaEngine(t, ol, Config{RetryBase: time.Millisecond, MaxAttempts: 5})
 	ol.RemoveModel(testEmbedModel)
 	job, _, _ := e.Submit(Upload{ProjectID: "prj_p", OwnerID: "prj_p", Name: "a.txt", Data: []byte("Some text to embed.")})
-	j := waitStatus(t, e, st, job.ID, store.StatusFailed)
+	j := waitStatus(t, e, job.ID, store.StatusFailed)
 	if j.Attempts != 1 || !strings.Contains(j.Error, "docsift models pull") {
 		t.Fatalf("job = %+v, want one attempt and what to run", j)
 	}
@@ -135,7 +123,7 @@ func TestOllamaDimensionChangeIsRefused(t *testing.T) {
 	e, st := ollamaEngine(t, ol, Config{RetryBase: time.Millisecond, MaxAttempts: 5})
 	ol.SetDim(testEmbedModel, 32)
 	job, _, _ := e.Submit(Upload{ProjectID: "prj_p", OwnerID: "prj_p", Name: "a.txt", Data: []byte("Some text to embed.")})
-	j := waitStatus(t, e, st, job.ID, store.StatusFailed)
+	j := waitStatus(t, e, job.ID, store.StatusFailed)
 	if !strings.Contains(j.Error, "dimension") {
 		t.Fatalf("job = %+v, want a dimension error", j)
 	}

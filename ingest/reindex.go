@@ -2,11 +2,9 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/docsift/docsift/index"
-	"github.com/docsift/docsift/store"
 )
 
 // reindexBatch is how many chunks are read and embedded per step.
@@ -51,10 +49,9 @@ func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, 
 		return 0, err
 	}
 	x := index.New(target.Model(), target.Dim())
-	names := map[string]string{}
 	done := 0
 	for start := 0; start < len(seqs); start += reindexBatch {
-		if err := e.reembed(ctx, x, seqs[start:min(start+reindexBatch, len(seqs))], names); err != nil {
+		if err := e.reembed(ctx, x, seqs[start:min(start+reindexBatch, len(seqs))]); err != nil {
 			return done, err
 		}
 		done = min(start+reindexBatch, len(seqs))
@@ -69,7 +66,7 @@ func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, 
 		if err != nil {
 			return nil, err
 		}
-		if err := e.reembed(ctx, x, missing, names); err != nil {
+		if err := e.reembed(ctx, x, missing); err != nil {
 			return nil, err
 		}
 		now, err := e.store.OwnerSeqs(owner)
@@ -101,7 +98,7 @@ func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, 
 
 // reembed embeds the chunks of seqs with the engine's embedder, stages their
 // vectors in the store and adds them to x.
-func (e *Engine) reembed(ctx context.Context, x *index.OwnerIndex, seqs []uint64, names map[string]string) error {
+func (e *Engine) reembed(ctx context.Context, x *index.OwnerIndex, seqs []uint64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
@@ -109,21 +106,14 @@ func (e *Engine) reembed(ctx context.Context, x *index.OwnerIndex, seqs []uint64
 	if err != nil {
 		return err
 	}
+	names, err := e.store.DocumentNames(chunks)
+	if err != nil {
+		return err
+	}
 	texts := make([]string, len(chunks))
 	found := make([]uint64, len(chunks))
 	for i, c := range chunks {
-		name, ok := names[c.DocumentID]
-		if !ok {
-			d, err := e.store.Document(c.DocumentID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			if d != nil {
-				name = d.Name
-			}
-			names[c.DocumentID] = name
-		}
-		texts[i], found[i] = entryText(name, c.Text), c.Seq
+		texts[i], found[i] = entryText(names[c.DocumentID], c.Text), c.Seq
 	}
 	vecs, err := e.embed(ctx, e.embedder, texts)
 	if err != nil {

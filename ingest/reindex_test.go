@@ -68,7 +68,7 @@ func TestReindexSwitchesModelWithoutMixing(t *testing.T) {
 
 	// The server now embeds with the built-in model and cannot run the old one.
 	e2 := startEngine(t, st, dir, llm.NewBuiltin())
-	res, warnings, err := e2.Search(context.Background(), "cus_a", "zebra", 3)
+	res, warnings, err := searcher(e2).Search(context.Background(), "cus_a", "zebra", 3)
 	if err != nil || len(res) == 0 {
 		t.Fatalf("search before reindex = %v, %v", res, err)
 	}
@@ -93,7 +93,7 @@ func TestReindexSwitchesModelWithoutMixing(t *testing.T) {
 	if om.Model != llm.NewBuiltin().Model() {
 		t.Fatalf("owner model after reindex: %+v", om)
 	}
-	res, warnings, err = e2.Search(context.Background(), "cus_a", "zebra", 3)
+	res, warnings, err = searcher(e2).Search(context.Background(), "cus_a", "zebra", 3)
 	if err != nil || len(res) == 0 || len(warnings) != 0 {
 		t.Fatalf("search after reindex = %v, %q, %v", res, warnings, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/pdf"
+	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
 )
 
@@ -110,9 +111,9 @@ func (n *node) waitJob(jobID string) *store.Job {
 	return j
 }
 
-func (n *node) search(owner, query string) []ingest.Result {
+func (n *node) search(owner, query string) []search.Result {
 	n.t.Helper()
-	res, _, err := n.engine.Search(context.Background(), owner, query, 50)
+	res, _, err := search.New(n.engine, n.store, llm.NewExtractive(), nil, slog.New(slog.DiscardHandler)).Search(context.Background(), owner, query, 50)
 	if err != nil {
 		n.t.Fatalf("search %q: %v", query, err)
 	}
@@ -199,7 +200,7 @@ func expectedChunks(t *testing.T, text string) int {
 
 // wantFound requires a search hit holding phrase from document docID, and
 // no chunk twice.
-func wantFound(t *testing.T, results []ingest.Result, docID, phrase string) {
+func wantFound(t *testing.T, results []search.Result, docID, phrase string) {
 	t.Helper()
 	seen := map[string]bool{}
 	found := false

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/docsift/docsift/store"
@@ -12,6 +13,18 @@ import (
 // maxNameLen bounds customer and document names: they are labels, and a
 // megabyte "name" is a mistake worth saying so about.
 const maxNameLen = 200
+
+// customerResponse is a customer as the API shows it.
+type customerResponse struct {
+	CustomerID string    `json:"customer_id"`
+	ProjectID  string    `json:"project_id"`
+	Name       string    `json:"name"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+func customerOf(c *store.Customer) customerResponse {
+	return customerResponse{CustomerID: c.ID, ProjectID: c.ProjectID, Name: c.Name, CreatedAt: c.CreatedAt}
+}
 
 type createCustomerRequest struct {
 	ProjectID string `json:"project_id"`
@@ -34,7 +47,7 @@ func (s *Server) createCustomer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, cus)
+	return c.JSON(http.StatusOK, customerOf(cus))
 }
 
 func (s *Server) listCustomers(c echo.Context) error {
@@ -42,10 +55,11 @@ func (s *Server) listCustomers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if cs == nil {
-		cs = []store.Customer{}
+	out := make([]customerResponse, len(cs))
+	for i := range cs {
+		out[i] = customerOf(&cs[i])
 	}
-	return c.JSON(http.StatusOK, map[string]any{"customers": cs})
+	return c.JSON(http.StatusOK, map[string]any{"customers": out})
 }
 
 func checkName(field, name string, required bool) error {

@@ -3,10 +3,60 @@ package server
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
 )
+
+// jobResponse is a job as GET /jobs/{job_id} shows it.
+type jobResponse struct {
+	JobID       string    `json:"job_id"`
+	OwnerID     string    `json:"owner_id"`
+	DocumentID  string    `json:"document_id"`
+	Status      string    `json:"status"`
+	Error       string    `json:"error,omitempty"`
+	Chunks      int       `json:"chunks"`
+	Attempts    int       `json:"attempts"`
+	NextAttempt time.Time `json:"next_attempt_at,omitzero"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+func jobOf(j *store.Job) jobResponse {
+	return jobResponse{
+		JobID: j.ID, OwnerID: j.OwnerID, DocumentID: j.DocumentID, Status: j.Status,
+		Error: j.Error, Chunks: j.Chunks, Attempts: j.Attempts, NextAttempt: j.NotBefore,
+		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
+	}
+}
+
+// documentResponse is a document as the /documents routes show it.
+type documentResponse struct {
+	DocumentID string            `json:"document_id"`
+	ProjectID  string            `json:"project_id"`
+	OwnerID    string            `json:"owner_id"`
+	Name       string            `json:"name"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	Format     string            `json:"format"`
+	Size       int64             `json:"size"`
+	Pages      int               `json:"pages,omitempty"`
+	JobID      string            `json:"job_id"`
+	Status     string            `json:"status"`
+	Error      string            `json:"error,omitempty"`
+	Chunks     int               `json:"chunks"`
+	CreatedAt  time.Time         `json:"created_at"`
+	UpdatedAt  time.Time         `json:"updated_at"`
+}
+
+func documentOf(d *store.Document) documentResponse {
+	return documentResponse{
+		DocumentID: d.ID, ProjectID: d.ProjectID, OwnerID: d.OwnerID, Name: d.Name,
+		Metadata: d.Metadata, Format: d.Format, Size: d.Size, Pages: d.Pages,
+		JobID: d.JobID, Status: d.Status, Error: d.Error, Chunks: d.Chunks,
+		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+	}
+}
 
 func (s *Server) getJob(c echo.Context) error {
 	id := c.Param("job_id")
@@ -17,7 +67,7 @@ func (s *Server) getJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, j)
+	return c.JSON(http.StatusOK, jobOf(j))
 }
 
 func (s *Server) listDocuments(c echo.Context) error {
@@ -29,10 +79,11 @@ func (s *Server) listDocuments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if docs == nil {
-		docs = []store.Document{}
+	out := make([]documentResponse, len(docs))
+	for i := range docs {
+		out[i] = documentOf(&docs[i])
 	}
-	return c.JSON(http.StatusOK, map[string]any{"documents": docs})
+	return c.JSON(http.StatusOK, map[string]any{"documents": out})
 }
 
 func (s *Server) getDocument(c echo.Context) error {
@@ -40,7 +91,7 @@ func (s *Server) getDocument(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, documentOf(d))
 }
 
 func (s *Server) deleteDocument(c echo.Context) error {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
 )
@@ -64,6 +65,7 @@ type envOptions struct {
 	workers  int
 	embedder llm.Embedder
 	answerer llm.Answerer
+	web      search.WebSearcher
 	dir      string // data dir; default: a new temp dir
 	// defaultLimits leaves MaxFileBytes and MaxTextBytes at zero so the
 	// server applies its own defaults.
@@ -139,7 +141,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := &env{dir: dir, store: st, clock: clock, logs: logs}
-	e.engine, e.srv = startAPI(t, dir, st, o.cfg, o.embedder, o.answerer, o.workers, log)
+	e.engine, e.srv = startAPI(t, dir, st, o.cfg, o.embedder, o.answerer, o.web, o.workers, log)
 	e.base = e.srv.URL
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -155,7 +157,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 // startAPI starts an engine over st and the API in front of it on a real
 // listener whose URL is the server's base URL, and stops both (and closes
 // st) when the test ends.
-func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em llm.Embedder, a llm.Answerer, workers int, log *slog.Logger) (*ingest.Engine, *httptest.Server) {
+func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em llm.Embedder, a llm.Answerer, web search.WebSearcher, workers int, log *slog.Logger) (*ingest.Engine, *httptest.Server) {
 	t.Helper()
 	engine := ingest.New(st, em, filepath.Join(dir, "index"), ingest.Config{Workers: workers}, log)
 	if err := engine.Start(); err != nil {
@@ -166,7 +168,7 @@ func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em l
 	// created unstarted to learn its address first.
 	ts := httptest.NewUnstartedServer(nil)
 	cfg.BaseURL = "http://" + ts.Listener.Addr().String()
-	ts.Config.Handler = server.New(cfg, st, engine, a, log).Handler()
+	ts.Config.Handler = server.New(cfg, st, engine, search.New(engine, st, a, web, log), log).Handler()
 	ts.Start()
 	t.Cleanup(func() {
 		ts.Close()
@@ -194,8 +196,8 @@ func withAnswerer(a llm.Answerer) func(*envOptions) {
 	return func(o *envOptions) { o.answerer = a }
 }
 
-func withWeb(w server.WebSearcher) func(*envOptions) {
-	return func(o *envOptions) { o.cfg.Web = w }
+func withWeb(w search.WebSearcher) func(*envOptions) {
+	return func(o *envOptions) { o.web = w }
 }
 
 func withRateLimits(perProject, perSession float64) func(*envOptions) {

@@ -1,10 +1,11 @@
 package server
 
 import (
-	"context"
+	"errors"
 	"net/http"
 
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/search"
+	"github.com/docsift/docsift/websearch"
 	"github.com/labstack/echo/v4"
 )
 
@@ -15,21 +16,16 @@ const (
 	maxWebResults     = 20
 )
 
-// WebSearcher finds pages on the web; *llm.Searx is one.
-type WebSearcher interface {
-	Search(ctx context.Context, query string, n int) ([]llm.WebResult, error)
-}
-
 type internetRequest struct {
 	Query *string  `json:"query"`
 	TopK  *float64 `json:"top_k"`
 }
 
 type internetResponse struct {
-	Answer      string          `json:"answer"`
-	AnswerModel string          `json:"answer_model"`
-	Results     []llm.WebResult `json:"results"`
-	Warnings    []string        `json:"warnings,omitempty"`
+	Answer      string             `json:"answer"`
+	AnswerModel string             `json:"answer_model"`
+	Results     []websearch.Result `json:"results"`
+	Warnings    []string           `json:"warnings,omitempty"`
 }
 
 // searchInternet answers a query from a configured SearxNG-compatible
@@ -43,22 +39,14 @@ func (s *Server) searchInternet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Web == nil {
-		return errorf(http.StatusServiceUnavailable, "internet search is not configured: set --searxng-url")
-	}
-	results, err := s.cfg.Web.Search(c.Request().Context(), query, k)
-	if err != nil {
-		s.log.Warn("internet search failed", "request_id", requestID(c), "err", err)
-		return errorf(http.StatusServiceUnavailable, "internet search failed: %v", err)
-	}
-	if results == nil {
-		results = []llm.WebResult{}
-	}
-	sources := llm.WebSources(results)
-	resp := internetResponse{Results: results}
-	resp.Answer, resp.AnswerModel, resp.Warnings, err = s.answer(c, query, sources, nil, nil)
-	if err != nil {
+	resp, err := s.search.Internet(c.Request().Context(), query, k)
+	switch {
+	case errors.Is(err, search.ErrWebNotConfigured), errors.Is(err, search.ErrWebSearch):
+		return errorf(http.StatusServiceUnavailable, "%s", err)
+	case err != nil:
 		return err
 	}
-	return c.JSON(http.StatusOK, resp)
+	return c.JSON(http.StatusOK, internetResponse{
+		Answer: resp.Text, AnswerModel: resp.Model, Results: resp.Results, Warnings: resp.Warnings,
+	})
 }

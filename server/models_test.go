@@ -12,6 +12,7 @@ import (
 	"github.com/docsift/docsift/internal/ollamatest"
 	"github.com/docsift/docsift/internal/searxtest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/websearch"
 )
 
 const (
@@ -185,7 +186,7 @@ func TestInternetSearch(t *testing.T) {
 	wantError(t, e.postJSON(t, "/search/internet", e.a.key, map[string]any{"query": "tides"}), http.StatusServiceUnavailable, "internet search is not configured: set --searxng-url")
 
 	sx := searxtest.New(t)
-	web, err := llm.NewSearx(sx.URL, nil)
+	web, err := websearch.NewSearx(sx.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,9 +200,9 @@ func TestInternetSearch(t *testing.T) {
 		t.Fatalf("search: %s", r)
 	}
 	var got struct {
-		Answer      string          `json:"answer"`
-		AnswerModel string          `json:"answer_model"`
-		Results     []llm.WebResult `json:"results"`
+		Answer      string             `json:"answer"`
+		AnswerModel string             `json:"answer_model"`
+		Results     []websearch.Result `json:"results"`
 	}
 	json.Unmarshal(r.body, &got)
 	if len(got.Results) != 2 || got.Results[0].URL != "https://example.org/tides" || !strings.Contains(got.Answer, "14:05") || !strings.Contains(got.Answer, "[1]") {

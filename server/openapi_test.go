@@ -22,6 +22,7 @@ import (
 
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
@@ -78,7 +79,7 @@ func newOpenAPIFixture(t *testing.T) *openAPIFixture {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	engine := ingest.New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), ingest.Config{Workers: 1}, logger)
-	s := New(Config{BaseURL: "http://docsift.test"}, st, engine, llm.NewExtractive(), logger)
+	s := New(Config{BaseURL: "http://docsift.test"}, st, engine, search.New(engine, st, llm.NewExtractive(), nil, logger), logger)
 	return &openAPIFixture{srv: s, engine: engine, projectID: p.ID, key: key}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/search"
 	"github.com/labstack/echo/v4"
 )
 
@@ -111,88 +111,71 @@ func (s *Server) query(c echo.Context, owner string, q queryFields) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	results, warnings, err := s.engine.Search(ctx, owner, text, k)
+	if q.Stream {
+		return s.streamQuery(c, owner, text, k)
+	}
+	resp, err := s.search.Query(ctx, owner, text, k, nil)
 	if err != nil {
 		return err
 	}
-	resp := queryResponse{Chunks: make([]queryChunk, len(results)), Warnings: warnings}
-	sources := make([]llm.Source, len(results))
+	return c.JSON(http.StatusOK, queryResponse{
+		Answer: resp.Text, AnswerModel: resp.Model,
+		Chunks: queryChunks(resp.Chunks), Warnings: resp.Warnings,
+	})
+}
+
+func queryChunks(results []search.Result) []queryChunk {
+	out := make([]queryChunk, len(results))
 	for i, r := range results {
 		var page *int
 		if r.Chunk.Page > 0 {
 			page = &r.Chunk.Page
 		}
-		resp.Chunks[i] = queryChunk{
+		out[i] = queryChunk{
 			ChunkID: r.Chunk.ID, DocumentID: r.Chunk.DocumentID, DocumentName: r.DocumentName,
 			Page: page, Text: r.Chunk.Text, Score: r.Score,
 		}
-		sources[i] = llm.Source{Title: r.DocumentName, Page: r.Chunk.Page, Text: r.Chunk.Text}
 	}
-	if q.Stream {
-		return s.streamAnswer(c, text, sources, resp)
-	}
-	resp.Answer, resp.AnswerModel, resp.Warnings, err = s.answer(c, text, sources, resp.Warnings, nil)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, resp)
+	return out
 }
 
-// answer asks the configured answerer and, when it fails before saying
-// anything, the extractive one, adding a warning that says why: a query
-// never fails because the chat model is down. onDelta, when set, receives
-// the answer as it is written. The error is the client's own going away, or
-// a model failure after part of the answer was streamed.
-func (s *Server) answer(c echo.Context, query string, sources []llm.Source, warnings []string, onDelta func(string)) (string, string, []string, error) {
-	ctx := c.Request().Context()
-	streamed := false
-	var relay func(string)
-	if onDelta != nil {
-		relay = func(d string) { streamed = true; onDelta(d) }
-	}
-	a, err := s.answerer.Answer(ctx, query, sources, relay)
-	switch {
-	case err == nil:
-		return a, s.answerer.Model(), warnings, nil
-	case ctx.Err() != nil:
-		return "", "", warnings, ctx.Err()
-	case streamed:
-		return a, s.answerer.Model(), warnings, fmt.Errorf("the answer model %s failed mid-answer: %w", s.answerer.Model(), err)
-	}
-	s.log.Warn("answer model failed; answering extractively", "request_id", requestID(c), "model", s.answerer.Model(), "err", err)
-	a, _ = s.fallback.Answer(ctx, query, sources, onDelta)
-	return a, s.fallback.Model(), append(warnings, "the answer model "+s.answerer.Model()+" failed ("+err.Error()+"); the answer is extractive"), nil
-}
-
-// streamAnswer answers as server-sent events: one "chunks" event with the
+// streamQuery answers as server-sent events: one "chunks" event with the
 // retrieved chunks, "answer" events carrying pieces of the answer as the
 // model writes them, then "done" with the whole answer, or "error" if the
 // model fails midway. A client that disconnects cancels the model call
-// through the request's context.
-func (s *Server) streamAnswer(c echo.Context, query string, sources []llm.Source, resp queryResponse) error {
+// through the request's context. A search that fails before the chunks are
+// sent is an ordinary JSON error.
+func (s *Server) streamQuery(c echo.Context, owner, query string, k int) error {
 	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no") // no proxy buffering
-	w.WriteHeader(http.StatusOK)
 	send := func(event string, v any) {
 		data, _ := json.Marshal(v)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
 		w.Flush()
 	}
-	send("chunks", struct {
-		Chunks   []queryChunk `json:"chunks"`
-		Warnings []string     `json:"warnings,omitempty"`
-	}{resp.Chunks, resp.Warnings})
-	answer, model, warnings, err := s.answer(c, query, sources, resp.Warnings, func(d string) {
-		send("answer", map[string]string{"delta": d})
+	var chunks []queryChunk
+	resp, err := s.search.Query(c.Request().Context(), owner, query, k, &search.Stream{
+		Chunks: func(results []search.Result, warnings []string) {
+			w.Header().Set(echo.HeaderContentType, "text/event-stream")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("X-Accel-Buffering", "no") // no proxy buffering
+			w.WriteHeader(http.StatusOK)
+			chunks = queryChunks(results)
+			send("chunks", struct {
+				Chunks   []queryChunk `json:"chunks"`
+				Warnings []string     `json:"warnings,omitempty"`
+			}{chunks, warnings})
+		},
+		Delta: func(d string) { send("answer", map[string]string{"delta": d}) },
 	})
-	if err != nil {
+	switch {
+	case !w.Committed:
+		return err
+	case err != nil:
 		if c.Request().Context().Err() == nil {
 			send("error", errorBody{Error: err.Error()})
 		}
 		return nil
 	}
-	send("done", queryResponse{Answer: answer, AnswerModel: model, Chunks: resp.Chunks, Warnings: warnings})
+	send("done", queryResponse{Answer: resp.Text, AnswerModel: resp.Model, Chunks: chunks, Warnings: resp.Warnings})
 	return nil
 }

@@ -1,7 +1,7 @@
 // Package server is docsift's HTTP API: echo routes, bearer-key auth,
 // request validation, and the mapping of every failure to a JSON error with
 // a fitting status. Handlers validate and translate; the work happens in
-// ingest (uploads, search), store (records) and llm (answers).
+// ingest (uploads), search (queries and answers) and store (records).
 package server
 
 import (
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/ingest"
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -39,7 +39,6 @@ type Config struct {
 	SessionTTL   time.Duration
 	SubpageTTL   time.Duration
 	Version      string
-	Web          WebSearcher // nil: internet search is not configured
 
 	RateLimit        float64 // API requests per second per project; 0: unlimited
 	SessionRateLimit float64 // upload-session requests per second per session; 0: unlimited
@@ -64,23 +63,19 @@ func (c Config) withDefaults() Config {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg      Config
-	store    *store.Store
-	engine   *ingest.Engine
-	answerer llm.Answerer
-	fallback llm.Answerer // answers when answerer fails
-	log      *slog.Logger
-	echo     *echo.Echo
+	cfg    Config
+	store  *store.Store
+	engine *ingest.Engine
+	search *search.Service
+	log    *slog.Logger
+	echo   *echo.Echo
 
 	projectLimit, sessionLimit *rateLimiter
 }
 
 // New builds the API over its parts.
-func New(cfg Config, st *store.Store, engine *ingest.Engine, answerer llm.Answerer, log *slog.Logger) *Server {
-	s := &Server{
-		cfg: cfg.withDefaults(), store: st, engine: engine,
-		answerer: answerer, fallback: llm.NewExtractive(), log: log,
-	}
+func New(cfg Config, st *store.Store, engine *ingest.Engine, search *search.Service, log *slog.Logger) *Server {
+	s := &Server{cfg: cfg.withDefaults(), store: st, engine: engine, search: search, log: log}
 	s.projectLimit = newRateLimiter(s.cfg.RateLimit, "project")
 	s.sessionLimit = newRateLimiter(s.cfg.SessionRateLimit, "upload session")
 	e := echo.New()

@@ -64,7 +64,7 @@ func newUIEnv(t *testing.T, opts ...func(*uiOptions)) *uiEnv {
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var ts *httptest.Server
-	e.engine, ts = startAPI(t, filepath.Join(dir, "data"), st, server.Config{MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate}, llm.NewBuiltin(), llm.NewExtractive(), 1, log)
+	e.engine, ts = startAPI(t, filepath.Join(dir, "data"), st, server.Config{MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate}, llm.NewBuiltin(), llm.NewExtractive(), nil, 1, log)
 	e.base = ts.URL
 
 	p, key, err := st.CreateProject(o.projectName)

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -116,12 +117,7 @@ func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
 
 // Chunk returns a chunk by id.
 func (s *Store) Chunk(id string) (*Chunk, error) {
-	var c *Chunk
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		c, err = get[Chunk](tx.Bucket(bucketChunks), id)
-		return err
-	})
-	return c, err
+	return record[Chunk](s, bucketChunks, id)
 }
 
 // ChunksBySeq returns the chunks with the given sequences, in that order,
@@ -196,4 +192,28 @@ func decodeVector(b []byte) []float32 {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v
+}
+
+// DocumentNames returns the name of every document chunks come from, by
+// document id, read in one transaction. A document deleted meanwhile has no
+// entry.
+func (s *Store) DocumentNames(chunks []Chunk) (map[string]string, error) {
+	names := make(map[string]string)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, c := range chunks {
+			if _, done := names[c.DocumentID]; done {
+				continue
+			}
+			d, err := getDoc(tx, c.DocumentID)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			names[c.DocumentID] = d.Name
+		}
+		return nil
+	})
+	return names, err
 }

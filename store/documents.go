@@ -27,7 +27,7 @@ type Document struct {
 	Name      string            `json:"name"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	Format    string            `json:"format"`
-	FileHash  string            `json:"-"`
+	FileHash  string            `json:"file_hash"`
 	Size      int64             `json:"size"`
 	Pages     int               `json:"pages,omitempty"`
 	JobID     string            `json:"job_id"`
@@ -41,7 +41,7 @@ type Document struct {
 // Job is the durable record of the work of indexing one document.
 type Job struct {
 	ID         string    `json:"job_id"`
-	ProjectID  string    `json:"-"`
+	ProjectID  string    `json:"project_id"`
 	OwnerID    string    `json:"owner_id"`
 	DocumentID string    `json:"document_id"`
 	Status     string    `json:"status"`
@@ -51,46 +51,18 @@ type Job struct {
 	NotBefore  time.Time `json:"next_attempt_at,omitzero"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
-	QueueKey   []byte    `json:"-"` // its key in the queue while PENDING
-}
-
-// storedDocument and storedJob add the fields the API never shows.
-type storedDocument struct {
-	Document
-	FileHash string `json:"file_hash"`
-}
-
-type storedJob struct {
-	Job
-	ProjectID string `json:"project_id"`
-	QueueKey  []byte `json:"queue_key,omitempty"`
+	QueueKey   []byte    `json:"queue_key,omitempty"` // its key in the queue while PENDING
 }
 
 func getDoc(tx *bolt.Tx, id string) (*Document, error) {
-	rec, err := get[storedDocument](tx.Bucket(bucketDocuments), id)
-	if err != nil {
-		return nil, err
-	}
-	rec.Document.FileHash = rec.FileHash
-	return &rec.Document, nil
+	return get[Document](tx.Bucket(bucketDocuments), id)
 }
 
-func putDoc(tx *bolt.Tx, d *Document) error {
-	return put(tx.Bucket(bucketDocuments), d.ID, storedDocument{Document: *d, FileHash: d.FileHash})
-}
+func putDoc(tx *bolt.Tx, d *Document) error { return put(tx.Bucket(bucketDocuments), d.ID, d) }
 
-func getJob(tx *bolt.Tx, id string) (*Job, error) {
-	rec, err := get[storedJob](tx.Bucket(bucketJobs), id)
-	if err != nil {
-		return nil, err
-	}
-	rec.Job.ProjectID, rec.Job.QueueKey = rec.ProjectID, rec.QueueKey
-	return &rec.Job, nil
-}
+func getJob(tx *bolt.Tx, id string) (*Job, error) { return get[Job](tx.Bucket(bucketJobs), id) }
 
-func putJob(tx *bolt.Tx, j *Job) error {
-	return put(tx.Bucket(bucketJobs), j.ID, storedJob{Job: *j, ProjectID: j.ProjectID, QueueKey: j.QueueKey})
-}
+func putJob(tx *bolt.Tx, j *Job) error { return put(tx.Bucket(bucketJobs), j.ID, j) }
 
 // CreateDocument stores a document's original bytes, records the document
 // and queues the job that indexes it. It fills in the ids, hash, statuses and
@@ -135,12 +107,7 @@ func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
 
 // Document returns a document by id.
 func (s *Store) Document(id string) (*Document, error) {
-	var d *Document
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		d, err = getDoc(tx, id)
-		return err
-	})
-	return d, err
+	return record[Document](s, bucketDocuments, id)
 }
 
 // Documents lists an owner's documents, newest first.

@@ -39,12 +39,7 @@ func dueOf(key []byte) time.Time { return time.Unix(0, int64(fromU64(key[:8]))) 
 
 // Job returns a job by id.
 func (s *Store) Job(id string) (*Job, error) {
-	var j *Job
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		j, err = getJob(tx, id)
-		return err
-	})
-	return j, err
+	return record[Job](s, bucketJobs, id)
 }
 
 // ClaimJob takes the oldest job that is due, marks it PROCESSING and returns

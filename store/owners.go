@@ -25,12 +25,7 @@ var ErrModelMismatch = errors.New("embedding model mismatch")
 // OwnerModel returns the model an owner's vectors come from, or ErrNotFound
 // for an owner with no vectors yet.
 func (s *Store) OwnerModel(owner string) (*OwnerModel, error) {
-	var om *OwnerModel
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		om, err = get[OwnerModel](tx.Bucket(bucketOwners), owner)
-		return err
-	})
-	return om, err
+	return record[OwnerModel](s, bucketOwners, owner)
 }
 
 // claimOwnerModel records model for an owner without one, and refuses a

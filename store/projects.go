@@ -68,12 +68,7 @@ func (s *Store) CreateProject(name string) (*Project, string, error) {
 
 // Project returns a project by id.
 func (s *Store) Project(id string) (*Project, error) {
-	var p *Project
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		p, err = get[Project](tx.Bucket(bucketProjects), id)
-		return err
-	})
-	return p, err
+	return record[Project](s, bucketProjects, id)
 }
 
 // Projects returns every project, oldest first.
@@ -218,12 +213,7 @@ func (s *Store) CreateCustomer(projectID, name string) (*Customer, error) {
 
 // Customer returns a customer by id.
 func (s *Store) Customer(id string) (*Customer, error) {
-	var c *Customer
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		c, err = get[Customer](tx.Bucket(bucketCustomers), id)
-		return err
-	})
-	return c, err
+	return record[Customer](s, bucketCustomers, id)
 }
 
 // Customers lists a project's customers, oldest first.

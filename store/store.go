@@ -5,7 +5,8 @@
 // Every change that touches more than one record happens in one bbolt
 // transaction, so a crash leaves either all of it or none of it. Records are
 // JSON: a few hundred bytes each, easy to inspect, and cheap next to the
-// cost of embedding.
+// cost of embedding. Their json tags name the fields on disk; they are the
+// storage format, not an API shape (the server defines its own responses).
 package store
 
 import (
@@ -141,6 +142,17 @@ func get[T any](b *bolt.Bucket, key string) (*T, error) {
 		return nil, fmt.Errorf("store: decode record %q: %w", key, err)
 	}
 	return &rec, nil
+}
+
+// record reads the one record under key in bucket, in its own read
+// transaction: the shape of every single-record getter.
+func record[T any](s *Store, bucket []byte, key string) (*T, error) {
+	var rec *T
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		rec, err = get[T](tx.Bucket(bucket), key)
+		return err
+	})
+	return rec, err
 }
 
 func put(b *bolt.Bucket, key string, rec any) error {

@@ -96,12 +96,7 @@ func (s *Store) CreateSubpage(sp Subpage, data []byte, ttl time.Duration) (*Subp
 
 // Subpage returns a subpage record by id, expired or not.
 func (s *Store) Subpage(id string) (*Subpage, error) {
-	var sp *Subpage
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		sp, err = get[Subpage](tx.Bucket(bucketSubpages), id)
-		return err
-	})
-	return sp, err
+	return record[Subpage](s, bucketSubpages, id)
 }
 
 // ReadSubpage returns a subpage's PDF.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ const cliWait = 30 * time.Second
 // runCLI runs docsift with args in-process and returns what it printed.
 func runCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := rootCmd()
+	cmd := rootCmd("test")
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
@@ -89,7 +89,7 @@ type running struct {
 func startServe(t *testing.T, dir, addr string, flags ...string) running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := rootCmd()
+	cmd := rootCmd("test")
 	cmd.SetOut(new(bytes.Buffer))
 	cmd.SetErr(new(bytes.Buffer))
 	args := []string{"serve", "--addr", addr, "--data", dir, "--workers", "1", "--embedder", "builtin", "--answerer", "extractive"}

@@ -1,4 +1,6 @@
-package llm
+// Package websearch finds pages on the web through a SearxNG instance the
+// operator runs, so that docsift itself contacts only a server they chose.
+package websearch
 
 import (
 	"context"
@@ -28,12 +30,16 @@ const (
 	maxWebSnippetRunes = 600
 )
 
-// WebResult is one internet search hit.
-type WebResult struct {
+// Result is one internet search hit.
+type Result struct {
 	Title   string `json:"title"`
 	URL     string `json:"url"`
 	Snippet string `json:"snippet"`
 }
+
+// ErrUnavailable marks a failure that may pass: the instance is down,
+// overloaded or rate limiting. Trying again later may work.
+var ErrUnavailable = errors.New("the search instance is unavailable")
 
 // Searx queries a SearxNG instance (or anything answering its JSON format):
 // the self-hosted metasearch engine, so that docsift itself contacts only a
@@ -49,10 +55,10 @@ type Searx struct {
 func NewSearx(baseURL string, client *http.Client) (*Searx, error) {
 	u, err := url.Parse(strings.TrimSpace(baseURL))
 	if err != nil {
-		return nil, fmt.Errorf("llm: searxng url %q: %w", baseURL, err)
+		return nil, fmt.Errorf("websearch: searxng url %q: %w", baseURL, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("llm: searxng url %q: want an absolute http(s) URL", baseURL)
+		return nil, fmt.Errorf("websearch: searxng url %q: want an absolute http(s) URL", baseURL)
 	}
 	if client == nil {
 		client = &http.Client{}
@@ -73,10 +79,10 @@ type searxResponse struct {
 
 // Search returns up to n results for query, in the instance's order, without
 // duplicate URLs or results lacking one.
-func (s *Searx) Search(ctx context.Context, query string, n int) ([]WebResult, error) {
+func (s *Searx) Search(ctx context.Context, query string, n int) ([]Result, error) {
 	query = strings.TrimSpace(query)
 	if query == "" {
-		return nil, errors.New("llm: searxng: empty query")
+		return nil, errors.New("websearch: searxng: empty query")
 	}
 	if n <= 0 {
 		return nil, nil
@@ -92,41 +98,41 @@ func (s *Searx) Search(ctx context.Context, query string, n int) ([]WebResult, e
 	u.RawQuery = url.Values{"q": {query}, "format": {"json"}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, fmt.Errorf("llm: searxng: %w", err)
+		return nil, fmt.Errorf("websearch: searxng: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "docsift")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("llm: searxng: instance at %s did not answer: %w", s.base, err)
+		return nil, fmt.Errorf("websearch: searxng: instance at %s did not answer (%v): %w", s.base, err, ErrUnavailable)
 	}
 	defer resp.Body.Close()
 
 	switch {
 	case resp.StatusCode == http.StatusForbidden:
 		// SearxNG answers 403 when JSON is not among its enabled formats.
-		return nil, fmt.Errorf("llm: searxng: %s refused the JSON format (HTTP 403): add json to search.formats in its settings.yml", s.base)
+		return nil, fmt.Errorf("websearch: searxng: %s refused the JSON format (HTTP 403): add json to search.formats in its settings.yml", s.base)
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return nil, transientError{fmt.Errorf("llm: searxng: %s is rate limiting (HTTP 429): try again later, or disable its limiter for docsift", s.base)}
+		return nil, fmt.Errorf("websearch: searxng: %s is rate limiting (HTTP 429): try again later, or disable its limiter for docsift: %w", s.base, ErrUnavailable)
 	case resp.StatusCode >= 500:
-		return nil, transientError{fmt.Errorf("llm: searxng: %s failed: HTTP %d", s.base, resp.StatusCode)}
+		return nil, fmt.Errorf("websearch: searxng: %s failed: HTTP %d: %w", s.base, resp.StatusCode, ErrUnavailable)
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("llm: searxng: %s answered HTTP %d", s.base, resp.StatusCode)
+		return nil, fmt.Errorf("websearch: searxng: %s answered HTTP %d", s.base, resp.StatusCode)
 	}
 
 	var body searxResponse
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxSearxResponseBytes)).Decode(&body); err != nil {
-		return nil, fmt.Errorf("llm: searxng: %s sent a response that is not SearxNG JSON: %w", s.base, err)
+		return nil, fmt.Errorf("websearch: searxng: %s sent a response that is not SearxNG JSON: %w", s.base, err)
 	}
 	seen := make(map[string]bool)
-	var out []WebResult
+	var out []Result
 	for _, r := range body.Results {
 		link := strings.TrimSpace(r.URL)
 		if link == "" || seen[link] {
 			continue
 		}
 		seen[link] = true
-		out = append(out, WebResult{
+		out = append(out, Result{
 			Title:   oneLine(r.Title),
 			URL:     link,
 			Snippet: clipRunes(oneLine(r.Content), maxWebSnippetRunes),
@@ -136,26 +142,6 @@ func (s *Searx) Search(ctx context.Context, query string, n int) ([]WebResult, e
 		}
 	}
 	return out, nil
-}
-
-// WebSources turns search results into sources for an answerer, so that
-// [n] in the answer cites results[n-1].
-func WebSources(results []WebResult) []Source {
-	sources := make([]Source, len(results))
-	for i, r := range results {
-		title := r.Title
-		if title == "" {
-			title = r.URL
-		} else {
-			title += " (" + r.URL + ")"
-		}
-		text := r.Snippet
-		if text == "" {
-			text = r.Title
-		}
-		sources[i] = Source{Title: title, Text: text}
-	}
-	return sources
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

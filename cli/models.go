@@ -1,16 +1,13 @@
-package main
+package cli
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
-	"github.com/docsift/docsift/eval"
-	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/internal/progress"
 	"github.com/docsift/docsift/llm"
-	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -85,13 +82,13 @@ func modelsCmd() *cobra.Command {
 			}
 			for _, m := range []string{o.ollama.WithDefaults().EmbedModel, o.ollama.WithDefaults().ChatModel} {
 				fmt.Fprintf(cmd.ErrOrStderr(), "pulling %s from Ollama at %s\n", m, c.URL())
-				var bar *eval.Progress
+				var bar *progress.Bar
 				var total int64
 				err := c.Pull(cmd.Context(), m, func(done, all int64, status string) {
 					if all > 0 && all != total {
 						bar.Done()
 						total = all
-						bar = eval.NewProgress(os.Stderr, fmt.Sprintf("%-12.12s MiB", status), int(all>>20))
+						bar = progress.New(os.Stderr, fmt.Sprintf("%-12.12s MiB", status), int(all>>20))
 					}
 					bar.Set(int(done >> 20))
 				})
@@ -106,54 +103,5 @@ func modelsCmd() *cobra.Command {
 	}
 	o.register(pull.Flags(), true, llm.ModeAuto)
 	cmd.AddCommand(pull)
-	return cmd
-}
-
-func reindexCmd() *cobra.Command {
-	var o modelOptions
-	var owner, data string
-	cmd := &cobra.Command{
-		Use:   "reindex",
-		Short: "Re-embed owners whose vectors came from another model than the current embedder",
-		Long: `Re-embed an owner's chunks (or every owner whose vectors came from another
-model) with the current embedder. When a server runs on the data dir, the
-server does the work and queries keep being answered from the old vectors
-until each owner switches over; otherwise the data dir is opened directly.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			progress := func(owner string) func(done, total int) {
-				var bar *eval.Progress
-				return func(done, total int) {
-					if bar == nil {
-						bar = eval.NewProgress(os.Stderr, owner, total)
-					}
-					bar.Set(done)
-					if done == total {
-						bar.Done()
-					}
-				}
-			}
-			if c, err := server.DialAdmin(data); err == nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "a server runs on", data+": it reindexes with its own embedder")
-				return c.Reindex(cmd.Context(), owner, cmd.OutOrStdout(), progress)
-			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			st, err := store.Open(data)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			em, err := o.chooseEmbedder(cmd.Context(), st, log)
-			if err != nil {
-				return err
-			}
-			engine := ingest.New(st, em, filepath.Join(data, "index"), ingest.Config{}, log)
-			defer engine.Shutdown(context.Background())
-			return server.RunReindex(cmd.Context(), engine, owner, cmd.OutOrStdout(), progress)
-		},
-	}
-	cmd.Flags().StringVar(&owner, "owner", "", "only this owner (prj_… or cus_…); default: every owner on another model")
-	cmd.Flags().StringVar(&data, "data", defaultDataDir, "data directory")
-	o.register(cmd.Flags(), false, llm.ModeAuto)
 	return cmd
 }

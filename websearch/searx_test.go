@@ -1,7 +1,8 @@
-package llm
+package websearch
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -28,7 +29,7 @@ func TestSearxSearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []WebResult{
+	want := []Result{
 		{Title: "Go 1.26 release", URL: "https://go.dev/doc/go1.26", Snippet: "Go 1.26 adds new things."},
 		{Title: "Blog", URL: "https://go.dev/blog", Snippet: "The Go blog."},
 	}
@@ -39,10 +40,6 @@ func TestSearxSearch(t *testing.T) {
 		t.Errorf("instance received queries %q", q)
 	}
 
-	sources := WebSources(got)
-	if len(sources) != 2 || sources[0].Title != "Go 1.26 release (https://go.dev/doc/go1.26)" || sources[1].Text != "The Go blog." {
-		t.Errorf("WebSources = %+v", sources)
-	}
 }
 
 func TestSearxUnderAPath(t *testing.T) {
@@ -82,11 +79,11 @@ func TestSearxErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = s.Search(context.Background(), "q", 3)
-			if err == nil || !strings.HasPrefix(err.Error(), "llm: searxng: ") || !strings.Contains(err.Error(), tt.errHas) {
+			if err == nil || !strings.HasPrefix(err.Error(), "websearch: searxng: ") || !strings.Contains(err.Error(), tt.errHas) {
 				t.Fatalf("err = %v, want one mentioning %q", err, tt.errHas)
 			}
-			if IsTransient(err) != tt.transient {
-				t.Errorf("IsTransient(%v) = %v", err, !tt.transient)
+			if errors.Is(err, ErrUnavailable) != tt.transient {
+				t.Errorf("errors.Is(%v, ErrUnavailable) = %v", err, !tt.transient)
 			}
 		})
 	}
@@ -95,7 +92,7 @@ func TestSearxErrors(t *testing.T) {
 	if _, err := s.Search(context.Background(), "  ", 3); err == nil {
 		t.Error("empty query: want an error")
 	}
-	if _, err := s.Search(context.Background(), "q", 3); err == nil || !IsTransient(err) {
+	if _, err := s.Search(context.Background(), "q", 3); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("unreachable instance: %v, want a transient error", err)
 	}
 	for _, bad := range []string{"", "searx.local", "file:///etc", "http://"} {

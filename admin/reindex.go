@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"bufio"
@@ -86,7 +86,7 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 }
 
 // Reindex asks the running server to reindex and relays its progress.
-func (c *AdminClient) Reindex(ctx context.Context, owner string, w io.Writer, progress func(owner string) func(done, total int)) error {
+func (c *Client) Reindex(ctx context.Context, owner string, w io.Writer, progress func(owner string) func(done, total int)) error {
 	b, _ := json.Marshal(map[string]string{"Owner": owner})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://docsift/reindex", strings.NewReader(string(b)))
 	if err != nil {
@@ -96,7 +96,7 @@ func (c *AdminClient) Reindex(ctx context.Context, owner string, w io.Writer, pr
 	client.Timeout = 0 // a reindex takes as long as it takes
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin socket: %w", err)
+		return fmt.Errorf("admin: socket: %w", err)
 	}
 	defer resp.Body.Close()
 	bars := map[string]func(int, int){}
@@ -104,7 +104,7 @@ func (c *AdminClient) Reindex(ctx context.Context, owner string, w io.Writer, pr
 	for sc.Scan() {
 		var ev reindexEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return fmt.Errorf("admin socket: %w", err)
+			return fmt.Errorf("admin: socket: %w", err)
 		}
 		switch {
 		case ev.Error != "":

@@ -1,4 +1,5 @@
-package eval
+// Package progress draws progress bars for the command line.
+package progress
 
 import (
 	"fmt"
@@ -8,21 +9,21 @@ import (
 	"time"
 )
 
-// Progress draws a one-line progress bar on a terminal and stays silent
+// Bar draws a one-line progress bar on a terminal and stays silent
 // elsewhere (a log file or a pipe gets no carriage-return noise).
-type Progress struct {
+type Bar struct {
 	w     io.Writer
 	label string
 	total int
 	last  time.Time
 }
 
-// NewProgress returns a bar on w if w is a terminal, else a silent one.
-func NewProgress(w io.Writer, label string, total int) *Progress {
+// New returns a bar on w if w is a terminal, else a silent one.
+func New(w io.Writer, label string, total int) *Bar {
 	if f, ok := w.(*os.File); !ok || !isTerminal(f) {
 		w = nil
 	}
-	return &Progress{w: w, label: label, total: total}
+	return &Bar{w: w, label: label, total: total}
 }
 
 func isTerminal(f *os.File) bool {
@@ -31,7 +32,7 @@ func isTerminal(f *os.File) bool {
 }
 
 // Set shows done of total, at most ten times a second.
-func (p *Progress) Set(done int) {
+func (p *Bar) Set(done int) {
 	if p == nil || p.w == nil || (time.Since(p.last) < 100*time.Millisecond && done < p.total) {
 		return
 	}
@@ -46,7 +47,7 @@ func (p *Progress) Set(done int) {
 }
 
 // Done ends the bar's line.
-func (p *Progress) Done() {
+func (p *Bar) Done() {
 	if p != nil && p.w != nil {
 		p.Set(p.total)
 		fmt.Fprintln(p.w)

@@ -1,4 +1,7 @@
-package server
+// Package admin is the data directory's unix socket, through which the
+// command line reaches a running server (bbolt lets one process open the
+// data file), and the operations run through it: projects, keys, reindex.
+package admin
 
 import (
 	"bytes"
@@ -25,13 +28,18 @@ import (
 // SocketName is the admin socket's file name in the data dir.
 const SocketName = "docsift.sock"
 
-// Admin is what the admin commands need; *store.Store is one, AdminClient
-// (the running server's socket) the other.
-type Admin interface {
+// Store is what the admin commands need; *store.Store is one, Client (the
+// running server's socket) the other.
+type Store interface {
 	CreateProject(name string) (*store.Project, string, error)
 	CreateKey(projectID string) (string, *store.APIKey, error)
 	Keys(projectID string) ([]store.APIKey, error)
 	RevokeKey(keyID string) (*store.APIKey, error)
+}
+
+// errorReply is the socket's error shape.
+type errorReply struct {
+	Error string `json:"error"`
 }
 
 // CreatedKey is the answer to creating a project or a key: the only time the
@@ -42,27 +50,27 @@ type CreatedKey struct {
 	APIKey    string `json:"api_key"`
 }
 
-// ListenAdmin serves the admin API on dataDir/docsift.sock. The returned
+// Listen serves the admin API on dataDir/docsift.sock. The returned
 // function stops it.
-func ListenAdmin(dataDir string, admin Admin, reindexer Reindexer) (func(), error) {
+func Listen(dataDir string, admin Store, reindexer Reindexer) (func(), error) {
 	path := filepath.Join(dataDir, SocketName)
 	// The store's file lock says no other server runs here, so a socket
 	// file left behind is stale.
 	_ = os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("server: admin socket: %w", err)
+		return nil, fmt.Errorf("admin: socket: %w", err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("server: admin socket: %w", err)
+		return nil, fmt.Errorf("admin: socket: %w", err)
 	}
-	srv := &http.Server{Handler: adminHandler(admin, reindexer), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: handler(admin, reindexer), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return func() { srv.Close(); os.Remove(path) }, nil
 }
 
-func adminHandler(admin Admin, reindexer Reindexer) http.Handler {
+func handler(admin Store, reindexer Reindexer) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /reindex", reindexHandler(reindexer))
 	reply := func(w http.ResponseWriter, v any, err error) {
@@ -73,7 +81,7 @@ func adminHandler(admin Admin, reindexer Reindexer) http.Handler {
 				status = http.StatusNotFound
 			}
 			w.WriteHeader(status)
-			v = errorBody{Error: err.Error()}
+			v = errorReply{Error: err.Error()}
 		}
 		json.NewEncoder(w).Encode(v)
 	}
@@ -110,14 +118,14 @@ func adminHandler(admin Admin, reindexer Reindexer) http.Handler {
 	return mux
 }
 
-// AdminClient talks to a running server's admin socket.
-type AdminClient struct{ http *http.Client }
+// Client talks to a running server's admin socket.
+type Client struct{ http *http.Client }
 
-// DialAdmin returns a client of the server running on dataDir, or an error
-// when none answers there.
-func DialAdmin(dataDir string) (*AdminClient, error) {
+// Dial returns a client of the server running on dataDir, or an error when
+// none answers there.
+func Dial(dataDir string) (*Client, error) {
 	path := filepath.Join(dataDir, SocketName)
-	c := &AdminClient{http: &http.Client{
+	c := &Client{http: &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -132,7 +140,7 @@ func DialAdmin(dataDir string) (*AdminClient, error) {
 	return c, nil
 }
 
-func (c *AdminClient) call(method, path string, body, out any) error {
+func (c *Client) call(method, path string, body, out any) error {
 	var rd *bytes.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -146,11 +154,11 @@ func (c *AdminClient) call(method, path string, body, out any) error {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin socket: %w", err)
+		return fmt.Errorf("admin: socket: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var e errorBody
+		var e errorReply
 		json.NewDecoder(resp.Body).Decode(&e)
 		if resp.StatusCode == http.StatusNotFound {
 			return fmt.Errorf("%s: %w", e.Error, store.ErrNotFound)
@@ -160,25 +168,25 @@ func (c *AdminClient) call(method, path string, body, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-func (c *AdminClient) CreateProject(name string) (*store.Project, string, error) {
+func (c *Client) CreateProject(name string) (*store.Project, string, error) {
 	var out CreatedKey
 	err := c.call("POST", "/projects", map[string]string{"Name": name}, &out)
 	return &store.Project{ID: out.ProjectID, Name: name}, out.APIKey, err
 }
 
-func (c *AdminClient) CreateKey(projectID string) (string, *store.APIKey, error) {
+func (c *Client) CreateKey(projectID string) (string, *store.APIKey, error) {
 	var out CreatedKey
 	err := c.call("POST", "/keys", map[string]string{"ProjectID": projectID}, &out)
 	return out.APIKey, &store.APIKey{ID: out.KeyID, ProjectID: out.ProjectID}, err
 }
 
-func (c *AdminClient) Keys(projectID string) ([]store.APIKey, error) {
+func (c *Client) Keys(projectID string) ([]store.APIKey, error) {
 	var keys []store.APIKey
 	err := c.call("GET", "/keys?project_id="+url.QueryEscape(projectID), nil, &keys)
 	return keys, err
 }
 
-func (c *AdminClient) RevokeKey(keyID string) (*store.APIKey, error) {
+func (c *Client) RevokeKey(keyID string) (*store.APIKey, error) {
 	var k store.APIKey
 	err := c.call("POST", "/keys/revoke", map[string]string{"KeyID": keyID}, &k)
 	return &k, err

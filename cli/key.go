@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/docsift/docsift/admin"
+	"github.com/docsift/docsift/store"
+	"github.com/spf13/cobra"
+)
+
+func keyCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "key", Short: "Manage a project's API keys"}
+	var data, projectID string
+	var asJSON bool
+	cmd.PersistentFlags().StringVar(&data, "data", defaultDataDir, "data directory")
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+	withAdmin := func(fn func(admin.Store, io.Writer) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			a, done, err := openAdmin(data)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return fn(a, cmd.OutOrStdout())
+		}
+	}
+	create := &cobra.Command{
+		Use: "create", Short: "Create an API key for a project", Args: cobra.NoArgs,
+		RunE: withAdmin(func(a admin.Store, w io.Writer) error {
+			secret, k, err := a.CreateKey(projectID)
+			if err != nil {
+				return err
+			}
+			return printKey(w, asJSON, admin.CreatedKey{ProjectID: k.ProjectID, KeyID: k.ID, APIKey: secret})
+		}),
+	}
+	list := &cobra.Command{
+		Use: "list", Short: "List a project's API keys (never their secrets)", Args: cobra.NoArgs,
+		RunE: withAdmin(func(a admin.Store, w io.Writer) error {
+			keys, err := a.Keys(projectID)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if keys == nil {
+					keys = []store.APIKey{}
+				}
+				return json.NewEncoder(w).Encode(keys)
+			}
+			for _, k := range keys {
+				state := "active"
+				if k.RevokedAt != nil {
+					state = "revoked " + k.RevokedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "%s  %s…  created %s  %s\n", k.ID, k.Hint, k.CreatedAt.Format(time.RFC3339), state)
+			}
+			return nil
+		}),
+	}
+	for _, c := range []*cobra.Command{create, list} {
+		c.Flags().StringVar(&projectID, "project", "", "project id (prj_…)")
+		c.MarkFlagRequired("project")
+	}
+	var keyID string
+	revoke := &cobra.Command{
+		Use: "revoke KEY_ID", Short: "Revoke an API key by its id (key_…)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			keyID = args[0]
+			return withAdmin(func(a admin.Store, w io.Writer) error {
+				k, err := a.RevokeKey(keyID)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(w).Encode(k)
+				}
+				fmt.Fprintf(w, "revoked %s\n", k.ID)
+				return nil
+			})(cmd, nil)
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}

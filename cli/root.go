@@ -1,0 +1,57 @@
+// Package cli is docsift's command line: one file per command, holding its
+// flags (each also read from DOCSIFT_<FLAG>) and the wiring of the packages
+// it runs.
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// defaultDataDir is where every command finds the data unless --data says.
+const defaultDataDir = "./data"
+
+// Execute runs the command line with os.Args and returns the process's exit
+// status. version is the build's, shown by --version and /healthz.
+func Execute(version string) int {
+	if err := rootCmd(version).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "docsift:", err)
+		return 1
+	}
+	return 0
+}
+
+func rootCmd(version string) *cobra.Command {
+	root := &cobra.Command{
+		Use:               "docsift",
+		Short:             "Self-hosted document indexing and semantic search",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           version,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return flagsFromEnv(cmd.Flags())
+		},
+	}
+	root.AddCommand(serveCmd(version), projectCmd(), keyCmd(), evalCmd(), benchCmd(), reindexCmd(), modelsCmd())
+	return root
+}
+
+// flagsFromEnv gives every flag not set on the command line the value of
+// DOCSIFT_<FLAG> (upper case, dashes as underscores) when that is set.
+func flagsFromEnv(flags *pflag.FlagSet) error {
+	var err error
+	flags.VisitAll(func(f *pflag.Flag) {
+		name := "DOCSIFT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && !f.Changed && err == nil {
+			if e := flags.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("environment %s=%q: %w", name, v, e)
+			}
+		}
+	})
+	return err
+}

@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/search"
+	"github.com/docsift/docsift/websearch"
+
+	"github.com/docsift/docsift/admin"
+	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/server"
+	"github.com/docsift/docsift/store"
+	"github.com/spf13/cobra"
+)
+
+const (
+	defaultAddr = "127.0.0.1:8080"
+	// shutdownGrace is how long requests and jobs get to finish on SIGTERM
+	// before jobs are cancelled and requeued.
+	shutdownGrace = 20 * time.Second
+)
+
+type serveOptions struct {
+	addr, data, baseURL string
+	workers             int
+	maxFile, maxText    int64
+	sessionTTL          time.Duration
+	subpageTTL          time.Duration
+	logFormat           string
+	models              modelOptions
+	maxAttempts         int
+	retryMax            time.Duration
+	extractTimeout      time.Duration
+	rateLimit           float64
+	sessionRateLimit    float64
+	searxngURL          string
+}
+
+func serveCmd(version string) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP API and the indexing workers",
+		Long: `Run the HTTP API and the indexing workers.
+
+Every flag can also be set as DOCSIFT_<FLAG> in the environment, e.g.
+DOCSIFT_ADDR=0.0.0.0:8080. On first start with an empty data directory a
+project named "default" is created and its API key printed once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), o, version, cmd.OutOrStdout()) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", defaultAddr, "address to listen on")
+	f.StringVar(&o.data, "data", defaultDataDir, "data directory")
+	f.StringVar(&o.baseURL, "base-url", "", "URL clients reach the server at, for session and subpage URLs (default http://ADDR)")
+	f.IntVar(&o.workers, "workers", 0, "indexing workers (default: number of CPUs)")
+	f.Int64Var(&o.maxFile, "max-file-size", server.DefaultMaxFileBytes, "largest file upload, in bytes")
+	f.Int64Var(&o.maxText, "max-text-size", server.DefaultMaxTextBytes, "largest text upload, in bytes")
+	f.DurationVar(&o.sessionTTL, "session-ttl", server.DefaultSessionTTL, "how long an upload session URL stays valid")
+	f.DurationVar(&o.subpageTTL, "subpage-ttl", server.DefaultSubpageTTL, "how long a subpage URL stays valid")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.IntVar(&o.maxAttempts, "max-attempts", ingest.DefaultMaxAttempts, "runs of an indexing job that fails for a passing reason (Ollama down) before it is FAILED")
+	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
+	f.DurationVar(&o.extractTimeout, "extract-timeout", ingest.DefaultExtractTimeout, "longest text extraction of one document before its job fails")
+	f.Float64Var(&o.rateLimit, "rate-limit", server.DefaultRateLimit, "API requests per second per project (0: unlimited); over it: 429 with Retry-After")
+	f.Float64Var(&o.sessionRateLimit, "session-rate-limit", server.DefaultSessionRateLimit, "requests per second per upload session URL (0: unlimited)")
+	f.StringVar(&o.searxngURL, "searxng-url", "", "SearxNG-compatible search endpoint for POST /search/internet (unset: internet search is off)")
+	o.models.register(f, true, llm.ModeAuto)
+	return cmd
+}
+
+func newLogger(format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+func serve(ctx context.Context, o serveOptions, version string, out io.Writer) error {
+	log, err := newLogger(o.logFormat)
+	if err != nil {
+		return err
+	}
+	if o.baseURL == "" {
+		o.baseURL = defaultBaseURL(o.addr)
+	}
+	st, err := store.Open(o.data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := firstStart(st, o.baseURL, out); err != nil {
+		return err
+	}
+
+	embedder, err := o.models.chooseEmbedder(ctx, st, log)
+	if err != nil {
+		return err
+	}
+	answerer, err := o.models.chooseAnswerer(ctx, log)
+	if err != nil {
+		return err
+	}
+	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax, ExtractTimeout: o.extractTimeout}
+	if _, isOllama := embedder.(*llm.OllamaEmbedder); !isOllama && o.models.embedder != llm.ModeBuiltin {
+		// Ollama was not usable at start: owners whose vectors came from
+		// it keep it, and their jobs wait for it to come back.
+		if oe, err := llm.NewOllamaEmbedder(o.models.ollama); err == nil {
+			cfg.Embedders = append(cfg.Embedders, oe)
+		}
+	}
+	engine := ingest.New(st, embedder, filepath.Join(o.data, "index"), cfg, log)
+	if err := engine.Start(); err != nil {
+		return err
+	}
+	scfg := server.Config{
+		BaseURL: o.baseURL, MaxFileBytes: o.maxFile, MaxTextBytes: o.maxText,
+		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
+		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit,
+	}
+	var web search.WebSearcher
+	if o.searxngURL != "" {
+		sx, err := websearch.NewSearx(o.searxngURL, nil)
+		if err != nil {
+			return err
+		}
+		web = sx
+	}
+	api := server.New(scfg, st, engine, search.New(engine, st, answerer, web, log), log)
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	closeAdmin, err := admin.Listen(o.data, st, engine)
+	if err != nil {
+		return err
+	}
+	defer closeAdmin()
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	log.Info("docsift listening", "addr", ln.Addr().String(), "base_url", o.baseURL, "data", o.data, "version", version)
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		engine.Shutdown(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing requests and jobs", "grace", shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("requests still open at the deadline were cut", "err", err)
+	}
+	if err := engine.Shutdown(sctx); err != nil {
+		log.Error("index snapshot at shutdown failed; the next start rebuilds from the store", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func defaultBaseURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// firstStart creates the "default" project on an empty data dir and prints
+// its key once, with a command that works as printed.
+func firstStart(st *store.Store, baseURL string, w io.Writer) error {
+	ps, err := st.Projects()
+	if err != nil || len(ps) > 0 {
+		return err
+	}
+	p, secret, err := st.CreateProject("default")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, `
+docsift: created project "default"
+  project id: %s
+  API key:    %s   (shown once: keep it somewhere safe)
+
+Try it:
+  curl -s %s/upload/text -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+    -d '{"owner_id": "%s", "text": "docsift indexes documents for semantic search."}'
+  curl -s %s/query/project -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+    -d '{"project_id": "%s", "query": "what does docsift do?"}'
+
+`, p.ID, secret, baseURL, secret, p.ID, baseURL, secret, p.ID)
+	return nil
+}

@@ -1,0 +1,62 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/websearch"
+)
+
+// ErrWebSearch means the configured search instance failed or is down.
+var ErrWebSearch = errors.New("internet search failed")
+
+// WebResponse is the outcome of an internet search: the results and an
+// answer citing them as [n], n counting from 1 in Results.
+type WebResponse struct {
+	Answer
+	Results []websearch.Result
+}
+
+// Internet answers query from up to k web results of the configured search
+// instance. It returns ErrWebNotConfigured when there is none, and an error
+// wrapping ErrWebSearch when it fails.
+func (s *Service) Internet(ctx context.Context, query string, k int) (*WebResponse, error) {
+	if s.web == nil {
+		return nil, ErrWebNotConfigured
+	}
+	results, err := s.web.Search(ctx, query, k)
+	if err != nil {
+		s.log.Warn("internet search failed", "err", err)
+		return nil, fmt.Errorf("%w: %v", ErrWebSearch, err)
+	}
+	if results == nil {
+		results = []websearch.Result{}
+	}
+	ans, err := s.answer(ctx, query, webSources(results), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &WebResponse{Answer: ans, Results: results}, nil
+}
+
+// webSources turns search results into sources for an answerer, so that
+// [n] in the answer cites results[n-1].
+func webSources(results []websearch.Result) []llm.Source {
+	sources := make([]llm.Source, len(results))
+	for i, r := range results {
+		title := r.Title
+		if title == "" {
+			title = r.URL
+		} else {
+			title += " (" + r.URL + ")"
+		}
+		text := r.Snippet
+		if text == "" {
+			text = r.Title
+		}
+		sources[i] = llm.Source{Title: title, Text: text}
+	}
+	return sources
+}

@@ -1,0 +1,117 @@
+// Package search is docsift's query use case: it retrieves an owner's best
+// chunks (vector and lexical search fused in the owner's index), and writes
+// an answer grounded in them with the configured answerer, falling back to
+// an extractive answer when the model fails. Internet search answers the same
+// way from web results. The server only translates HTTP to these calls.
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/websearch"
+)
+
+// Indexes gives search an owner's live index and the embedder its vectors
+// came from; *ingest.Engine is one. Defined here, where it is used, so that
+// search does not depend on the indexing pipeline.
+type Indexes interface {
+	// Index returns the owner's index, loading it on first use.
+	Index(owner string) (*index.OwnerIndex, error)
+	// Embedder returns the embedder of model, or an error saying what to
+	// do when this server cannot run it.
+	Embedder(model string) (llm.Embedder, error)
+}
+
+// WebSearcher finds pages on the web; *websearch.Searx is one.
+type WebSearcher interface {
+	Search(ctx context.Context, query string, n int) ([]websearch.Result, error)
+}
+
+// ErrWebNotConfigured is returned by Internet when no search instance is
+// configured.
+var ErrWebNotConfigured = errors.New("internet search is not configured: set --searxng-url")
+
+// Service runs queries.
+type Service struct {
+	indexes  Indexes
+	store    *store.Store
+	answerer llm.Answerer
+	fallback llm.Answerer // answers when answerer fails
+	web      WebSearcher  // nil: internet search is off
+	log      *slog.Logger
+}
+
+// New returns a query service. web may be nil.
+func New(indexes Indexes, st *store.Store, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
+	return &Service{indexes: indexes, store: st, answerer: answerer, fallback: llm.NewExtractive(), web: web, log: log}
+}
+
+// Result is one chunk a search found.
+type Result struct {
+	Chunk        store.Chunk
+	DocumentName string
+	Score        float64
+}
+
+// Search returns an owner's k best chunks for query, best first. When the
+// query cannot be embedded (the model server is down, say) it still answers
+// from the lexical index and says why in warnings: a degraded answer beats
+// none.
+func (s *Service) Search(ctx context.Context, owner, query string, k int) ([]Result, []string, error) {
+	x, err := s.indexes.Index(owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
+	q := index.Query{Text: query, K: k}
+	embedder, err := s.indexes.Embedder(x.Model())
+	if err != nil {
+		warnings = append(warnings, "results are lexical only: "+err.Error())
+	} else if vec, err := embedQuery(ctx, embedder, query); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		s.log.Warn("query embedding failed; answering from the lexical index", "owner", owner, "err", err)
+		warnings = append(warnings, fmt.Sprintf("semantic search is unavailable (%v); results are lexical only", err))
+	} else {
+		q.Vector = vec
+	}
+	hits := x.Search(q)
+	seqs := make([]uint64, len(hits))
+	score := make(map[uint64]float64, len(hits))
+	for i, h := range hits {
+		seqs[i] = h.ID
+		score[h.ID] = h.Score
+	}
+	chunks, err := s.store.ChunksBySeq(seqs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("search: read chunks: %w", err)
+	}
+	names, err := s.store.DocumentNames(chunks)
+	if err != nil {
+		return nil, nil, fmt.Errorf("search: read document names: %w", err)
+	}
+	results := make([]Result, len(chunks))
+	for i, c := range chunks {
+		results[i] = Result{Chunk: c, DocumentName: names[c.DocumentID], Score: score[c.Seq]}
+	}
+	return results, warnings, nil
+}
+
+// embedQuery embeds a query the way the embedder's model wants queries.
+func embedQuery(ctx context.Context, em llm.Embedder, query string) ([]float32, error) {
+	if qe, ok := em.(llm.QueryEmbedder); ok {
+		return qe.EmbedQuery(ctx, query)
+	}
+	vecs, err := em.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, err
+	}
+	return vecs[0], nil
+}
