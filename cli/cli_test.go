@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/docsift/docsift/store"
 )
@@ -166,7 +169,7 @@ func TestProjectCreateWithoutServer(t *testing.T) {
 		t.Fatalf("the command left the data dir locked: %v", err)
 	}
 	defer st.Close()
-	got, err := st.Authenticate(p.APIKey)
+	got, _, err := st.Authenticate(p.APIKey)
 	if err != nil || got.ID != p.ProjectID || got.Name != "acme" {
 		t.Errorf("the printed key opens %+v (%v), want project acme %s", got, err, p.ProjectID)
 	}
@@ -283,11 +286,11 @@ func TestCLIWithRunningServer(t *testing.T) {
 	for _, c := range []struct {
 		key, project string
 	}{{p.APIKey, p.ProjectID}, {other.APIKey, other.ProjectID}} {
-		if got, err := st.Authenticate(c.key); err != nil || got.ID != c.project {
+		if got, _, err := st.Authenticate(c.key); err != nil || got.ID != c.project {
 			t.Errorf("key of %s opens %+v, %v", c.project, got, err)
 		}
 	}
-	if _, err := st.Authenticate(created.APIKey); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := st.Authenticate(created.APIKey); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the revoked key still authenticates: %v", err)
 	}
 }
@@ -313,6 +316,11 @@ func TestFirstStartPrintsWorkingCommands(t *testing.T) {
 	ps, err := st.Projects()
 	if err != nil || len(ps) != 1 || ps[0].Name != "default" || !strings.Contains(out.String(), ps[0].ID) {
 		t.Fatalf("projects after first start: %+v, %v; output:\n%s", ps, err, out.String())
+	}
+	// The key goes to a service's log with this output: once, not per line.
+	key := regexp.MustCompile(`dsk_[A-Za-z0-9]+`).FindAllString(out.String(), -1)
+	if len(key) != 1 {
+		t.Fatalf("the key appears %d times in the first-start output, want once:\n%s", len(key), out.String())
 	}
 	st.Close()
 
@@ -380,17 +388,27 @@ func (c curlCommand) run(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-// curlCommands reads the curl commands in out: continuation lines joined,
-// single quotes as the shell reads them, the flags -s, -H and -d.
+// curlCommands reads the curl commands in out as a shell would run them:
+// continuation lines joined, export lines setting variables that later
+// lines expand, quotes as the shell reads them, the flags -s, -H and -d.
 func curlCommands(t *testing.T, out string) []curlCommand {
 	t.Helper()
 	var cmds []curlCommand
+	vars := map[string]string{}
 	for _, line := range strings.Split(strings.ReplaceAll(out, "\\\n", " "), "\n") {
 		line = strings.TrimSpace(line)
+		if name, value, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok && strings.HasPrefix(line, "export ") {
+			words, err := shellWords(value, vars)
+			if err != nil || len(words) != 1 {
+				t.Fatalf("export line %q: %v", line, err)
+			}
+			vars[name] = words[0]
+			continue
+		}
 		if !strings.HasPrefix(line, "curl ") {
 			continue
 		}
-		args, err := shellWords(line)
+		args, err := shellWords(line, vars)
 		if err != nil {
 			t.Fatalf("%v in %q", err, line)
 		}
@@ -420,19 +438,39 @@ func curlCommands(t *testing.T, out string) []curlCommand {
 	return cmds
 }
 
-// shellWords splits a command line on blanks, honouring single quotes.
-func shellWords(line string) ([]string, error) {
+// shellWords splits a command line on blanks as the shell does for the
+// subset the printed commands use: single quotes keep everything, double
+// quotes and bare words expand $NAME from vars (an unset one is an error,
+// where the shell would silently expand it to nothing).
+func shellWords(line string, vars map[string]string) ([]string, error) {
 	var words []string
 	var cur strings.Builder
-	inWord, quoted := false, false
-	for _, r := range line {
+	inWord := false
+	var quote rune // 0, '\'' or '"'
+	rs := []rune(line)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
 		switch {
-		case quoted && r == '\'':
-			quoted = false
-		case quoted:
+		case quote == '\'' && r == '\'', quote == '"' && r == '"':
+			quote = 0
+		case quote == '\'':
 			cur.WriteRune(r)
-		case r == '\'':
-			quoted, inWord = true, true
+		case r == '$':
+			j := i + 1
+			for j < len(rs) && (rs[j] == '_' || unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j])) {
+				j++
+			}
+			name := string(rs[i+1 : j])
+			v, ok := vars[name]
+			if !ok {
+				return nil, fmt.Errorf("$%s is not set by an earlier line", name)
+			}
+			cur.WriteString(v)
+			inWord, i = true, j-1
+		case quote == '"':
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
 		case r == ' ' || r == '\t':
 			if inWord {
 				words = append(words, cur.String())
@@ -444,7 +482,7 @@ func shellWords(line string) ([]string, error) {
 			inWord = true
 		}
 	}
-	if quoted {
+	if quote != 0 {
 		return nil, errors.New("unclosed quote")
 	}
 	if inWord {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -45,6 +44,9 @@ type serveOptions struct {
 	rateLimit           float64
 	sessionRateLimit    float64
 	searxngURL          string
+	sessionMaxPending   int
+	maxConns            int
+	maxConnsPerClient   int
 }
 
 func serveCmd(version string) *cobra.Command {
@@ -76,6 +78,9 @@ project named "default" is created and its API key printed once.`,
 	f.Float64Var(&o.rateLimit, "rate-limit", server.DefaultRateLimit, "API requests per second per project (0: unlimited); over it: 429 with Retry-After")
 	f.Float64Var(&o.sessionRateLimit, "session-rate-limit", server.DefaultSessionRateLimit, "requests per second per upload session URL (0: unlimited)")
 	f.StringVar(&o.searxngURL, "searxng-url", "", "SearxNG-compatible search endpoint for POST /search/internet (unset: internet search is off)")
+	f.IntVar(&o.sessionMaxPending, "session-max-pending", server.DefaultSessionMaxPending, "files one upload session may have waiting to be indexed; more: 429 with Retry-After")
+	f.IntVar(&o.maxConns, "max-connections", server.DefaultMaxConns, "open connections at most; more are closed at once")
+	f.IntVar(&o.maxConnsPerClient, "max-connections-per-client", server.DefaultMaxConnsPerClient, "open connections from one IP address at most")
 	o.models.register(f, true, llm.ModeAuto)
 	return cmd
 }
@@ -130,7 +135,8 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	scfg := server.Config{
 		BaseURL: o.baseURL, MaxFileBytes: o.maxFile, MaxTextBytes: o.maxText,
 		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
-		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit,
+		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit, SessionMaxPending: o.sessionMaxPending,
+		Conns: server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient},
 	}
 	var web search.WebSearcher
 	if o.searxngURL != "" {
@@ -155,9 +161,9 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
 	log.Info("docsift listening", "addr", ln.Addr().String(), "base_url", o.baseURL, "data", o.data, "version", version)
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := api.HTTPServer()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- api.Serve(srv, ln) }()
 	select {
 	case err := <-errc:
 		engine.Shutdown(context.Background())
@@ -189,7 +195,8 @@ func defaultBaseURL(addr string) string {
 }
 
 // firstStart creates the "default" project on an empty data dir and prints
-// its key once, with a command that works as printed.
+// its key once, in a line that puts it in a shell variable: the commands
+// after it use the variable, so the key appears once in a service's log.
 func firstStart(st *store.Store, baseURL string, w io.Writer) error {
 	ps, err := st.Projects()
 	if err != nil || len(ps) > 0 {
@@ -200,16 +207,16 @@ func firstStart(st *store.Store, baseURL string, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, `
-docsift: created project "default"
-  project id: %s
-  API key:    %s   (shown once: keep it somewhere safe)
+docsift: created project "default" (%s). Its API key is shown this once:
+
+  export DOCSIFT_API_KEY=%s
 
 Try it:
-  curl -s %s/upload/text -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+  curl -s %s/upload/text -H "Authorization: Bearer $DOCSIFT_API_KEY" -H 'Content-Type: application/json' \
     -d '{"owner_id": "%s", "text": "docsift indexes documents for semantic search."}'
-  curl -s %s/query/project -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+  curl -s %s/query/project -H "Authorization: Bearer $DOCSIFT_API_KEY" -H 'Content-Type: application/json' \
     -d '{"project_id": "%s", "query": "what does docsift do?"}'
 
-`, p.ID, secret, baseURL, secret, p.ID, baseURL, secret, p.ID)
+`, p.ID, secret, baseURL, p.ID, baseURL, p.ID)
 	return nil
 }

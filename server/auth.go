@@ -9,7 +9,11 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-const ctxProject = "docsift.project"
+// Context keys of an authenticated request: its project and the id of the key.
+const (
+	ctxProject = "docsift.project"
+	ctxKeyID   = "docsift.key_id"
+)
 
 // requireKey authenticates the bearer API key and puts its project in the
 // context. A missing, malformed, unknown or revoked key is a 401; which of
@@ -24,7 +28,7 @@ func (s *Server) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 			return s.unauthorized(c, "malformed Authorization header: use Authorization: Bearer <api_key>")
 		}
-		p, err := s.store.Authenticate(strings.TrimSpace(key))
+		p, keyID, err := s.store.Authenticate(strings.TrimSpace(key))
 		if errors.Is(err, store.ErrNotFound) {
 			return s.unauthorized(c, "invalid or revoked API key")
 		}
@@ -35,6 +39,7 @@ func (s *Server) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(ctxProject, p)
+		c.Set(ctxKeyID, keyID)
 		return next(c)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
@@ -60,16 +59,4 @@ func (s *Server) listCustomers(c echo.Context) error {
 		out[i] = customerOf(&cs[i])
 	}
 	return c.JSON(http.StatusOK, map[string]any{"customers": out})
-}
-
-func checkName(field, name string, required bool) error {
-	switch {
-	case name == "" && required:
-		return badRequest("%s is required", field)
-	case utf8.RuneCountInString(name) > maxNameLen:
-		return badRequest("%s is longer than %d characters", field, maxNameLen)
-	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return badRequest("%s must not contain control characters", field)
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -226,6 +227,17 @@ func TestSubpageClampingReuseExpiryAndErrors(t *testing.T) {
 		wantError(t, e.postJSON(t, "/subpage", e.b.key, map[string]any{"chunk_id": first, "owner_id": owner, "varience": 1}), 404)
 		wantError(t, e.fetch(t, e.base+"/subpages/sub_guess.pdf"), 404)
 	})
+
+	// Caches keep the file an hour at most, and never past the URL's expiry.
+	if cc := e.fetch(t, a.SubpageURL).header.Get("Cache-Control"); cc != "private, max-age=3600" {
+		t.Errorf("Cache-Control of a fresh subpage = %q", cc)
+	}
+	e.clock.Advance(24*time.Hour - 90*time.Second)
+	cc := e.fetch(t, a.SubpageURL).header.Get("Cache-Control")
+	var maxAge int
+	if _, err := fmt.Sscanf(cc, "private, max-age=%d", &maxAge); err != nil || maxAge > 90 || maxAge < 80 {
+		t.Errorf("Cache-Control 90 s before expiry = %q, want a max-age of at most 90", cc)
+	}
 
 	// After the time to live, the URL answers 410.
 	e.clock.Advance(25 * time.Hour)

@@ -1,12 +1,9 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"syscall"
 
 	"github.com/labstack/echo/v4"
@@ -86,70 +83,4 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if err != nil {
 		s.log.Error("writing an error response failed", "request_id", requestID(c), "err", err)
 	}
-}
-
-// decodeJSON reads a JSON object from the request body into v, limited to
-// limit bytes, and turns every way it can go wrong into a 400 or 413 that
-// names the problem. Unknown fields are refused: a misspelt optional field
-// would otherwise be silently ignored.
-func decodeJSON(c echo.Context, limit int64, v any) error {
-	// The Content-Type is not checked: `curl -d` sends JSON labelled as a
-	// form, and refusing it helps nobody. The body must parse, though.
-	body := http.MaxBytesReader(c.Response(), c.Request().Body, limit)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		if _, extra := dec.Token(); extra != io.EOF {
-			return badRequest("the request body must hold exactly one JSON object")
-		}
-		return nil
-	}
-	var maxErr *http.MaxBytesError
-	var syntaxErr *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &maxErr):
-		return errorf(http.StatusRequestEntityTooLarge, "the request body is over the limit of %s", humanBytes(limit))
-	case errors.Is(err, io.EOF):
-		return badRequest("the request body is empty: send a JSON object")
-	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
-		return badRequest("the request body is not valid JSON (%v): send a JSON object", err)
-	case errors.As(err, &typeErr):
-		if typeErr.Field == "" {
-			return badRequest("the request body must be a JSON object")
-		}
-		return badRequest("field %s must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return badRequest("unknown field %s in the request body", strings.TrimPrefix(err.Error(), "json: unknown field "))
-	default:
-		return badRequest("the request body could not be read: %v", err)
-	}
-}
-
-// jsonKind names a Go kind the way a JSON client thinks of it.
-func jsonKind(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "float64", "float32", "int", "int64":
-		return "a number"
-	case "bool":
-		return "true or false"
-	case "slice":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	}
-	return kind
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

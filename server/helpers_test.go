@@ -16,6 +16,7 @@ import (
 	"net/textproto"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -397,7 +398,14 @@ func wantError(t *testing.T, r response, status int, substrings ...string) {
 			t.Errorf("error message %q does not mention %q (%s)", msg, s, r.req)
 		}
 	}
+	if goSpeak.MatchString(msg) {
+		t.Errorf("error message %q speaks of Go internals, not the API (%s)", msg, r.req)
+	}
 }
+
+// goSpeak matches what a message written from Go's errors rather than the
+// API's words would hold: Go type and field names, package prefixes.
+var goSpeak = regexp.MustCompile(`Go (struct|value)|queryFields|\bfloat64\b|\bjson: |\bstrconv\.|\*[a-z]+\.[A-Z]|\b(server|store|ingest|search|llm|index|pdf): `)
 
 // unchanged runs fn and fails when the store's records differ afterwards.
 func (e *env) unchanged(t *testing.T, fn func()) {

@@ -3,10 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/docsift/docsift/search"
 	"github.com/labstack/echo/v4"
@@ -78,31 +75,6 @@ func (s *Server) queryProject(c echo.Context) error {
 // validate returns the query text and top_k, or a 400 naming the field.
 func (q queryFields) validate() (string, int, error) {
 	return checkQuery(q.Query, q.TopK, defaultTopK, maxTopK)
-}
-
-// checkQuery validates a query and its result count: the query is required,
-// not blank and at most maxQueryRunes long; topK, when given, is a whole
-// number from 1 to maxK (2.0 is whole, 2.5 is not).
-func checkQuery(query *string, topK *float64, defaultK, maxK int) (string, int, error) {
-	if query == nil {
-		return "", 0, badRequest("query is required")
-	}
-	text := strings.TrimSpace(*query)
-	if text == "" {
-		return "", 0, badRequest("query is empty")
-	}
-	if n := utf8.RuneCountInString(text); n > maxQueryRunes {
-		return "", 0, badRequest("query is %d characters, over the limit of %d", n, maxQueryRunes)
-	}
-	k := defaultK
-	if topK != nil {
-		v := *topK
-		if v != math.Trunc(v) || v < 1 || v > float64(maxK) {
-			return "", 0, badRequest("top_k must be a whole number from 1 to %d, got %v", maxK, v)
-		}
-		k = int(v)
-	}
-	return text, k, nil
 }
 
 func (s *Server) query(c echo.Context, owner string, q queryFields) error {

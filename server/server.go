@@ -23,6 +23,13 @@ const (
 	DefaultMaxTextBytes = 10 << 20
 	DefaultSessionTTL   = time.Hour
 	DefaultSubpageTTL   = 24 * time.Hour
+	// DefaultSessionMaxPending bounds the files one upload session may
+	// have waiting to be indexed: a person's batch of files fits, a script
+	// holding the link cannot fill the queue.
+	DefaultSessionMaxPending = 20
+	// sessionBacklogRetrySeconds is the Retry-After of a session over that
+	// bound: about the time a few small files take.
+	sessionBacklogRetrySeconds = 5
 
 	// maxJSONBytes bounds the body of every JSON endpoint but /upload/text.
 	maxJSONBytes = 1 << 20
@@ -40,8 +47,11 @@ type Config struct {
 	SubpageTTL   time.Duration
 	Version      string
 
-	RateLimit        float64 // API requests per second per project; 0: unlimited
-	SessionRateLimit float64 // upload-session requests per second per session; 0: unlimited
+	RateLimit         float64 // API requests per second per project; 0: unlimited
+	SessionRateLimit  float64 // upload-session requests per second per session; 0: unlimited
+	SessionMaxPending int     // files one upload session may have waiting to be indexed
+
+	Conns ConnLimits // connection limits and timeouts
 }
 
 func (c Config) withDefaults() Config {
@@ -57,6 +67,10 @@ func (c Config) withDefaults() Config {
 	if c.SubpageTTL <= 0 {
 		c.SubpageTTL = DefaultSubpageTTL
 	}
+	if c.SessionMaxPending <= 0 {
+		c.SessionMaxPending = DefaultSessionMaxPending
+	}
+	c.Conns = c.Conns.withDefaults()
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	return c
 }
@@ -83,6 +97,7 @@ func New(cfg Config, st *store.Store, engine *ingest.Engine, search *search.Serv
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RequestID())
 	e.Use(s.logRequests)
+	e.Use(s.paceBodies)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			s.log.Error("panic in handler", "request_id", requestID(c), "route", c.Path(), "err", err, "stack", string(stack))

@@ -2,8 +2,6 @@ package server
 
 import (
 	"net/http"
-	"net/url"
-	"slices"
 	"time"
 
 	"github.com/docsift/docsift/store"
@@ -80,7 +78,7 @@ func (s *Server) createSession(c echo.Context, req sessionRequest, owner string)
 		customerID = owner
 	}
 	sess, token, err := s.store.CreateSession(store.Session{
-		ProjectID: req.ProjectID, OwnerID: owner, CustomerID: customerID,
+		ProjectID: req.ProjectID, OwnerID: owner, CustomerID: customerID, KeyID: c.Get(ctxKeyID).(string),
 		Services: req.Services, SuccessURL: req.SuccessURL, CancelURL: req.CancelURL,
 	}, s.cfg.SessionTTL)
 	if err != nil {
@@ -89,37 +87,4 @@ func (s *Server) createSession(c echo.Context, req sessionRequest, owner string)
 	return c.JSON(http.StatusOK, sessionResponse{
 		URL: s.cfg.BaseURL + "/s/" + token, SessionID: sess.ID, OwnerID: owner, ExpiresAt: sess.ExpiresAt,
 	})
-}
-
-// checkServices accepts a non-empty list of known services that leaves the
-// end user something to do. This server has no Google OAuth client, so a
-// Drive-only session would open on a page with nothing to use.
-func checkServices(services []string) error {
-	if len(services) == 0 {
-		return badRequest("services is required: a non-empty list of %q", knownServices)
-	}
-	usable := false
-	for _, sv := range services {
-		if !slices.Contains(knownServices, sv) {
-			return badRequest("services holds unknown service %q: allowed are %q", sv, knownServices)
-		}
-		usable = usable || sv != serviceGoogleDrive
-	}
-	if !usable {
-		return badRequest("services: Google Drive import is not available on this server (no Google OAuth client is configured); include %q or %q", serviceFileUpload, serviceAll)
-	}
-	return nil
-}
-
-// checkRedirectURL accepts only absolute http(s) URLs: the end user's browser
-// is sent there, so javascript:, data: and relative URLs are refused.
-func checkRedirectURL(field, raw string) error {
-	if raw == "" {
-		return badRequest("%s is required", field)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return badRequest("%s must be an absolute http or https URL, got %q", field, raw)
-	}
-	return nil
 }

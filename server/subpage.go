@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
@@ -131,6 +132,9 @@ func subpageFileName(docName string, first, last int) string {
 	return fmt.Sprintf("%s-pages-%d-%d.pdf", base, first, last)
 }
 
+// subpageMaxCache is the longest a client may cache a subpage file.
+const subpageMaxCache = time.Hour
+
 // serveSubpage serves a subpage PDF to whoever holds its URL: the id is the
 // credential, as with a session URL, so no bearer key is asked for.
 func (s *Server) serveSubpage(c echo.Context) error {
@@ -159,6 +163,9 @@ func (s *Server) serveSubpage(c echo.Context) error {
 	h.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": sp.FileName}))
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "private, max-age=3600")
+	// A cache may keep the file for an hour at most, and never past the
+	// URL's own expiry: after that the URL must answer 410, not a copy.
+	maxAge := min(subpageMaxCache, sp.ExpiresAt.Sub(s.store.Now()))
+	h.Set("Cache-Control", fmt.Sprintf("private, max-age=%d", int(maxAge/time.Second)))
 	return c.Blob(http.StatusOK, "application/pdf", data)
 }

@@ -10,15 +10,10 @@ import (
 	"mime"
 	"net/http"
 	"path"
-	"slices"
-	"sort"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/docsift/docsift/pdf"
-	"github.com/docsift/docsift/store"
 	"github.com/docsift/docsift/ui"
 	"github.com/labstack/echo/v4"
 )
@@ -169,36 +164,6 @@ var (
 	errSessionExpired = errorf(http.StatusGone, "%s", msgSessionExpired)
 )
 
-// liveSession returns the session of the request's token if it can still
-// be used.
-func (s *Server) liveSession(c echo.Context) (*store.Session, error) {
-	token := c.Param("token")
-	if token == "" || len(token) > 128 {
-		return nil, errSessionUnknown
-	}
-	sess, err := s.store.SessionByToken(token)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, errSessionUnknown
-	case err != nil:
-		return nil, err
-	case sess.Expired(s.store.Now()):
-		return nil, errSessionExpired
-	}
-	if err := s.sessionLimit.check(c, sess.ID); err != nil {
-		return nil, err
-	}
-	return sess, nil
-}
-
-// sessionServices says what a session's page offers. "all" means what this
-// server has, which is file upload: Drive import needs a Google OAuth client
-// and none is configured, so asking for it gets a note, not a picker.
-func sessionServices(sess *store.Session) (upload, driveAsked bool) {
-	return slices.Contains(sess.Services, serviceAll) || slices.Contains(sess.Services, serviceFileUpload),
-		slices.Contains(sess.Services, serviceGoogleDrive)
-}
-
 type uploadPage struct {
 	Title                     string
 	ProjectName, CustomerName string
@@ -253,139 +218,6 @@ func (s *Server) sessionPage(c echo.Context) error {
 		data.CustomerName = cus.Name
 	}
 	return renderPage(c, http.StatusOK, "upload.html", data)
-}
-
-// sessionUpload takes one file for the session's owner. The owner and the
-// project come from the session, never from the request: the multipart body
-// holds a file part and nothing else. It goes through the same submit path,
-// limits and errors as POST /upload/file.
-func (s *Server) sessionUpload(c echo.Context) error {
-	sess, err := s.liveSession(c)
-	if err != nil {
-		return err
-	}
-	if upload, _ := sessionServices(sess); !upload {
-		return errorf(http.StatusForbidden, "this upload link does not allow file uploads")
-	}
-	proj, err := s.store.Project(sess.ProjectID)
-	if err != nil {
-		return err
-	}
-	u, err := s.readMultipart(c, false)
-	if err != nil {
-		return err
-	}
-	// submit checks owners against the key's project; here the session
-	// stands in for the key.
-	c.Set(ctxProject, proj)
-	return s.submit(c, uploadData{
-		OwnerID:  sess.OwnerID,
-		Name:     uploadName(u.fileName),
-		Metadata: map[string]string{sessionMetaKey: sess.ID},
-	}, u.file, "")
-}
-
-// uploadName makes a browser's file name a valid document name: an end user
-// cannot rename a file on this page, so a long or odd name is trimmed
-// rather than refused.
-func uploadName(name string) string {
-	name = strings.Map(func(r rune) rune {
-		switch {
-		case r == utf8.RuneError:
-			return -1
-		case unicode.IsControl(r):
-			return ' '
-		}
-		return r
-	}, name)
-	name = strings.TrimSpace(name)
-	if utf8.RuneCountInString(name) > maxNameLen {
-		name = string([]rune(name)[:maxNameLen])
-	}
-	if name == "" {
-		name = "upload"
-	}
-	return name
-}
-
-// sessionJob is what the upload page shows of one upload.
-type sessionJob struct {
-	JobID      string    `json:"job_id"`
-	DocumentID string    `json:"document_id"`
-	Name       string    `json:"name"`
-	Size       int64     `json:"size"`
-	Status     string    `json:"status"`
-	Error      string    `json:"error,omitempty"`
-	Chunks     int       `json:"chunks"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-}
-
-func sessionJobOf(d *store.Document) sessionJob {
-	return sessionJob{
-		JobID: d.JobID, DocumentID: d.ID, Name: d.Name, Size: d.Size, Status: d.Status,
-		Error: d.Error, Chunks: d.Chunks, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
-	}
-}
-
-// sessionJobs lists the uploads made through this session, oldest first.
-// With job_id parameters it answers for those jobs only, which is what the
-// page polls: a lookup per job instead of a scan of the owner's documents.
-// A job of another session, owner or project is left out, as if it did not
-// exist.
-func (s *Server) sessionJobs(c echo.Context) error {
-	sess, err := s.liveSession(c)
-	if err != nil {
-		return err
-	}
-	jobs := []sessionJob{}
-	if ids := c.QueryParams()["job_id"]; len(ids) > 0 {
-		if len(ids) > maxPolledJobs {
-			return badRequest("job_id is given %d times, over the limit of %d", len(ids), maxPolledJobs)
-		}
-		for _, id := range ids {
-			d, err := s.sessionDocument(sess, id)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			jobs = append(jobs, sessionJobOf(d))
-		}
-	} else {
-		docs, err := s.store.Documents(sess.OwnerID)
-		if err != nil {
-			return err
-		}
-		for i := range docs {
-			if docs[i].ProjectID == sess.ProjectID && docs[i].Metadata[sessionMetaKey] == sess.ID {
-				jobs = append(jobs, sessionJobOf(&docs[i]))
-			}
-		}
-	}
-	sort.SliceStable(jobs, func(i, j int) bool { return jobs[i].CreatedAt.Before(jobs[j].CreatedAt) })
-	return c.JSON(http.StatusOK, map[string]any{"jobs": jobs})
-}
-
-// sessionDocument returns the document of a job uploaded through sess, or
-// store.ErrNotFound.
-func (s *Server) sessionDocument(sess *store.Session, jobID string) (*store.Document, error) {
-	j, err := s.store.Job(jobID)
-	if err != nil {
-		return nil, err
-	}
-	if j.ProjectID != sess.ProjectID || j.OwnerID != sess.OwnerID {
-		return nil, store.ErrNotFound
-	}
-	d, err := s.store.Document(j.DocumentID)
-	if err != nil {
-		return nil, err
-	}
-	if d.Metadata[sessionMetaKey] != sess.ID {
-		return nil, store.ErrNotFound
-	}
-	return d, nil
 }
 
 // consolePage is the console for project owners. It is a static page: the

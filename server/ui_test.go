@@ -43,6 +43,7 @@ type uiEnv struct {
 type uiOptions struct {
 	maxFileBytes int64
 	sessionRate  float64 // requests per second per session; 0: unlimited
+	maxPending   int     // files a session may have waiting; 0: the default
 	projectName  string
 	customerName string
 }
@@ -64,7 +65,7 @@ func newUIEnv(t *testing.T, opts ...func(*uiOptions)) *uiEnv {
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var ts *httptest.Server
-	e.engine, ts = startAPI(t, filepath.Join(dir, "data"), st, server.Config{MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate}, llm.NewBuiltin(), llm.NewExtractive(), nil, 1, log)
+	e.engine, ts = startAPI(t, filepath.Join(dir, "data"), st, server.Config{MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate, SessionMaxPending: o.maxPending}, llm.NewBuiltin(), llm.NewExtractive(), nil, 1, log)
 	e.base = ts.URL
 
 	p, key, err := st.CreateProject(o.projectName)
@@ -376,6 +377,51 @@ func TestUISessionUnknownAndExpired(t *testing.T) {
 	wantUIError(t, e.do(t, http.MethodGet, s.path()+"/jobs", "", "", nil), http.StatusGone, "expired")
 	wantUIError(t, e.do(t, http.MethodGet, s.path()+"/jobs?job_id="+jobID, "", "", nil), http.StatusGone, "expired")
 	wantUIError(t, e.uploadMultipart(t, s.path()+"/upload", "", [3]string{"file", "late.txt", "too late"}), http.StatusGone, "expired")
+}
+
+func TestUISessionEndsWithItsKey(t *testing.T) {
+	e := newUIEnv(t)
+	secret, k, err := e.store.CreateKey(e.project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOther := e.newSession(t, e.customer.ID, []string{"all"}, "https://app.example/ok", "https://app.example/no")
+	e.key = secret
+	byRevoked := e.newSession(t, e.customer.ID, []string{"all"}, "https://app.example/ok", "https://app.example/no")
+	e.sessionUpload(t, byRevoked, "before.txt", "uploaded before the key was revoked")
+
+	if _, err := e.store.RevokeKey(k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do(t, http.MethodGet, byRevoked.path(), "", "", nil); r.status != http.StatusGone {
+		t.Errorf("page of a session whose key was revoked: %s, want 410", r)
+	}
+	wantUIError(t, e.uploadMultipart(t, byRevoked.path()+"/upload", "", [3]string{"file", "after.txt", "too late"}), http.StatusGone, "expired")
+	wantUIError(t, e.do(t, http.MethodGet, byRevoked.path()+"/jobs", "", "", nil), http.StatusGone, "expired")
+	// A session made with another key lives on.
+	e.sessionUpload(t, byOther, "other.txt", "another key's session still works")
+}
+
+func TestUISessionBacklogIsBounded(t *testing.T) {
+	e := newUIEnv(t, func(o *uiOptions) { o.maxPending = 2 })
+	// With the workers stopped, every upload stays PENDING.
+	if err := e.engine.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := e.newSession(t, e.customer.ID, []string{"all"}, "https://app.example/ok", "https://app.example/no")
+	e.sessionUpload(t, s, "one.txt", "first file")
+	e.sessionUpload(t, s, "two.txt", "second file")
+	r := e.uploadMultipart(t, s.path()+"/upload", "", [3]string{"file", "three.txt", "third file"})
+	wantUIError(t, r, http.StatusTooManyRequests, "2 files waiting")
+	if r.header.Get("Retry-After") == "" {
+		t.Error("the 429 carries no Retry-After")
+	}
+	if n := len(e.sessionJobs(t, s)); n != 2 {
+		t.Errorf("the refused upload was stored: the session has %d uploads", n)
+	}
+	// Another session of the same owner has its own bound.
+	other := e.newSession(t, e.customer.ID, []string{"all"}, "https://app.example/ok", "https://app.example/no")
+	e.sessionUpload(t, other, "mine.txt", "another link's file")
 }
 
 func TestUISessionUploadStoresUnderSessionOwner(t *testing.T) {

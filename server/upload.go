@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/pdf"
@@ -53,6 +52,11 @@ func (s *Server) uploadText(c echo.Context) error {
 	}
 	if strings.TrimSpace(*req.Text) == "" {
 		return badRequest("text is empty")
+	}
+	if strings.ContainsRune(*req.Text, 0) {
+		// Text with NUL bytes is binary data sent as text; it would only
+		// fail later in its job, after a 200.
+		return badRequest("text contains NUL characters, so it is not text: send files with /upload/file")
 	}
 	if req.Name == "" {
 		req.Name = "text"
@@ -150,8 +154,11 @@ func (s *Server) readMultipart(c echo.Context, withData bool) (*multipartUpload,
 
 func (s *Server) multipartError(err error) error {
 	var maxErr *http.MaxBytesError
-	if errors.As(err, &maxErr) {
+	switch {
+	case errors.As(err, &maxErr):
 		return errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
+	case errors.Is(err, errBodyTooSlow):
+		return errTooSlow
 	}
 	return badRequest("the multipart body could not be read: %v", err)
 }
@@ -165,14 +172,10 @@ func parseDataPart(raw []byte) (*uploadData, error) {
 	dec.DisallowUnknownFields()
 	var d uploadData
 	if err := dec.Decode(&d); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &typeErr) && typeErr.Field != "":
-			return nil, badRequest("data part: field %s must be %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return nil, badRequest("data part: unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
-		}
-		return nil, badRequest(`the data part must be a JSON object like {"owner_id": "..."}: %v`, err)
+		return nil, jsonError("data part", &d, err)
+	}
+	if _, extra := dec.Token(); extra != io.EOF {
+		return nil, badRequest("data part: must hold exactly one JSON object")
 	}
 	if d.Text != nil {
 		return nil, badRequest("data part: unknown field \"text\" (send text with /upload/text)")
@@ -209,21 +212,4 @@ func (s *Server) submit(c echo.Context, req uploadData, content []byte, format p
 		return err
 	}
 	return c.JSON(http.StatusOK, uploadResponse{JobID: job.ID, Status: store.StatusPending, DocumentID: job.DocumentID})
-}
-
-func checkMetadata(m map[string]string) error {
-	if len(m) > maxMetadataKeys {
-		return badRequest("metadata has %d keys, over the limit of %d", len(m), maxMetadataKeys)
-	}
-	size := 0
-	for k, v := range m {
-		if k == "" || !utf8.ValidString(k) {
-			return badRequest("metadata keys must be non-empty strings")
-		}
-		size += len(k) + len(v)
-	}
-	if size > maxMetadataBytes {
-		return badRequest("metadata is %s, over the limit of %s", humanBytes(int64(size)), humanBytes(maxMetadataBytes))
-	}
-	return nil
 }

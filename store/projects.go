@@ -140,7 +140,8 @@ func (s *Store) Keys(projectID string) ([]APIKey, error) {
 	return keys, err
 }
 
-// RevokeKey revokes a key by its id. Revoking twice is not an error.
+// RevokeKey revokes a key by its id, and ends the upload sessions it
+// created. Revoking twice is not an error.
 func (s *Store) RevokeKey(keyID string) (*APIKey, error) {
 	var found *APIKey
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -160,6 +161,9 @@ func (s *Store) RevokeKey(keyID string) (*APIKey, error) {
 				if err := put(b, string(k), rec); err != nil {
 					return err
 				}
+				if err := expireSessionsOf(tx, keyID, now); err != nil {
+					return err
+				}
 			}
 			found = &rec.APIKey
 			return nil
@@ -169,14 +173,15 @@ func (s *Store) RevokeKey(keyID string) (*APIKey, error) {
 	return found, err
 }
 
-// Authenticate returns the project a key secret belongs to, or ErrNotFound
-// for an unknown or revoked key.
+// Authenticate returns the project a key secret belongs to and the key's
+// id, or ErrNotFound for an unknown or revoked key.
 //
 // The lookup is by the secret's hash, so timing reveals nothing about the
 // secret; the final comparison is constant-time all the same.
-func (s *Store) Authenticate(secret string) (*Project, error) {
+func (s *Store) Authenticate(secret string) (*Project, string, error) {
 	h := hashSecret(secret)
 	var p *Project
+	var keyID string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		rec, err := get[storedKey](tx.Bucket(bucketKeys), h)
 		if err != nil {
@@ -187,13 +192,14 @@ func (s *Store) Authenticate(secret string) (*Project, error) {
 		if subtle.ConstantTimeCompare(want, got) != 1 || rec.RevokedAt != nil {
 			return ErrNotFound
 		}
+		keyID = rec.ID
 		p, err = get[Project](tx.Bucket(bucketProjects), rec.ProjectID)
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
-		return nil, ErrNotFound
+		return nil, "", ErrNotFound
 	}
-	return p, err
+	return p, keyID, err
 }
 
 // CreateCustomer registers a customer under a project.

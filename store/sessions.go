@@ -15,6 +15,7 @@ type Session struct {
 	ProjectID  string    `json:"project_id"`
 	OwnerID    string    `json:"owner_id"`
 	CustomerID string    `json:"customer_id,omitempty"`
+	KeyID      string    `json:"key_id,omitempty"` // the API key that created it: revoking the key ends the session
 	Services   []string  `json:"services"`
 	SuccessURL string    `json:"success_url"`
 	CancelURL  string    `json:"cancel_url"`
@@ -49,4 +50,35 @@ func (s *Store) SessionByToken(token string) (*Session, error) {
 		return err
 	})
 	return sess, err
+}
+
+// expireSessionsOf ends every live session created with keyID, in tx: a
+// revoked key must not live on through the upload links it handed out.
+func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
+	b := tx.Bucket(bucketSessions)
+	var ended [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var sess Session
+		if err := jsonUnmarshal(v, &sess); err != nil {
+			return fmt.Errorf("store: decode session: %w", err)
+		}
+		if sess.KeyID == keyID && !sess.Expired(now) {
+			ended = append(ended, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range ended {
+		sess, err := get[Session](b, string(k))
+		if err != nil {
+			return err
+		}
+		sess.ExpiresAt = now
+		if err := put(b, string(k), sess); err != nil {
+			return err
+		}
+	}
+	return nil
 }

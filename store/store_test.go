@@ -26,11 +26,11 @@ func TestKeysAuthenticateAndRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Authenticate(secret)
+	got, _, err := s.Authenticate(secret)
 	if err != nil || got.ID != p.ID {
 		t.Fatalf("Authenticate = %v, %v; want project %s", got, err, p.ID)
 	}
-	if _, err := s.Authenticate(secret + "x"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Authenticate(secret + "x"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("wrong key: err = %v, want ErrNotFound", err)
 	}
 	second, key, err := s.CreateKey(p.ID)
@@ -44,10 +44,10 @@ func TestKeysAuthenticateAndRevoke(t *testing.T) {
 	if _, err := s.RevokeKey(key.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Authenticate(second); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Authenticate(second); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("revoked key: err = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Authenticate(secret); err != nil {
+	if _, _, err := s.Authenticate(secret); err != nil {
 		t.Fatalf("other key stopped working: %v", err)
 	}
 	if _, err := s.RevokeKey("key_nope"); !errors.Is(err, ErrNotFound) {

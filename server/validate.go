@@ -1,0 +1,238 @@
+package server
+
+// Request validation: every way a request body or field can be wrong becomes
+// a 400 (or 413) that names the field and says what is wanted.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+)
+
+// decodeJSON reads a JSON object from the request body into v, limited to
+// limit bytes, and turns every way it can go wrong into a 400 or 413 that
+// names the problem. Unknown fields are refused: a misspelt optional field
+// would otherwise be silently ignored.
+func decodeJSON(c echo.Context, limit int64, v any) error {
+	// The Content-Type is not checked: `curl -d` sends JSON labelled as a
+	// form, and refusing it helps nobody. The body must parse, though.
+	body := http.MaxBytesReader(c.Response(), c.Request().Body, limit)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			return badRequest("the request body must hold exactly one JSON object")
+		}
+		return nil
+	}
+	var maxErr *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxErr):
+		return errorf(http.StatusRequestEntityTooLarge, "the request body is over the limit of %s", humanBytes(limit))
+	case errors.Is(err, io.EOF):
+		return badRequest("the request body is empty: send a JSON object")
+	case errors.Is(err, errBodyTooSlow):
+		return errTooSlow
+	}
+	return jsonError("", v, err)
+}
+
+// jsonError says what is wrong with a JSON object that did not decode into
+// v, in the API's words: field names as the client sent them, kinds as JSON
+// names them. where, when set, says which part of the request it was.
+func jsonError(where string, v any, err error) error {
+	if where != "" {
+		where += ": "
+	}
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return badRequest("%snot valid JSON (%s): send a JSON object", where, strings.TrimPrefix(err.Error(), "json: "))
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return badRequest("%sthe request body must be a JSON object", where)
+	case errors.As(err, &typeErr):
+		field := clientFieldPath(v, typeErr.Field)
+		want := jsonKind(typeErr.Type.Kind().String())
+		if got, isNumber := strings.CutPrefix(typeErr.Value, "number "); isNumber && want == "a number" {
+			return badRequest("%sfield %s: %s is out of range", where, field, got)
+		}
+		return badRequest("%sfield %s must be %s, not %s", where, field, want, jsonValueKind(typeErr.Value))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return badRequest("%sunknown field %s", where, strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return badRequest("%sthe JSON could not be read: %s", where, strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// clientFieldPath rewrites encoding/json's path to a field of v
+// ("queryFields.top_k") into the one the client wrote ("top_k"): the fields
+// of an embedded struct are the object's own in JSON, but the path names
+// the embedded Go type.
+func clientFieldPath(v any, path string) string {
+	t := reflect.TypeOf(v)
+	var out []string
+	for _, seg := range strings.Split(path, ".") {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(seg); ok && f.Anonymous {
+				t = f.Type
+				continue
+			}
+		}
+		// Past the first real field, embedded types are rare enough not
+		// to follow: keep the rest as it is.
+		out, t = append(out, seg), nil
+	}
+	return strings.Join(out, ".")
+}
+
+// jsonValueKind names the kind of value encoding/json found ("string",
+// "number 1.5", "array", …) with an article, as jsonKind does.
+func jsonValueKind(v string) string {
+	switch kind, _, _ := strings.Cut(v, " "); kind {
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "array":
+		return "an array"
+	case "object":
+		return "an object"
+	}
+	return v
+}
+
+// jsonKind names a Go kind the way a JSON client thinks of it.
+func jsonKind(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "float64", "float32", "int", "int64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return kind
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// checkQuery validates a query and its result count: the query is required,
+// not blank and at most maxQueryRunes long; topK, when given, is a whole
+// number from 1 to maxK (2.0 is whole, 2.5 is not).
+func checkQuery(query *string, topK *float64, defaultK, maxK int) (string, int, error) {
+	if query == nil {
+		return "", 0, badRequest("query is required")
+	}
+	text := strings.TrimSpace(*query)
+	// Invisible format characters (zero-width spaces, joiners, BOMs) alone
+	// make a query that looks like something and searches for nothing.
+	if strings.TrimFunc(text, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }) == "" {
+		return "", 0, badRequest("query is empty")
+	}
+	if !strings.ContainsFunc(text, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) {
+		return "", 0, badRequest("query has no letters or digits to search for")
+	}
+	if n := utf8.RuneCountInString(text); n > maxQueryRunes {
+		return "", 0, badRequest("query is %d characters, over the limit of %d", n, maxQueryRunes)
+	}
+	k := defaultK
+	if topK != nil {
+		v := *topK
+		if v != math.Trunc(v) || v < 1 || v > float64(maxK) {
+			return "", 0, badRequest("top_k must be a whole number from 1 to %d, got %v", maxK, v)
+		}
+		k = int(v)
+	}
+	return text, k, nil
+}
+
+func checkName(field, name string, required bool) error {
+	switch {
+	case name == "" && required:
+		return badRequest("%s is required", field)
+	case utf8.RuneCountInString(name) > maxNameLen:
+		return badRequest("%s is longer than %d characters", field, maxNameLen)
+	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return badRequest("%s must not contain control characters", field)
+	}
+	return nil
+}
+
+func checkMetadata(m map[string]string) error {
+	if len(m) > maxMetadataKeys {
+		return badRequest("metadata has %d keys, over the limit of %d", len(m), maxMetadataKeys)
+	}
+	size := 0
+	for k, v := range m {
+		if k == "" || !utf8.ValidString(k) {
+			return badRequest("metadata keys must be non-empty strings")
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxMetadataBytes {
+		return badRequest("metadata is %s, over the limit of %s", humanBytes(int64(size)), humanBytes(maxMetadataBytes))
+	}
+	return nil
+}
+
+// checkServices accepts a non-empty list of known services that leaves the
+// end user something to do. This server has no Google OAuth client, so a
+// Drive-only session would open on a page with nothing to use.
+func checkServices(services []string) error {
+	if len(services) == 0 {
+		return badRequest("services is required: a non-empty list of %q", knownServices)
+	}
+	usable := false
+	for _, sv := range services {
+		if !slices.Contains(knownServices, sv) {
+			return badRequest("services holds unknown service %q: allowed are %q", sv, knownServices)
+		}
+		usable = usable || sv != serviceGoogleDrive
+	}
+	if !usable {
+		return badRequest("services: Google Drive import is not available on this server (no Google OAuth client is configured); include %q or %q", serviceFileUpload, serviceAll)
+	}
+	return nil
+}
+
+// checkRedirectURL accepts only absolute http(s) URLs: the end user's browser
+// is sent there, so javascript:, data: and relative URLs are refused.
+func checkRedirectURL(field, raw string) error {
+	if raw == "" {
+		return badRequest("%s is required", field)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return badRequest("%s must be an absolute http or https URL, got %q", field, raw)
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestClientFieldPath(t *testing.T) {
+	var req customerQueryRequest
+	for _, c := range []struct{ path, want string }{
+		{"queryFields.top_k", "top_k"},
+		{"customer_id", "customer_id"},
+		{"metadata.key", "metadata.key"},
+	} {
+		if got := clientFieldPath(&req, c.path); got != c.want {
+			t.Errorf("clientFieldPath(%q) = %q, want %q", c.path, got, c.want)
+		}
+	}
+}
+
+// FuzzParseDataPart feeds the data part of /upload/file, which anyone with
+// an API key can fill with anything: it must answer a 4xx in the API's
+// words, or a part that says the same when encoded again.
+func FuzzParseDataPart(f *testing.F) {
+	for _, seed := range []string{
+		`{"owner_id": "cus_x"}`,
+		`{"owner_id": "prj_x", "name": "a.pdf", "metadata": {"source": "web"}}`,
+		`{"owner_id": 1}`, `{"metadata": {"a": 1}}`, `{"metadata": []}`,
+		`[]`, `{`, `{"text": "x"}`, `{"a": 1} {"b": 2}`, ``, `null`, `{"owner_id": "x", "owner_id": "y"}`,
+		`{"name": "\u0000"}`, `{"owner_id": "` + strings.Repeat("x", 300) + `"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		d, err := parseDataPart(raw)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || (ae.status != http.StatusBadRequest && ae.status != http.StatusRequestEntityTooLarge) {
+				t.Fatalf("parseDataPart(%q) = %v, want a 400 or 413", raw, err)
+			}
+			if strings.Contains(ae.msg, "json: ") || strings.Contains(ae.msg, "Go ") || strings.Contains(ae.msg, "uploadData") {
+				t.Fatalf("parseDataPart(%q): message %q speaks of Go internals", raw, ae.msg)
+			}
+			return
+		}
+		if d == nil || d.Text != nil {
+			t.Fatalf("parseDataPart(%q) = %+v with no error", raw, d)
+		}
+	})
+}
+
+func TestParseDataPartRefusesTrailingData(t *testing.T) {
+	if _, err := parseDataPart([]byte(`{"owner_id": "x"} {"owner_id": "y"}`)); err == nil {
+		t.Error("two objects in the data part were accepted")
+	}
+	d, err := parseDataPart([]byte(`{"owner_id": "x", "metadata": {"k": "v"}}`))
+	if err != nil || !reflect.DeepEqual(d, &uploadData{OwnerID: "x", Metadata: map[string]string{"k": "v"}}) {
+		t.Errorf("parseDataPart = %+v, %v", d, err)
+	}
+}
