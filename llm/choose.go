@@ -25,52 +25,80 @@ const probeTimeout = 3 * time.Second
 // not an error: the server starts, and jobs wait for it (the reason says so).
 func ChooseEmbedder(ctx context.Context, mode string, cfg OllamaConfig) (Embedder, string, error) {
 	cfg = cfg.WithDefaults()
-	switch mode {
-	case ModeBuiltin:
-		return NewBuiltin(), "--embedder builtin", nil
-	case ModeOllama, ModeAuto:
-	default:
-		return nil, "", fmt.Errorf("--embedder must be auto, ollama or builtin, not %q", mode)
-	}
-	e, err := NewOllamaEmbedder(cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	err = e.Check(pctx)
-	switch {
-	case err == nil:
-		return e, fmt.Sprintf("Ollama at %s has %s (%d dimensions)", cfg.URL, cfg.EmbedModel, e.Dim()), nil
-	case mode == ModeOllama:
-		return e, fmt.Sprintf("--embedder ollama, but the check failed (%v); indexing jobs wait and retry until Ollama answers", err), nil
-	}
-	return NewBuiltin(), fmt.Sprintf("Ollama is not usable (%v); using the built-in embedder", err), nil
+	return choose(ctx, mode, modelChoice[Embedder]{
+		flag: "--embedder", local: ModeBuiltin,
+		localModel: func() Embedder { return NewBuiltin() },
+		ollama: func() (Embedder, func(context.Context) error, error) {
+			e, err := NewOllamaEmbedder(cfg)
+			if err != nil {
+				return nil, nil, err
+			}
+			return e, e.Check, nil
+		},
+		ready: func(e Embedder) string {
+			return fmt.Sprintf("Ollama at %s has %s (%d dimensions)", cfg.URL, cfg.EmbedModel, e.Dim())
+		},
+		waiting: "indexing jobs wait and retry until Ollama answers",
+		instead: "using the built-in embedder",
+	})
 }
 
 // ChooseAnswerer is ChooseEmbedder for answers: Ollama's chat model, or
 // extractive answers.
 func ChooseAnswerer(ctx context.Context, mode string, cfg OllamaConfig) (Answerer, string, error) {
 	cfg = cfg.WithDefaults()
+	return choose(ctx, mode, modelChoice[Answerer]{
+		flag: "--answerer", local: ModeExtractive,
+		localModel: func() Answerer { return NewExtractive() },
+		ollama: func() (Answerer, func(context.Context) error, error) {
+			a, err := NewOllamaAnswerer(cfg)
+			if err != nil {
+				return nil, nil, err
+			}
+			return a, a.Check, nil
+		},
+		ready:   func(Answerer) string { return fmt.Sprintf("Ollama at %s has %s", cfg.URL, cfg.ChatModel) },
+		waiting: "queries answer extractively until Ollama answers",
+		instead: "answers are extractive",
+	})
+}
+
+// modelChoice is what differs between choosing an embedder and an answerer:
+// the flag, the local model that needs nothing, and how to reach Ollama's.
+type modelChoice[T any] struct {
+	flag       string // the flag being decided, for messages
+	local      string // the mode that names the local model
+	localModel func() T
+	ollama     func() (model T, check func(context.Context) error, err error)
+	ready      func(T) string // why Ollama's model was chosen
+	waiting    string         // what happens while a forced Ollama is down
+	instead    string         // what auto mode uses when Ollama is not usable
+}
+
+// choose probes Ollama in auto and ollama modes. Auto falls back to the
+// local model when the probe fails; ollama mode keeps Ollama's model and
+// says what waits for it.
+func choose[T any](ctx context.Context, mode string, c modelChoice[T]) (T, string, error) {
+	var zero T
 	switch mode {
-	case ModeExtractive:
-		return NewExtractive(), "--answerer extractive", nil
+	case c.local:
+		return c.localModel(), c.flag + " " + c.local, nil
 	case ModeOllama, ModeAuto:
 	default:
-		return nil, "", fmt.Errorf("--answerer must be auto, ollama or extractive, not %q", mode)
+		return zero, "", fmt.Errorf("%s must be %s, %s or %s, not %q", c.flag, ModeAuto, ModeOllama, c.local, mode)
 	}
-	a, err := NewOllamaAnswerer(cfg)
+	m, check, err := c.ollama()
 	if err != nil {
-		return nil, "", err
+		return zero, "", err
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	err = a.Check(pctx)
+	err = check(pctx)
 	switch {
 	case err == nil:
-		return a, fmt.Sprintf("Ollama at %s has %s", cfg.URL, cfg.ChatModel), nil
+		return m, c.ready(m), nil
 	case mode == ModeOllama:
-		return a, fmt.Sprintf("--answerer ollama, but the check failed (%v); queries answer extractively until Ollama answers", err), nil
+		return m, fmt.Sprintf("%s ollama, but the check failed (%v); %s", c.flag, err, c.waiting), nil
 	}
-	return NewExtractive(), fmt.Sprintf("Ollama is not usable (%v); answers are extractive", err), nil
+	return c.localModel(), fmt.Sprintf("Ollama is not usable (%v); %s", err, c.instead), nil
 }
