@@ -50,9 +50,9 @@ type CreatedKey struct {
 	APIKey    string `json:"api_key"`
 }
 
-// Listen serves the admin API on dataDir/docsift.sock. The returned
-// function stops it.
-func Listen(dataDir string, admin Store, reindexer Reindexer) (func(), error) {
+// Listen serves the admin API of the server that keeps st on
+// dataDir/docsift.sock. The returned function stops it.
+func Listen(dataDir string, st *store.Store, reindexer Reindexer) (func(), error) {
 	path := filepath.Join(dataDir, SocketName)
 	// The store's file lock says no other server runs here, so a socket
 	// file left behind is stale.
@@ -65,14 +65,16 @@ func Listen(dataDir string, admin Store, reindexer Reindexer) (func(), error) {
 		ln.Close()
 		return nil, fmt.Errorf("admin: socket: %w", err)
 	}
-	srv := &http.Server{Handler: handler(admin, reindexer), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: handler(st, dataDir, reindexer), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return func() { srv.Close(); os.Remove(path) }, nil
 }
 
-func handler(admin Store, reindexer Reindexer) http.Handler {
+func handler(st *store.Store, dataDir string, reindexer Reindexer) http.Handler {
+	var admin Store = st
 	mux := http.NewServeMux()
 	mux.Handle("POST /reindex", reindexHandler(reindexer))
+	mux.Handle("GET /backup", backupHandler(st, dataDir))
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {

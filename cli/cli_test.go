@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -489,4 +491,41 @@ func shellWords(line string, vars map[string]string) ([]string, error) {
 		words = append(words, cur.String())
 	}
 	return words, nil
+}
+
+func TestBackupAndRestoreCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := startServe(t, dir, freeAddr(t))
+	p := createProject(t, dir, "backed-up")
+	if status := statusWithKey(t, srv.base, p.APIKey); status != http.StatusOK {
+		t.Fatalf("the new key answers %d", status)
+	}
+	archive := filepath.Join(t.TempDir(), "docsift.tar")
+	if out := mustCLI(t, "backup", "--data", dir, "--out", archive); !strings.Contains(out, archive) {
+		t.Errorf("backup printed %q", out)
+	}
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	restored := filepath.Join(t.TempDir(), "restored")
+	if out := mustCLI(t, "restore", archive, "--data", restored); !strings.Contains(out, "restored") {
+		t.Errorf("restore printed %q", out)
+	}
+	if _, err := runCLI(t, "restore", archive, "--data", restored); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("restore over the restored dir: %v, want a refusal naming --force", err)
+	}
+	// The restored data dir serves the project and key as they were.
+	again := startServe(t, restored, freeAddr(t))
+	if status := statusWithKey(t, again.base, p.APIKey); status != http.StatusOK {
+		t.Errorf("the restored server answers the key with %d", status)
+	}
+	missing := filepath.Join(t.TempDir(), "typo")
+	if _, err := runCLI(t, "backup", "--data", missing, "--out", archive+".2"); err == nil || !strings.Contains(err.Error(), "no docsift data") {
+		t.Errorf("a backup of a data dir that does not exist: %v", err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Error("backing up a missing data dir created it")
+	}
 }

@@ -168,7 +168,9 @@ func (s *Store) DeleteDocument(id string) ([]uint64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: delete document %s: %w", id, err)
 	}
-	if orphan != "" {
+	if orphan != "" && s.pinned > 0 {
+		s.orphansHeld = true // a backup is reading the files; swept when it ends
+	} else if orphan != "" {
 		if err := s.removeFile(owner, orphan); err != nil {
 			// The records are gone; a leftover blob is swept at next start.
 			return removed, fmt.Errorf("store: delete document %s: %w", id, err)

@@ -54,6 +54,10 @@ func (s *Store) ReadFile(ownerID, hash string) ([]byte, error) {
 func (s *Store) SweepFiles() (int, error) {
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
+	if s.pinned > 0 {
+		s.orphansHeld = true // a backup is reading the files: sweep after it
+		return 0, nil
+	}
 	owners, err := os.ReadDir(s.filesDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil

@@ -69,6 +69,10 @@ type Store struct {
 	db       *bolt.DB
 	filesDir string
 	fileMu   sync.Mutex // see CreateDocument
+	// pinned counts running backups; while any runs, originals whose last
+	// reference goes are kept (orphansHeld) and swept when it ends.
+	pinned      int
+	orphansHeld bool
 	now      func() time.Time
 	noSync   bool
 }
@@ -79,7 +83,7 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create data dir: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, "docsift.db"), 0o600, &bolt.Options{
+	db, err := bolt.Open(filepath.Join(dir, DBFileName), 0o600, &bolt.Options{
 		Timeout:      openTimeout,
 		FreelistType: bolt.FreelistMapType,
 	})

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/docsift/docsift/admin"
+	"github.com/docsift/docsift/store"
+	"github.com/spf13/cobra"
+)
+
+func backupCmd() *cobra.Command {
+	var data, out string
+	cmd := &cobra.Command{
+		Use:   "backup --out FILE",
+		Short: "Write a consistent backup of a data directory, hot if a server runs on it",
+		Long: `Write a backup of the data directory to one file: the database as of one
+moment, the original uploads it refers to, and the index snapshots, with a
+manifest of sizes and SHA-256 sums. When a server runs on the data
+directory it writes the backup while it keeps serving; otherwise the data
+directory is opened directly. Restore it with docsift restore.`,
+		Example: `  docsift backup --data /var/lib/docsift --out docsift-$(date +%F).tar`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return errors.New("--out is required")
+			}
+			start := time.Now()
+			m, err := writeFileAtomic(out, func(w io.Writer) (*admin.Manifest, error) {
+				if c, err := admin.Dial(data); err == nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "a server runs on", data+": it writes the backup while it keeps serving")
+					return c.Backup(cmd.Context(), w)
+				}
+				// Opening would create an empty store: a mistyped --data
+				// must not produce a backup of nothing.
+				if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {
+					return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
+				}
+				st, err := store.Open(data)
+				if err != nil {
+					return nil, err
+				}
+				defer st.Close()
+				return admin.WriteBackup(w, st, data)
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d files, %s, in %.1f s\n", out, len(m.Files), sizeLabel(m.Bytes()), time.Since(start).Seconds())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", defaultDataDir, "data directory")
+	cmd.Flags().StringVar(&out, "out", "", "file to write")
+	return cmd
+}
+
+func restoreCmd() *cobra.Command {
+	var data string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "restore FILE --data DIR",
+		Short: "Restore a backup into a data directory",
+		Long: `Unpack a backup written by docsift backup into the data directory, after
+checking every file against the backup's manifest. The directory must be
+empty or absent; with --force its contents are moved aside (to
+DIR.before-restore-TIME), not deleted. No server may run on it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			start := time.Now()
+			m, aside, err := admin.Restore(f, data, force)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "restored %d files (%s) from a backup of %s into %s in %.1f s\n", len(m.Files), sizeLabel(m.Bytes()), m.CreatedAt.Format(time.RFC3339), data, time.Since(start).Seconds())
+			if aside != "" {
+				fmt.Fprintf(w, "the directory's previous contents are in %s: delete it once the restored server answers as it should\n", aside)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", defaultDataDir, "data directory to restore into")
+	cmd.Flags().BoolVar(&force, "force", false, "restore over a non-empty data directory, moving its contents aside")
+	return cmd
+}
+
+// writeFileAtomic writes path through write: to a temporary file beside it,
+// synced and renamed into place once write succeeded, so a failed or cut
+// backup never leaves a file that looks whole.
+func writeFileAtomic[T any](path string, write func(io.Writer) (T, error)) (T, error) {
+	var zero T
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return zero, err
+	}
+	defer os.Remove(tmp.Name()) // after the rename: nothing there
+	v, err := write(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return zero, err
+	}
+	return v, os.Rename(tmp.Name(), path)
+}
+
+func sizeLabel(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+}
