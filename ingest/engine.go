@@ -17,6 +17,7 @@ import (
 
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
 )
@@ -40,6 +41,10 @@ type Config struct {
 	RetryBase        time.Duration // first back-off after a transient failure
 	RetryMax         time.Duration // longest back-off
 	MaxAttempts      int           // runs of a job before it fails for good
+
+	// Metrics, when set, receives job outcomes, chunk counts, embedding
+	// times and snapshot times.
+	Metrics *metrics.Metrics
 
 	// Embedders are the embedders besides the default that this server
 	// can run: an owner whose vectors came from one of them keeps using
@@ -201,6 +206,7 @@ func (e *Engine) Start() error {
 	} else if n > 0 {
 		e.log.Info("removed orphaned files", "files", n)
 	}
+	e.cfg.Metrics.WatchQueue(e.store.PendingJobs)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	for range e.cfg.Workers {
@@ -273,6 +279,8 @@ func (e *Engine) maintain() {
 		case <-t.C:
 			if err := e.indexes.Snapshot(); err != nil {
 				e.log.Error("index snapshot failed", "err", err)
+			} else {
+				e.cfg.Metrics.Snapshotted(time.Now())
 			}
 			if n, err := e.store.SweepSubpages(); err != nil {
 				e.log.Error("removing expired subpages failed", "err", err)
@@ -323,10 +331,13 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 	start := time.Now()
 	log := e.log.With("job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "attempt", job.Attempts)
 	log.Info("job started")
+	e.cfg.Metrics.JobStarted()
 	chunks, pages, err := e.process(ctx, doc)
+	outcome := "retry"
 	var finishErr error
 	switch {
 	case err == nil:
+		outcome = "succeeded"
 		finishErr = e.store.FinishJob(job.ID, chunks, pages, "")
 		log.Info("job succeeded", "chunks", chunks, "pages", pages, "ms", time.Since(start).Milliseconds())
 	case ctx.Err() != nil:
@@ -343,6 +354,7 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 		if transient(err) {
 			msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, job.Attempts)
 		}
+		outcome = "failed"
 		finishErr = e.store.FinishJob(job.ID, 0, 0, msg)
 		log.Warn("job failed", "err", err)
 	}
@@ -350,10 +362,22 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 		// The job stays PROCESSING and is requeued at next start.
 		log.Error("recording the job's outcome failed", "err", finishErr)
 	}
+	if outcome != "succeeded" {
+		chunks = 0
+	}
+	e.cfg.Metrics.JobEnded(outcome, chunks)
 	e.endedMu.Lock()
 	close(e.ended)
 	e.ended = make(chan struct{})
 	e.endedMu.Unlock()
+}
+
+// Ended returns a channel that is closed when the next run of any job ends,
+// however it ended: the signal to look again at what jobs leave behind.
+func (e *Engine) Ended() <-chan struct{} {
+	e.endedMu.Lock()
+	defer e.endedMu.Unlock()
+	return e.ended
 }
 
 // WaitJob waits until a job has ended (SUCCEEDED or FAILED) or ctx is done,
@@ -369,9 +393,7 @@ func (e *Engine) WaitJob(ctx context.Context, jobID string) (*store.Job, error) 
 // it ended (including a retry being scheduled).
 func (e *Engine) WaitJobUntil(ctx context.Context, jobID string, until func(*store.Job) bool) (*store.Job, error) {
 	for {
-		e.endedMu.Lock()
-		ended := e.ended
-		e.endedMu.Unlock()
+		ended := e.Ended()
 		j, err := e.store.Job(jobID)
 		if err != nil {
 			return nil, err
@@ -389,8 +411,15 @@ func (e *Engine) WaitJobUntil(ctx context.Context, jobID string, until func(*sto
 
 // transient reports whether a job that failed with err may succeed if run
 // again later: the model server was unreachable or overloaded, or the disk
-// was full. Everything else is the document's own problem.
+// was full. Everything else is the document's own problem. A too-slow
+// extraction is checked first and never retried: the document will be just
+// as slow next time, and each attempt would hold a worker for the whole
+// extraction timeout. (llm.IsTransient alone would retry it if the error
+// carried context.DeadlineExceeded, as a network timeout does.)
 func transient(err error) bool {
+	if errors.Is(err, pdf.ErrTooSlow) {
+		return false
+	}
 	return llm.IsTransient(err) || errors.Is(err, syscall.ENOSPC)
 }
 
@@ -405,11 +434,34 @@ func backoff(base, ceiling time.Duration, attempt int) time.Duration {
 
 // describe says what went wrong for the person who uploaded the document:
 // the extraction errors' own sentences, without the package prefixes that
-// wrapping added on the way.
+// wrapping added on the way. The sentence is that of the innermost error
+// that matches, not the sentinel's, because some errors match a sentinel
+// with a message of their own: an empty Word document is pdf.ErrNoText but
+// must not be told that scanned PDFs need OCR.
 func describe(err error) string {
 	for _, known := range []error{pdf.ErrEncrypted, pdf.ErrNoText, pdf.ErrEmpty, pdf.ErrCorrupt, pdf.ErrTooSlow, errDocumentDeleted} {
-		if errors.Is(err, known) {
-			return known.Error()
+		if !errors.Is(err, known) {
+			continue
+		}
+		for {
+			var wrapped []error
+			switch u := err.(type) {
+			case interface{ Unwrap() error }:
+				wrapped = []error{u.Unwrap()}
+			case interface{ Unwrap() []error }:
+				wrapped = u.Unwrap()
+			}
+			inner := error(nil)
+			for _, w := range wrapped {
+				if w != nil && errors.Is(w, known) {
+					inner = w
+					break
+				}
+			}
+			if inner == nil {
+				return err.Error()
+			}
+			err = inner
 		}
 	}
 	return err.Error()
@@ -482,7 +534,9 @@ func (e *Engine) embed(ctx context.Context, embedder llm.Embedder, texts []strin
 	out := make([][]float32, 0, len(texts))
 	for i := 0; i < len(texts); i += e.cfg.EmbedBatch {
 		batch := texts[i:min(i+e.cfg.EmbedBatch, len(texts))]
+		start := time.Now()
 		vecs, err := embedder.Embed(ctx, batch)
+		e.cfg.Metrics.Embedded(embedder.Model(), "document", time.Since(start))
 		if err != nil {
 			return nil, fmt.Errorf("embedding failed: %w", err)
 		}

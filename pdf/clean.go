@@ -154,6 +154,11 @@ func edgeKey(line string) string {
 // document title, and split sentences that run across a page break. A
 // repeated line that also appears often in page bodies is content, not a
 // header, and stays; a bare page number is always removed from the edges.
+//
+// A page is never emptied of its text, though: when its running lines are
+// all it has, they are its content (a generated report whose pages differ
+// only in their numbers, a page holding just a chapter title), and only
+// its bare page numbers go.
 func removeRunningLines(pages [][]string) {
 	if len(pages) < 2 {
 		return
@@ -183,12 +188,26 @@ func removeRunningLines(pages [][]string) {
 		return pageNumberLine.MatchString(key) || float64(body[key]) <= maxBodyShare*float64(n)
 	}
 	for _, lines := range pages {
+		var drop []int
+		bodyText := false // a word survives the removal
 		forEachLine(lines, func(i int, isEdge bool) {
 			if isEdge && running(edgeKey(lines[i])) {
-				lines[i] = ""
+				drop = append(drop, i)
+			} else {
+				bodyText = bodyText || hasWordChar(lines[i])
 			}
 		})
+		for _, i := range drop {
+			if bodyText || isPageNumber(lines[i]) {
+				lines[i] = ""
+			}
+		}
 	}
+}
+
+// isPageNumber reports whether line is nothing but a page number.
+func isPageNumber(line string) bool {
+	return pageNumberLine.MatchString(edgeKey(line))
 }
 
 // forEachLine calls fn for every non-empty line, saying whether it is among

@@ -1,6 +1,7 @@
 package pdf
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -99,5 +100,59 @@ func TestCleanPlainKeepsAuthorLines(t *testing.T) {
 	want := "Title\n\nline one\nline two end"
 	if got := cleanPlain(in); got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestRunningLinesNeverEmptyAPage checks that header and footer removal
+// keeps the text of a page it would otherwise empty: a generated report
+// whose 10,000 pages differ only in their page numbers has nothing but
+// "running" lines, and all of them are its content.
+func TestRunningLinesNeverEmptyAPage(t *testing.T) {
+	const n = 10000
+	raw := make([]string, n)
+	for i := range raw {
+		raw[i] = fmt.Sprintf("Page %d of %d\nNo incidents were recorded for this shift.\n", i+1, n)
+	}
+	pages := cleanPages(raw)
+	for i, p := range pages {
+		if !strings.Contains(p, "No incidents were recorded") {
+			t.Fatalf("page %d lost its only text: %q", i+1, p)
+		}
+	}
+
+	// In a document with bodies, headers still go everywhere except on
+	// a page that holds nothing else.
+	raw = nil
+	for i := 1; i <= 5; i++ {
+		raw = append(raw, fmt.Sprintf("Chapter 3: Basic Features\nBody text %s of the page.\n%d", numberWords[i], i))
+	}
+	raw = append(raw, "Chapter 3: Basic Features\n6")
+	pages = cleanPages(raw)
+	for i, p := range pages[:5] {
+		if strings.Contains(p, "Chapter 3") || !strings.Contains(p, "Body text") {
+			t.Errorf("page %d: header kept or body lost: %q", i+1, p)
+		}
+	}
+	if !strings.Contains(pages[5], "Chapter 3: Basic Features") {
+		t.Errorf("page 6, which has only the header, was emptied: %q", pages[5])
+	}
+}
+
+// TestExtractPagesDifferingOnlyInNumbers is the same report as a PDF: it
+// must be indexed, not refused as having no text layer.
+func TestExtractPagesDifferingOnlyInNumbers(t *testing.T) {
+	const n = 500
+	pages := make([][]string, n)
+	for i := range pages {
+		pages[i] = []string{fmt.Sprintf("Page %d of %d", i+1, n), "No incidents were recorded for this shift."}
+	}
+	doc, err := Extract(context.Background(), makePDF(pages))
+	if err != nil {
+		t.Fatalf("Extract = %v", err)
+	}
+	for _, p := range doc.Pages {
+		if !strings.Contains(p.Text, "No incidents were recorded") {
+			t.Fatalf("page %d lost its text: %q", p.Number, p.Text)
+		}
 	}
 }

@@ -3,8 +3,10 @@ package pdf
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -31,7 +33,10 @@ const (
 const (
 	// pdfHeaderWindow is how far into the file the "%PDF-" header may start.
 	// The PDF specification lets readers accept junk before it (some mail
-	// gateways and generators prepend bytes), and MuPDF does too.
+	// gateways and generators prepend bytes), and MuPDF does too. But text
+	// that mentions "%PDF-" is far more common than a PDF with junk in
+	// front, so a header after offset 0 is believed only with PDF structure
+	// around it (see pdfHeaderOffset).
 	pdfHeaderWindow = 1024
 
 	// sniffWindow bounds how much text the content heuristics (HTML, FB2,
@@ -82,25 +87,92 @@ type magic struct {
 	prefix string
 	name   string
 	reason string
+	// valid, when set, checks the fixed fields that follow the prefix. It
+	// is set for prefixes made of printable characters ("BM", "RIFF",
+	// "GIF89a"), which text can start with ("BMW is…"); such content is
+	// also only refused when it does not read as text (see Detect).
+	valid func(data []byte) bool
 }
 
+const needsOCR = "images need OCR, which is not supported"
+
 var refusedMagics = []magic{
-	{"\x89PNG\r\n\x1a\n", "PNG image", "images need OCR, which is not supported"},
-	{"\xff\xd8\xff", "JPEG image", "images need OCR, which is not supported"},
-	{"GIF87a", "GIF image", "images need OCR, which is not supported"},
-	{"GIF89a", "GIF image", "images need OCR, which is not supported"},
-	{"II*\x00", "TIFF image", "images need OCR, which is not supported"},
-	{"MM\x00*", "TIFF image", "images need OCR, which is not supported"},
-	{"BM", "BMP image", "images need OCR, which is not supported"},
-	{"RIFF", "RIFF media file", ""},
-	{"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "legacy Microsoft Office file (.doc/.xls/.ppt)", "save it as PDF or DOCX"},
-	{"{\\rtf", "RTF document", "save it as PDF or DOCX"},
-	{"Rar!\x1a\x07", "RAR archive", ""},
-	{"7z\xbc\xaf\x27\x1c", "7-Zip archive", ""},
-	{"\x1f\x8b", "gzip archive", ""},
-	{"PK\x05\x06", "empty ZIP archive", ""},
-	{"\x7fELF", "executable", ""},
-	{"%!PS", "PostScript file", "convert it to PDF"},
+	{"\x89PNG\r\n\x1a\n", "PNG image", needsOCR, nil},
+	{"\xff\xd8\xff", "JPEG image", needsOCR, nil},
+	{"GIF87a", "GIF image", needsOCR, isGIF},
+	{"GIF89a", "GIF image", needsOCR, isGIF},
+	{"II*\x00", "TIFF image", needsOCR, nil},
+	{"MM\x00*", "TIFF image", needsOCR, nil},
+	{"BM", "BMP image", needsOCR, isBMP},
+	{"RIFF", "WAV audio", "", isRIFF("WAVE")},
+	{"RIFF", "AVI video", "", isRIFF("AVI ")},
+	{"RIFF", "WebP image", needsOCR, isRIFF("WEBP")},
+	{"RIFF", "RIFF media file", "", isRIFF("")},
+	{"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "legacy Microsoft Office file (.doc/.xls/.ppt)", "save it as PDF or DOCX", nil},
+	{"{\\rtf", "RTF document", "save it as PDF or DOCX", nil},
+	{"Rar!\x1a\x07", "RAR archive", "", nil},
+	{"7z\xbc\xaf\x27\x1c", "7-Zip archive", "", nil},
+	{"\x1f\x8b", "gzip archive", "", nil},
+	{"PK\x05\x06", "empty ZIP archive", "", nil},
+	{"\x7fELF", "executable", "", nil},
+	{"%!PS", "PostScript file", "convert it to PDF", nil},
+}
+
+// bmpHeaderSizes are the DIB header sizes BMP writers use (BITMAPCOREHEADER,
+// BITMAPINFOHEADER and its V2–V5 successors, OS/2 2.x).
+var bmpHeaderSizes = map[uint32]bool{12: true, 16: true, 40: true, 52: true, 56: true, 64: true, 108: true, 124: true}
+
+// isBMP checks the BMP file header after "BM": two reserved 16-bit fields
+// that are zero, a pixel data offset past the headers, and a known DIB
+// header size. The file size field is not trusted, since some writers
+// leave it zero.
+func isBMP(data []byte) bool {
+	if len(data) < 18 {
+		return false
+	}
+	le := binary.LittleEndian
+	dib := le.Uint32(data[14:])
+	return le.Uint32(data[6:]) == 0 && bmpHeaderSizes[dib] && le.Uint32(data[10:]) >= 14+dib
+}
+
+// isRIFF returns a check for a RIFF container of the given form type: the
+// type follows the 32-bit size at offset 8. An empty form accepts any type
+// but then requires the size field to match the data exactly, which text
+// cannot do (its four bytes read as at least 0x20202020, half a gigabyte).
+func isRIFF(form string) func([]byte) bool {
+	return func(data []byte) bool {
+		if len(data) < 12 {
+			return false
+		}
+		size := binary.LittleEndian.Uint32(data[4:])
+		if form == "" {
+			return uint64(size)+8 == uint64(len(data))
+		}
+		return string(data[8:12]) == form && size >= 4
+	}
+}
+
+// isGIF checks the logical screen descriptor after "GIF87a"/"GIF89a"
+// (width, height, flags, background colour, aspect ratio), skips the
+// global colour table the flags announce, and requires the next byte to
+// open a block: an extension ('!'), an image (',') or the trailer (';').
+func isGIF(data []byte) bool {
+	const screen = 6 + 7
+	if len(data) < screen+1 {
+		return false
+	}
+	next := screen
+	if flags := data[10]; flags&0x80 != 0 {
+		next += 3 << (flags&0x07 + 1)
+	}
+	if next >= len(data) {
+		return false
+	}
+	switch data[next] {
+	case '!', ',', ';':
+		return true
+	}
+	return false
 }
 
 // Detect returns the format of data judged by its content, never by a file
@@ -120,22 +192,52 @@ func Detect(data []byte) (Format, error) {
 	if isMOBI(data) {
 		return FormatMOBI, nil
 	}
-	for _, m := range refusedMagics {
-		if bytes.HasPrefix(data, []byte(m.prefix)) {
-			return "", &UnsupportedError{Found: m.name, Reason: m.reason}
-		}
-	}
 	text, ok := decodeText(data[:min(len(data), sniffWindow)], len(data) > sniffWindow)
+	for _, m := range refusedMagics {
+		if !bytes.HasPrefix(data, []byte(m.prefix)) {
+			continue
+		}
+		// A printable signature is only a coincidence when the content
+		// reads as text or lacks the fields a real file has after it.
+		if m.valid != nil && (ok || !m.valid(data)) {
+			continue
+		}
+		return "", &UnsupportedError{Found: m.name, Reason: m.reason}
+	}
 	if !ok {
 		return "", &UnsupportedError{Found: "binary data or an unknown text encoding"}
 	}
 	return detectText(text)
 }
 
-// pdfHeaderOffset returns where "%PDF-" starts within the first
-// pdfHeaderWindow bytes, or -1.
+var (
+	// pdfVersionHeader is the header line of a PDF: "%PDF-1.7", "%PDF-2.0".
+	pdfVersionHeader = regexp.MustCompile(`%PDF-[12]\.[0-9]`)
+	// pdfObjectHeader opens an indirect object ("1 0 obj"), which follows
+	// the header of any PDF within a few lines.
+	pdfObjectHeader = regexp.MustCompile(`(?:^|[^0-9])[0-9]{1,10}[ \t\r\n]+[0-9]{1,5}[ \t\r\n]+obj\b`)
+)
+
+// pdfHeaderOffset returns where a PDF starts, or -1. A "%PDF-" at offset 0
+// is a PDF (a damaged one still gets ErrCorrupt rather than being indexed
+// as text). Later in the first pdfHeaderWindow bytes it is believed only
+// when it is a real version header followed by an indirect object and the
+// file ends with a "%%EOF" marker: junk-prefixed PDFs have all three, while
+// notes, mails and Markdown that mention "%PDF-1.7" do not.
 func pdfHeaderOffset(data []byte) int {
-	return bytes.Index(data[:min(len(data), pdfHeaderWindow)], []byte("%PDF-"))
+	if bytes.HasPrefix(data, []byte("%PDF-")) {
+		return 0
+	}
+	head := data[:min(len(data), pdfHeaderWindow)]
+	loc := pdfVersionHeader.FindIndex(head)
+	if loc == nil {
+		return -1
+	}
+	after := data[loc[1]:min(len(data), loc[1]+pdfHeaderWindow)]
+	if !pdfObjectHeader.Match(after) || !hasPDFTrailer(data) {
+		return -1
+	}
+	return loc[0]
 }
 
 func isMOBI(data []byte) bool {

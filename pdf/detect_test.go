@@ -1,7 +1,13 @@
 package pdf
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
 	"errors"
+	"image"
+	"image/color"
+	"image/gif"
 	"strings"
 	"testing"
 )
@@ -99,5 +105,119 @@ func TestSupportedIsACopy(t *testing.T) {
 	s[0] = "changed"
 	if Supported()[0] == "changed" {
 		t.Fatal("Supported returned its backing array")
+	}
+}
+
+// bmpPixel is a genuine 1×1 24-bit BMP: file header, BITMAPINFOHEADER and
+// one padded pixel row.
+func bmpPixel() []byte {
+	const headers = 14 + 40
+	b := make([]byte, headers+4)
+	le := binary.LittleEndian
+	copy(b, "BM")
+	le.PutUint32(b[2:], uint32(len(b))) // file size
+	le.PutUint32(b[10:], headers)       // pixel data offset
+	le.PutUint32(b[14:], 40)            // DIB header size
+	le.PutUint32(b[18:], 1)             // width
+	le.PutUint32(b[22:], 1)             // height
+	le.PutUint16(b[26:], 1)             // planes
+	le.PutUint16(b[28:], 24)            // bits per pixel
+	le.PutUint32(b[34:], 4)             // image size
+	b[headers], b[headers+1], b[headers+2] = 0xff, 0x80, 0x00
+	return b
+}
+
+// riffFile is a genuine RIFF container of the given form type holding one
+// chunk, as WAV (WAVE), AVI ("AVI ") and WebP (WEBP) files are.
+func riffFile(form, chunkID string, chunk []byte) []byte {
+	le := binary.LittleEndian
+	b := []byte("RIFF\x00\x00\x00\x00" + form + chunkID + "\x00\x00\x00\x00")
+	le.PutUint32(b[16:], uint32(len(chunk)))
+	b = append(b, chunk...)
+	le.PutUint32(b[4:], uint32(len(b)-8))
+	return b
+}
+
+// wavFile is a genuine PCM WAV file: a "fmt " chunk (mono, 8 kHz, 8-bit)
+// followed by a short "data" chunk.
+func wavFile() []byte {
+	le := binary.LittleEndian
+	fmtChunk := make([]byte, 16)
+	le.PutUint16(fmtChunk[0:], 1)    // PCM
+	le.PutUint16(fmtChunk[2:], 1)    // channels
+	le.PutUint32(fmtChunk[4:], 8000) // sample rate
+	le.PutUint32(fmtChunk[8:], 8000) // byte rate
+	le.PutUint16(fmtChunk[12:], 1)   // block align
+	le.PutUint16(fmtChunk[14:], 8)   // bits per sample
+	b := riffFile("WAVE", "fmt ", fmtChunk)
+	b = append(b, "data\x04\x00\x00\x00\x80\x80\x80\x80"...)
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(b)-8))
+	return b
+}
+
+// gifPixel is a genuine 1×1 GIF written by the standard library.
+func gifPixel(t testing.TB) []byte {
+	t.Helper()
+	img := image.NewPaletted(image.Rect(0, 0, 1, 1), color.Palette{color.Black, color.White})
+	var b bytes.Buffer
+	if err := gif.Encode(&b, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestDetectSignaturesNeedTheirStructure checks that a binary signature
+// made of printable letters ("BM", "RIFF", "GIF89a", "%PDF-") is believed
+// only with the fixed fields that follow it in a real file, so text that
+// happens to start with those letters, or mentions a PDF header, is text.
+func TestDetectSignaturesNeedTheirStructure(t *testing.T) {
+	pdf := makePDF(numberedPages(1))
+	cases := []struct {
+		name  string
+		data  []byte
+		want  Format // "" when refused
+		found string // expected in the refusal
+	}{
+		{"text starting BMW", []byte("BMW is a German maker of cars and motorcycles.\n"), FormatText, ""},
+		{"text starting BMI", []byte("BMI (body mass index) is weight divided by height squared.\n"), FormatText, ""},
+		{"text starting RIFFS", []byte("RIFFS in rock music are short repeated phrases.\n"), FormatText, ""},
+		{"text starting GIF89a", []byte("GIF89a is the 1989 revision of the GIF format.\n"), FormatText, ""},
+		{"text starting GIF89a with a comma", []byte("GIF89a is fun, and so is GIF87a.\n"), FormatText, ""},
+		{"text mentioning a PDF header", []byte("Notes on the format.\nA PDF starts with %PDF-1.7 and ends with %%EOF.\n"), FormatText, ""},
+		{"markdown quoting a PDF", []byte("# PDF anatomy\n\n```\n%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\n```\n\nThat is all.\n"), FormatMarkdown, ""},
+		{"bmp", bmpPixel(), "", "BMP image"},
+		{"wav", wavFile(), "", "WAV audio"},
+		{"avi", riffFile("AVI ", "LIST", []byte("hdrlavih")), "", "AVI video"},
+		{"webp", riffFile("WEBP", "VP8L", []byte("\x2f\x00\x00\x00\x00")), "", "WebP image"},
+		{"gif", gifPixel(t), "", "GIF image"},
+		{"pdf", pdf, FormatPDF, ""},
+		{"pdf after junk", append([]byte("From: scanner@example.com\r\n\r\n"), pdf...), FormatPDF, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Detect(c.data)
+			if c.want != "" {
+				if err != nil || got != c.want {
+					t.Fatalf("Detect = %q, %v; want %q", got, err, c.want)
+				}
+				return
+			}
+			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.found) {
+				t.Fatalf("Detect = %q, %v; want a refusal naming %q", got, err, c.found)
+			}
+		})
+	}
+}
+
+// TestExtractTextMentioningPDF checks the whole path: such text is indexed,
+// not failed as a damaged PDF.
+func TestExtractTextMentioningPDF(t *testing.T) {
+	text := "Release notes.\nThe exporter now writes %PDF-1.7 headers.\n"
+	doc, err := Extract(context.Background(), []byte(text))
+	if err != nil {
+		t.Fatalf("Extract = %v", err)
+	}
+	if doc.Format != FormatText || !strings.Contains(doc.Pages[0].Text, "%PDF-1.7 headers") {
+		t.Errorf("got %q: %+v", doc.Format, doc.Pages)
 	}
 }

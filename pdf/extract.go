@@ -1,9 +1,6 @@
 package pdf
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // Page is the text of one page. Number is 1-based for paged formats and 0
 // for formats without pages (text, Markdown, HTML).
@@ -24,7 +21,8 @@ type Document struct {
 // Extract detects the format of data, extracts its text per page and cleans
 // it (see clean.go). It never panics and a malformed file cannot crash the
 // caller: MuPDF runs in a worker process (see worker.go) that is killed when
-// ctx ends, in which case the error wraps ErrTooSlow and ctx.Err().
+// ctx ends, in which case the error wraps ErrTooSlow (and context.Canceled
+// when ctx was cancelled rather than past its deadline; see ErrTooSlow).
 //
 // Errors wrap one of ErrEmpty, ErrUnsupported, ErrEncrypted, ErrCorrupt,
 // ErrNoText or ErrTooSlow, whose messages can be shown to the user.
@@ -43,8 +41,8 @@ func ExtractAs(ctx context.Context, f Format, data []byte) (*Document, error) {
 	if len(data) == 0 {
 		return nil, ErrEmpty
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("pdf: extract: %w: %w", ErrTooSlow, err)
+	if ctx.Err() != nil {
+		return nil, errStopped(ctx)
 	}
 	switch f {
 	case FormatText, FormatMarkdown:

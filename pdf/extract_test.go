@@ -175,8 +175,16 @@ func TestExtractHonoursContext(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err := Extract(ctx, big)
-	if !errors.Is(err, ErrTooSlow) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("deadline: got %v", err)
+	// A deadline is the document's problem, not a timeout worth retrying:
+	// the error must not pass for context.DeadlineExceeded, which generic
+	// classifiers (llm.IsTransient) take for a network timeout.
+	if !errors.Is(err, ErrTooSlow) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline: got %v, want ErrTooSlow without DeadlineExceeded", err)
+	}
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Now())
+	defer cancelExpired()
+	if _, err := Extract(expired, data); !errors.Is(err, ErrTooSlow) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("expired deadline: got %v, want ErrTooSlow without DeadlineExceeded", err)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("Extract returned %v after a 5ms deadline", d)

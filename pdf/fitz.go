@@ -49,6 +49,13 @@ func extractFitz(ctx context.Context, f Format, data []byte) (*Document, error) 
 		anyText = anyText || hasWordChar(t)
 	}
 	if !anyText {
+		// Cleaning removes words only with page numbers, so words in the
+		// raw text mean the document's only text was page numbers.
+		for _, raw := range res.Pages {
+			if hasWordChar(raw) {
+				return nil, errOnlyPageNumbers(f)
+			}
+		}
 		return nil, errNoText(f)
 	}
 	return doc, nil
@@ -75,8 +82,8 @@ func readPages(ctx context.Context, data []byte) (pages []string, err error) {
 	pages = make([]string, n)
 	failed := 0
 	for i := range n {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("pdf: extract: %w: %w", ErrTooSlow, err)
+		if ctx.Err() != nil {
+			return nil, errStopped(ctx)
 		}
 		text, err := doc.Text(i)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -28,22 +29,52 @@ import (
 // the context ends, where a goroutine stuck in C could not be stopped. The
 // cost is a process start per document (a few milliseconds, small next to
 // extracting even a short PDF) and copying the file through a pipe.
+//
+// The child must not outlive its parent: a server killed with SIGKILL (or
+// by the OOM killer) cannot kill it, and re-parented to PID 1 it would run
+// on without a deadline while the restarted server starts another worker
+// for the same job. On Linux the kernel kills it when the parent goes (see
+// workerSysProcAttr); on every system the child also checks at start that
+// its parent is still the process that started it (see parentGone), which
+// covers a parent that died before the child could be watched, and where
+// there is no such kernel support it keeps checking (see watchParent).
 const (
 	// workerEnv selects worker mode; its values are unlikely to be set by
-	// accident, since a stray value would turn the server into a worker.
+	// accident, since a stray value would turn the server into a worker
+	// (one that exits at once, lacking workerParentEnv).
 	workerEnv          = "DOCSIFT_PDF_WORKER"
 	workerModeExtract  = "extract-v1"
 	workerModeCount    = "count-v1"
 	workerStderrTail   = 2048 // bytes of MuPDF's stderr kept for error details
 	workerKillGrace    = 2 * time.Second
 	workerExitUncaught = 3 // exit status when the worker fails in Go code
+	workerExitOrphaned = 4 // exit status when the worker's parent is gone
+
+	// workerParentEnv carries the server's pid to the worker, which exits
+	// at start when its parent is not that process (see parentGone).
+	workerParentEnv = "DOCSIFT_PDF_WORKER_PARENT"
 )
 
 func init() {
-	switch os.Getenv(workerEnv) {
+	switch mode := os.Getenv(workerEnv); mode {
 	case workerModeExtract, workerModeCount:
-		os.Exit(runWorker(os.Getenv(workerEnv), os.Stdin, os.Stdout))
+		if parentGone(os.Getenv(workerParentEnv), os.Getppid()) {
+			os.Exit(workerExitOrphaned)
+		}
+		watchParent(os.Getppid())
+		os.Exit(runWorker(mode, os.Stdin, os.Stdout))
 	}
+}
+
+// parentGone reports whether a worker whose parent has pid ppid was
+// orphaned: its parent is not the server that started it, whose pid the
+// server passed in workerParentEnv. An orphan is re-parented to PID 1 or to
+// a subreaper, so comparing with the expected pid catches both (and a
+// server that is itself PID 1, as in a container, is still its parent). A
+// worker started without workerParentEnv was not started by runInWorker
+// (a stray environment variable) and does not run either.
+func parentGone(want string, ppid int) bool {
+	return want == "" || want != strconv.Itoa(ppid)
 }
 
 // workerResult is what the child sends back on stdout.
@@ -89,20 +120,36 @@ func runWorker(mode string, in io.Reader, out io.Writer) int {
 // runInWorker runs MuPDF on data in a child process (see the comment at
 // the top of this file) and maps its outcome onto the package's errors.
 func runInWorker(ctx context.Context, mode string, data []byte) (*workerResult, error) {
+	return runWorkerProcess(ctx, mode, bytes.NewReader(data))
+}
+
+// runWorkerProcess is runInWorker reading the document from stdin, which
+// the child gets as its own standard input when it is an *os.File.
+func runWorkerProcess(ctx context.Context, mode string, stdin io.Reader) (*workerResult, error) {
 	exe, err := workerExecutable()
 	if err != nil {
 		return nil, fmt.Errorf("pdf: start extraction worker: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), workerEnv+"="+mode)
-	cmd.Stdin = bytes.NewReader(data)
+	cmd.Env = append(os.Environ(), workerEnv+"="+mode, workerParentEnv+"="+strconv.Itoa(os.Getpid()))
+	cmd.Stdin = stdin
 	var stdout bytes.Buffer
 	stderr := &tailBuffer{max: workerStderrTail}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	cmd.WaitDelay = workerKillGrace
+	cmd.SysProcAttr = workerSysProcAttr()
+	// Linux's parent-death signal fires when the *thread* that started the
+	// child ends, not the process, and the Go runtime ends a thread when a
+	// goroutine locked to it returns without unlocking (any code, ours or a
+	// dependency's, may do that; golang/go#27505). Locking this goroutine to
+	// its thread from start to wait keeps every other goroutine off it, so
+	// nothing can end the thread while the worker runs. The cost is one OS
+	// thread per running extraction, blocked in wait.
+	runtime.LockOSThread()
 	runErr := cmd.Run()
+	runtime.UnlockOSThread()
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("pdf: extract: %w: %w", ErrTooSlow, ctx.Err())
+		return nil, errStopped(ctx)
 	}
 	var res workerResult
 	if runErr != nil || gob.NewDecoder(&stdout).Decode(&res) != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/docsift/docsift/llm"
 )
@@ -63,8 +64,12 @@ func (s *Service) answer(ctx context.Context, query string, sources []llm.Source
 	if onDelta != nil {
 		relay = func(d string) { streamed = true; onDelta(d) }
 	}
+	start := time.Now()
 	text, err := s.answerer.Answer(ctx, query, sources, relay)
 	model := s.answerer.Model()
+	if err == nil {
+		s.metrics.Answered(model, time.Since(start))
+	}
 	switch {
 	case err == nil:
 		return Answer{Text: text, Model: model, Warnings: warnings}, nil

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/store"
 	"github.com/docsift/docsift/websearch"
 )
@@ -45,12 +47,16 @@ type Service struct {
 	fallback llm.Answerer // answers when answerer fails
 	web      WebSearcher  // nil: internet search is off
 	log      *slog.Logger
+	metrics  *metrics.Metrics
 }
 
 // New returns a query service. web may be nil.
 func New(indexes Indexes, st *store.Store, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
 	return &Service{indexes: indexes, store: st, answerer: answerer, fallback: llm.NewExtractive(), web: web, log: log}
 }
+
+// SetMetrics makes the service record query embedding and answer times.
+func (s *Service) SetMetrics(m *metrics.Metrics) { s.metrics = m }
 
 // Result is one chunk a search found.
 type Result struct {
@@ -73,7 +79,7 @@ func (s *Service) Search(ctx context.Context, owner, query string, k int) ([]Res
 	embedder, err := s.indexes.Embedder(x.Model())
 	if err != nil {
 		warnings = append(warnings, "results are lexical only: "+err.Error())
-	} else if vec, err := embedQuery(ctx, embedder, query); err != nil {
+	} else if vec, err := s.embedQuery(ctx, embedder, query); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
@@ -105,7 +111,9 @@ func (s *Service) Search(ctx context.Context, owner, query string, k int) ([]Res
 }
 
 // embedQuery embeds a query the way the embedder's model wants queries.
-func embedQuery(ctx context.Context, em llm.Embedder, query string) ([]float32, error) {
+func (s *Service) embedQuery(ctx context.Context, em llm.Embedder, query string) ([]float32, error) {
+	start := time.Now()
+	defer func() { s.metrics.Embedded(em.Model(), "query", time.Since(start)) }()
 	if qe, ok := em.(llm.QueryEmbedder); ok {
 		return qe.EmbedQuery(ctx, query)
 	}

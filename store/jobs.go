@@ -111,17 +111,19 @@ func (s *Store) NextDue() (time.Time, bool) {
 }
 
 // FinishJob ends a job as SUCCEEDED (errMsg empty) or FAILED, and its
-// document with it.
+// document with it, and queues the event for the project's webhooks in the
+// same transaction: an ended job is never without its deliveries.
 func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error {
 	status := StatusSucceeded
 	if errMsg != "" {
 		status = StatusFailed
 	}
-	return s.updateJob(jobID, func(j *Job, d *Document) {
+	return s.updateJob(jobID, func(tx *bolt.Tx, j *Job, d *Document) error {
 		j.Status, j.Error, j.Chunks = status, errMsg, chunks
 		if d != nil {
 			d.Status, d.Error, d.Chunks, d.Pages = status, errMsg, chunks, pages
 		}
+		return s.queueEvent(tx, j.ProjectID, jobEvent(j, s.now().UTC()))
 	})
 }
 
@@ -188,7 +190,7 @@ func (s *Store) RequeueInterrupted() (int, error) {
 
 // updateJob applies fn to a job and its document (nil when deleted) and
 // saves both in one transaction.
-func (s *Store) updateJob(jobID string, fn func(*Job, *Document)) error {
+func (s *Store) updateJob(jobID string, fn func(*bolt.Tx, *Job, *Document) error) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		j, err := getJob(tx, jobID)
 		if err != nil {
@@ -200,7 +202,9 @@ func (s *Store) updateJob(jobID string, fn func(*Job, *Document)) error {
 		} else if err != nil {
 			return err
 		}
-		fn(j, d)
+		if err := fn(tx, j, d); err != nil {
+			return err
+		}
 		now := s.now().UTC()
 		j.UpdatedAt = now
 		if d != nil {
@@ -215,4 +219,24 @@ func (s *Store) updateJob(jobID string, fn func(*Job, *Document)) error {
 		return fmt.Errorf("store: update job %s: %w", jobID, err)
 	}
 	return nil
+}
+
+// PendingJobs returns how many jobs wait in the queue, due or backing off,
+// and when the oldest of them was created (zero when none waits).
+func (s *Store) PendingJobs() (n int, oldest time.Time, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		jobs := tx.Bucket(bucketJobs)
+		return tx.Bucket(bucketQueue).ForEach(func(_, id []byte) error {
+			j, err := get[Job](jobs, string(id))
+			if err != nil {
+				return err
+			}
+			n++
+			if oldest.IsZero() || j.CreatedAt.Before(oldest) {
+				oldest = j.CreatedAt
+			}
+			return nil
+		})
+	})
+	return n, oldest, err
 }

@@ -33,27 +33,31 @@ const schemaVersion = 1
 const openTimeout = 2 * time.Second
 
 var (
-	bucketMeta      = []byte("meta")
-	bucketProjects  = []byte("projects")
-	bucketKeys      = []byte("keys")      // sha256(key) hex → APIKey
-	bucketCustomers = []byte("customers") // customer id → Customer
-	bucketSessions  = []byte("sessions")  // sha256(token) hex → Session
-	bucketDocuments = []byte("documents") // document id → Document
-	bucketOwnerDocs = []byte("ownerdocs") // owner \x00 document id → nil
-	bucketJobs      = []byte("jobs")      // job id → Job
-	bucketQueue     = []byte("queue")     // 8-byte due time, 8-byte sequence → job id: the next due first
-	bucketChunks    = []byte("chunks")    // chunk id → Chunk
-	bucketSeqs      = []byte("seqs")      // 8-byte chunk sequence → chunk id
-	bucketOwnerSeqs = []byte("ownerseqs") // owner \x00 8-byte sequence → nil
-	bucketVectors   = []byte("vectors")   // model \x00 8-byte chunk sequence → little-endian float32s
-	bucketOwners    = []byte("owners")    // owner id → OwnerModel
-	bucketFileRefs  = []byte("filerefs")  // owner \x00 sha256 hex → reference count
-	bucketSubpages  = []byte("subpages")  // subpage id → Subpage
+	bucketMeta       = []byte("meta")
+	bucketProjects   = []byte("projects")
+	bucketKeys       = []byte("keys")       // sha256(key) hex → APIKey
+	bucketCustomers  = []byte("customers")  // customer id → Customer
+	bucketSessions   = []byte("sessions")   // sha256(token) hex → Session
+	bucketDocuments  = []byte("documents")  // document id → Document
+	bucketOwnerDocs  = []byte("ownerdocs")  // owner \x00 document id → nil
+	bucketJobs       = []byte("jobs")       // job id → Job
+	bucketQueue      = []byte("queue")      // 8-byte due time, 8-byte sequence → job id: the next due first
+	bucketChunks     = []byte("chunks")     // chunk id → Chunk
+	bucketSeqs       = []byte("seqs")       // 8-byte chunk sequence → chunk id
+	bucketOwnerSeqs  = []byte("ownerseqs")  // owner \x00 8-byte sequence → nil
+	bucketVectors    = []byte("vectors")    // model \x00 8-byte chunk sequence → little-endian float32s
+	bucketOwners     = []byte("owners")     // owner id → OwnerModel
+	bucketFileRefs   = []byte("filerefs")   // owner \x00 sha256 hex → reference count
+	bucketSubpages   = []byte("subpages")   // subpage id → Subpage
+	bucketWebhooks   = []byte("webhooks")   // webhook id → Webhook
+	bucketDeliveries = []byte("deliveries") // delivery id → Delivery
+	bucketOutbox     = []byte("outbox")     // 8-byte due time, 8-byte sequence → delivery id: the next due first
+	bucketWebhookLog = []byte("webhooklog") // webhook id \x00 8-byte time delivery id → nil: a webhook's deliveries in order
 
 	allBuckets = [][]byte{bucketMeta, bucketProjects, bucketKeys, bucketCustomers,
 		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue,
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
-		bucketSubpages, bucketOwners}
+		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -73,8 +77,8 @@ type Store struct {
 	// reference goes are kept (orphansHeld) and swept when it ends.
 	pinned      int
 	orphansHeld bool
-	now      func() time.Time
-	noSync   bool
+	now         func() time.Time
+	noSync      bool
 }
 
 // Open opens (creating if needed) the store in dir: dir/docsift.db for

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Inspection is what docsift doctor learns of a store.
+type Inspection struct {
+	SchemaVersion uint64
+	Projects      int
+	Documents     int
+	Chunks        int
+	Jobs          map[string]int    // by status
+	Owners        map[string]Holder // owners with chunks
+	FilesMissing  []string          // referenced by a document, not on disk: "OWNER/SHA256"
+	FilesOrphaned int               // on disk, referenced by no document
+}
+
+// Holder is what an owner holds in the store.
+type Holder struct {
+	Model   string // the embedding model of its vectors
+	Chunks  int
+	LastSeq uint64 // its newest chunk's sequence number
+}
+
+// Inspect reads the whole store once and reports its contents and every
+// inconsistency between records and files it can see.
+func (s *Store) Inspect() (*Inspection, error) {
+	in := &Inspection{Jobs: map[string]int{}, Owners: map[string]Holder{}}
+	referenced := map[string]bool{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		in.SchemaVersion = fromU64(tx.Bucket(bucketMeta).Get(keySchemaVersion))
+		in.Projects = tx.Bucket(bucketProjects).Stats().KeyN
+		in.Documents = tx.Bucket(bucketDocuments).Stats().KeyN
+		in.Chunks = tx.Bucket(bucketChunks).Stats().KeyN
+		err := tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+			var j Job
+			if err := jsonUnmarshal(v, &j); err != nil {
+				return err
+			}
+			in.Jobs[j.Status]++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		c := tx.Bucket(bucketOwnerSeqs).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			owner, seq, ok := bytes.Cut(k, []byte{0})
+			if !ok || len(seq) != 8 {
+				return fmt.Errorf("malformed owner chunk key %q", k)
+			}
+			h := in.Owners[string(owner)]
+			h.Chunks++
+			h.LastSeq = max(h.LastSeq, fromU64(seq))
+			in.Owners[string(owner)] = h
+		}
+		for owner, h := range in.Owners {
+			if om, err := get[OwnerModel](tx.Bucket(bucketOwners), owner); err == nil {
+				h.Model = om.Model
+				in.Owners[owner] = h
+			}
+		}
+		return tx.Bucket(bucketFileRefs).ForEach(func(k, _ []byte) error {
+			owner, hash, _ := bytes.Cut(k, []byte{0})
+			referenced[string(owner)+"/"+string(hash)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: inspect: %w", err)
+	}
+	onDisk := map[string]bool{}
+	err = filepath.WalkDir(s.filesDir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(s.filesDir, path)
+		rel = filepath.ToSlash(rel)
+		onDisk[rel] = true
+		if !referenced[rel] || strings.HasPrefix(d.Name(), ".tmp-") {
+			in.FilesOrphaned++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: inspect files: %w", err)
+	}
+	for f := range referenced {
+		if !onDisk[f] {
+			in.FilesMissing = append(in.FilesMissing, f)
+		}
+	}
+	return in, nil
+}

@@ -1,0 +1,341 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Webhook events.
+const (
+	EventJobSucceeded = "job.succeeded"
+	EventJobFailed    = "job.failed"
+)
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed" // given up on after the retry window
+)
+
+// Prefixes of webhook ids.
+const (
+	PrefixWebhook  = "whk_"
+	PrefixEvent    = "evt_"
+	PrefixDelivery = "dlv_"
+	prefixSecret   = "whsec_"
+)
+
+// Webhook is an endpoint a project registered for events.
+type Webhook struct {
+	ID        string    `json:"webhook_id"`
+	ProjectID string    `json:"project_id"`
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	Secret    string    `json:"secret"` // signs deliveries; the receiver holds the same
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Event is something that happened that webhooks may hear of.
+type Event struct {
+	ID         string    `json:"event_id"`
+	Type       string    `json:"type"`
+	JobID      string    `json:"job_id"`
+	OwnerID    string    `json:"owner_id"`
+	DocumentID string    `json:"document_id"`
+	Status     string    `json:"status"`
+	Error      string    `json:"error,omitempty"`
+	Chunks     int       `json:"chunks"`
+	At         time.Time `json:"at"`
+}
+
+// Delivery is one event on its way to one webhook.
+type Delivery struct {
+	ID          string    `json:"delivery_id"`
+	WebhookID   string    `json:"webhook_id"`
+	Event       Event     `json:"event"`
+	Status      string    `json:"status"`
+	Attempts    int       `json:"attempts"`
+	LastStatus  int       `json:"last_status,omitempty"` // the receiver's HTTP status
+	LastError   string    `json:"last_error,omitempty"`
+	NextAttempt time.Time `json:"next_attempt_at,omitzero"`
+	CreatedAt   time.Time `json:"created_at"`
+	DeliveredAt time.Time `json:"delivered_at,omitzero"`
+	QueueKey    []byte    `json:"queue_key,omitempty"` // its key in the outbox while pending
+	Claimed     bool      `json:"claimed,omitempty"`   // a sender holds it; its due time is the lease's end
+}
+
+func jobEvent(j *Job, at time.Time) Event {
+	typ := EventJobSucceeded
+	if j.Status == StatusFailed {
+		typ = EventJobFailed
+	}
+	return Event{ID: NewID(PrefixEvent), Type: typ, JobID: j.ID, OwnerID: j.OwnerID, DocumentID: j.DocumentID,
+		Status: j.Status, Error: j.Error, Chunks: j.Chunks, At: at}
+}
+
+// CreateWebhook registers url for a project's events and returns it with
+// its signing secret.
+func (s *Store) CreateWebhook(projectID, url string, events []string) (*Webhook, error) {
+	w := &Webhook{ID: NewID(PrefixWebhook), ProjectID: projectID, URL: url, Events: events,
+		Secret: NewSecret(prefixSecret), CreatedAt: s.now().UTC()}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
+			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+		}
+		return put(tx.Bucket(bucketWebhooks), w.ID, w)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create webhook: %w", err)
+	}
+	return w, nil
+}
+
+// Webhook returns a webhook by id.
+func (s *Store) Webhook(id string) (*Webhook, error) { return record[Webhook](s, bucketWebhooks, id) }
+
+// Webhooks lists a project's webhooks, oldest first.
+func (s *Store) Webhooks(projectID string) ([]Webhook, error) {
+	var out []Webhook
+	err := s.db.View(func(tx *bolt.Tx) error {
+		out = projectWebhooks(tx, projectID)
+		return nil
+	})
+	return out, err
+}
+
+func projectWebhooks(tx *bolt.Tx, projectID string) []Webhook {
+	var out []Webhook
+	_ = tx.Bucket(bucketWebhooks).ForEach(func(_, v []byte) error {
+		var w Webhook
+		if jsonUnmarshal(v, &w) == nil && w.ProjectID == projectID {
+			out = append(out, w)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b Webhook) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out
+}
+
+// DeleteWebhook removes a webhook and every delivery to it, sent or not.
+func (s *Store) DeleteWebhook(id string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketWebhooks).Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		prefix := ownerKey(id, nil)
+		log, deliveries, outbox := tx.Bucket(bucketWebhookLog), tx.Bucket(bucketDeliveries), tx.Bucket(bucketOutbox)
+		var keys [][]byte
+		c := log.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		for _, k := range keys {
+			dID := k[len(prefix)+8:]
+			if d, err := get[Delivery](deliveries, string(dID)); err == nil && d.QueueKey != nil {
+				if err := outbox.Delete(d.QueueKey); err != nil {
+					return err
+				}
+			}
+			if err := deliveries.Delete(dID); err != nil {
+				return err
+			}
+			if err := log.Delete(k); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketWebhooks).Delete([]byte(id))
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete webhook %s: %w", id, err)
+	}
+	return nil
+}
+
+// queueEvent creates a pending delivery of ev, due now, for every webhook
+// of the project that listens for its type.
+func (s *Store) queueEvent(tx *bolt.Tx, projectID string, ev Event) error {
+	for _, w := range projectWebhooks(tx, projectID) {
+		if !slices.Contains(w.Events, ev.Type) {
+			continue
+		}
+		d := &Delivery{ID: NewID(PrefixDelivery), WebhookID: w.ID, Event: ev, Status: DeliveryPending, CreatedAt: ev.At}
+		if err := s.scheduleDelivery(tx, d, ev.At); err != nil {
+			return err
+		}
+		logKey := ownerKey(w.ID, append(u64(uint64(ev.At.UnixNano())), d.ID...))
+		if err := tx.Bucket(bucketWebhookLog).Put(logKey, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scheduleDelivery (re)queues d in the outbox, due at due, and saves it.
+// The outbox is keyed by due time then arrival, like the job queue.
+func (s *Store) scheduleDelivery(tx *bolt.Tx, d *Delivery, due time.Time) error {
+	out := tx.Bucket(bucketOutbox)
+	if d.QueueKey != nil {
+		if err := out.Delete(d.QueueKey); err != nil {
+			return err
+		}
+	}
+	seq, err := out.NextSequence()
+	if err != nil {
+		return err
+	}
+	d.QueueKey = append(u64(uint64(max(due.UnixNano(), 0))), u64(seq)...)
+	d.NextAttempt = due.UTC()
+	if err := out.Put(d.QueueKey, []byte(d.ID)); err != nil {
+		return err
+	}
+	return put(tx.Bucket(bucketDeliveries), d.ID, d)
+}
+
+// ErrNoDelivery is returned by ClaimDelivery when none is due.
+var ErrNoDelivery = errors.New("no delivery is due")
+
+// ClaimDelivery takes the next due delivery and its webhook, and moves it
+// lease into the future, so that no other sender takes it meanwhile and a
+// sender that dies mid-attempt leaves it to be tried again. Deliveries are
+// claimed in the order they became due, so one job's events (and one
+// webhook's) go out in order.
+func (s *Store) ClaimDelivery(lease time.Duration) (*Delivery, *Webhook, error) {
+	var d *Delivery
+	var w *Webhook
+	now := s.now().UTC()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		k, id := tx.Bucket(bucketOutbox).Cursor().First()
+		if k == nil || dueOf(k).After(now) {
+			return ErrNoDelivery
+		}
+		var err error
+		if d, err = get[Delivery](tx.Bucket(bucketDeliveries), string(id)); err != nil {
+			return err
+		}
+		if w, err = get[Webhook](tx.Bucket(bucketWebhooks), d.WebhookID); err != nil {
+			return err
+		}
+		d.Claimed = true
+		return s.scheduleDelivery(tx, d, now.Add(lease))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, w, nil
+}
+
+// ReleaseDeliveries makes the deliveries a sender had claimed when the
+// process stopped due now: bbolt admits one process, so at start no sender
+// holds any, and their attempts may never have gone out.
+func (s *Store) ReleaseDeliveries() (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var claimed []*Delivery
+		err := tx.Bucket(bucketOutbox).ForEach(func(_, id []byte) error {
+			d, err := get[Delivery](tx.Bucket(bucketDeliveries), string(id))
+			if err != nil {
+				return err
+			}
+			if d.Claimed {
+				claimed = append(claimed, d)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		for _, d := range claimed {
+			d.Claimed = false
+			if err := s.scheduleDelivery(tx, d, now); err != nil {
+				return err
+			}
+		}
+		n = len(claimed)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: release deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// NextDeliveryDue returns when the earliest pending delivery is due.
+func (s *Store) NextDeliveryDue() (time.Time, bool) {
+	var next time.Time
+	var found bool
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bucketOutbox).Cursor().First(); k != nil {
+			next, found = dueOf(k), true
+		}
+		return nil
+	})
+	return next, found
+}
+
+// DeliveryAttempted records how an attempt went: delivered (retryAt zero
+// and errMsg empty), to be retried at retryAt, or given up on (retryAt
+// zero, errMsg set).
+func (s *Store) DeliveryAttempted(id string, status int, errMsg string, retryAt time.Time) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		d, err := get[Delivery](tx.Bucket(bucketDeliveries), id)
+		if err != nil {
+			return err
+		}
+		d.Attempts++
+		d.LastStatus, d.LastError, d.Claimed = status, errMsg, false
+		if !retryAt.IsZero() {
+			return s.scheduleDelivery(tx, d, retryAt)
+		}
+		if err := tx.Bucket(bucketOutbox).Delete(d.QueueKey); err != nil {
+			return err
+		}
+		d.QueueKey, d.NextAttempt = nil, time.Time{}
+		d.Status = DeliveryDelivered
+		if errMsg != "" {
+			d.Status = DeliveryFailed
+		} else {
+			d.DeliveredAt = s.now().UTC()
+		}
+		return put(tx.Bucket(bucketDeliveries), d.ID, d)
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil // its webhook was deleted meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("store: record delivery %s: %w", id, err)
+	}
+	return nil
+}
+
+// Deliveries returns a webhook's most recent deliveries, newest first, at
+// most limit.
+func (s *Store) Deliveries(webhookID string, limit int) ([]Delivery, error) {
+	var out []Delivery
+	err := s.db.View(func(tx *bolt.Tx) error {
+		prefix := ownerKey(webhookID, nil)
+		c := tx.Bucket(bucketWebhookLog).Cursor()
+		// Seek past the prefix's last key, then walk back.
+		k, _ := c.Seek(ownerKey(webhookID, bytes.Repeat([]byte{0xff}, 9)))
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, _ = c.Prev() {
+			d, err := get[Delivery](tx.Bucket(bucketDeliveries), string(k[len(prefix)+8:]))
+			if err != nil {
+				return err
+			}
+			out = append(out, *d)
+		}
+		return nil
+	})
+	return out, err
+}
