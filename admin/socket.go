@@ -35,6 +35,9 @@ type Store interface {
 	CreateKey(projectID string) (string, *store.APIKey, error)
 	Keys(projectID string) ([]store.APIKey, error)
 	RevokeKey(keyID string) (*store.APIKey, error)
+	CreateWebhook(projectID, url string, events []string) (*store.Webhook, error)
+	Webhooks(projectID string) ([]store.Webhook, error)
+	DeleteWebhook(id string) error
 }
 
 // errorReply is the socket's error shape.
@@ -87,6 +90,9 @@ func handler(st *store.Store, dataDir string, reindexer Reindexer) http.Handler 
 		}
 		json.NewEncoder(w).Encode(v)
 	}
+	mux.HandleFunc("GET /doctor", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, Doctor(st, dataDir, true), nil)
+	})
 	mux.HandleFunc("POST /projects", func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Name string }
 		json.NewDecoder(r.Body).Decode(&req)
@@ -116,6 +122,24 @@ func handler(st *store.Store, dataDir string, reindexer Reindexer) http.Handler 
 		json.NewDecoder(r.Body).Decode(&req)
 		k, err := admin.RevokeKey(req.KeyID)
 		reply(w, k, err)
+	})
+	mux.HandleFunc("POST /webhooks", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ProjectID, URL string
+			Events         []string
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		wh, err := admin.CreateWebhook(req.ProjectID, req.URL, req.Events)
+		reply(w, wh, err)
+	})
+	mux.HandleFunc("GET /webhooks", func(w http.ResponseWriter, r *http.Request) {
+		ws, err := admin.Webhooks(r.URL.Query().Get("project_id"))
+		reply(w, ws, err)
+	})
+	mux.HandleFunc("POST /webhooks/delete", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ ID string }
+		json.NewDecoder(r.Body).Decode(&req)
+		reply(w, struct{}{}, admin.DeleteWebhook(req.ID))
 	})
 	return mux
 }
@@ -188,8 +212,33 @@ func (c *Client) Keys(projectID string) ([]store.APIKey, error) {
 	return keys, err
 }
 
+// Doctor asks the running server to check its data dir.
+func (c *Client) Doctor() ([]Finding, error) {
+	var out []Finding
+	client := *c
+	client.http = &http.Client{Transport: c.http.Transport} // reading every snapshot takes a while
+	err := client.call("GET", "/doctor", nil, &out)
+	return out, err
+}
+
 func (c *Client) RevokeKey(keyID string) (*store.APIKey, error) {
 	var k store.APIKey
 	err := c.call("POST", "/keys/revoke", map[string]string{"KeyID": keyID}, &k)
 	return &k, err
+}
+
+func (c *Client) CreateWebhook(projectID, url string, events []string) (*store.Webhook, error) {
+	var w store.Webhook
+	err := c.call("POST", "/webhooks", map[string]any{"ProjectID": projectID, "URL": url, "Events": events}, &w)
+	return &w, err
+}
+
+func (c *Client) Webhooks(projectID string) ([]store.Webhook, error) {
+	var ws []store.Webhook
+	err := c.call("GET", "/webhooks?project_id="+url.QueryEscape(projectID), nil, &ws)
+	return ws, err
+}
+
+func (c *Client) DeleteWebhook(id string) error {
+	return c.call("POST", "/webhooks/delete", map[string]string{"ID": id}, &struct{}{})
 }

@@ -35,12 +35,7 @@ directory is opened directly. Restore it with docsift restore.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), "a server runs on", data+": it writes the backup while it keeps serving")
 					return c.Backup(cmd.Context(), w)
 				}
-				// Opening would create an empty store: a mistyped --data
-				// must not produce a backup of nothing.
-				if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {
-					return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
-				}
-				st, err := store.Open(data)
+				st, err := openExisting(data)
 				if err != nil {
 					return nil, err
 				}
@@ -125,4 +120,14 @@ func sizeLabel(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+}
+
+// openExisting opens the store of a data dir that has one. store.Open
+// would create an empty one: a mistyped --data must not make a backup or a
+// health report of nothing.
+func openExisting(data string) (*store.Store, error) {
+	if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {
+		return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
+	}
+	return store.Open(data)
 }

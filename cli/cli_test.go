@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -527,5 +528,69 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Error("backing up a missing data dir created it")
+	}
+}
+
+func TestMetricsOnTheirOwnListener(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	metricsAddr := freeAddr(t)
+	srv := startServe(t, dir, freeAddr(t), "--metrics-addr", metricsAddr)
+	p := createProject(t, dir, "measured")
+
+	body := fmt.Sprintf(`{"owner_id": %q, "text": "Metrics count what the server did, never whose data it was."}`, p.ProjectID)
+	req, _ := http.NewRequest(http.MethodPost, srv.base+"/upload/text", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+p.APIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up struct {
+		JobID string `json:"job_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&up)
+	resp.Body.Close()
+
+	scrape := func() string {
+		t.Helper()
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /metrics: %d %s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	// The job ends in the server's own time; the counter says when.
+	deadline := time.Now().Add(cliWait)
+	out := scrape()
+	for !strings.Contains(out, `docsift_jobs_ended_total{outcome="succeeded"} 1`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no succeeded job in the metrics:\n%s", out)
+		}
+		out = scrape()
+	}
+	for _, want := range []string{
+		`docsift_http_requests_total{method="POST",route="/upload/text",status="200"} 1`,
+		`docsift_chunks_indexed_total 1`,
+		`docsift_jobs_pending 0`,
+		`docsift_jobs_processing 0`,
+		`docsift_embed_duration_seconds_count{model="builtin-v1",purpose="document"} 1`,
+		`docsift_http_request_duration_seconds_bucket{method="POST",route="/upload/text",le="+Inf"} 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	for _, secret := range []string{p.ProjectID, p.APIKey, up.JobID, "prj_", "cus_", "doc_"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("metrics name %q: they must say nothing about tenants", secret)
+		}
+	}
+	if resp, err := http.Get(srv.base + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the public listener serves /metrics: %v %v", resp, err)
 	}
 }

@@ -18,14 +18,7 @@ func keyCmd() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&data, "data", defaultDataDir, "data directory")
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	withAdmin := func(fn func(admin.Store, io.Writer) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, _ []string) error {
-			a, done, err := openAdmin(data)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return fn(a, cmd.OutOrStdout())
-		}
+		return withAdminOf(&data, fn)
 	}
 	create := &cobra.Command{
 		Use: "create", Short: "Create an API key for a project", Args: cobra.NoArgs,

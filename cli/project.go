@@ -25,6 +25,19 @@ func openAdmin(dataDir string) (a admin.Store, close func(), err error) {
 	return st, func() { st.Close() }, nil
 }
 
+// withAdminOf runs fn with the admin of the data dir *data names (read when
+// the command runs, after its flags are parsed).
+func withAdminOf(data *string, fn func(admin.Store, io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		a, done, err := openAdmin(*data)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return fn(a, cmd.OutOrStdout())
+	}
+}
+
 func projectCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "project", Short: "Manage projects"}
 	var name, data string

@@ -37,7 +37,7 @@ func rootCmd(version string) *cobra.Command {
 			return flagsFromEnv(cmd.Flags())
 		},
 	}
-	root.AddCommand(serveCmd(version), projectCmd(), keyCmd(), evalCmd(), benchCmd(), reindexCmd(), modelsCmd(), backupCmd(), restoreCmd())
+	root.AddCommand(serveCmd(version), projectCmd(), keyCmd(), evalCmd(), benchCmd(), reindexCmd(), modelsCmd(), backupCmd(), restoreCmd(), doctorCmd(), webhookCmd())
 	return root
 }
 

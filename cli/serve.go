@@ -2,18 +2,23 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/search"
+	"github.com/docsift/docsift/webhook"
 	"github.com/docsift/docsift/websearch"
 
 	"github.com/docsift/docsift/admin"
@@ -47,6 +52,11 @@ type serveOptions struct {
 	sessionMaxPending   int
 	maxConns            int
 	maxConnsPerClient   int
+	googleClientID      string
+	googleClientSecret  string
+	metricsAddr         string
+	logFile             string
+	webhookFirstRetry   time.Duration
 }
 
 func serveCmd(version string) *cobra.Command {
@@ -72,6 +82,7 @@ project named "default" is created and its API key printed once.`,
 	f.DurationVar(&o.sessionTTL, "session-ttl", server.DefaultSessionTTL, "how long an upload session URL stays valid")
 	f.DurationVar(&o.subpageTTL, "subpage-ttl", server.DefaultSubpageTTL, "how long a subpage URL stays valid")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logFile, "log-file", "", "write the log to this file instead of standard error; SIGHUP reopens it (for log rotation)")
 	f.IntVar(&o.maxAttempts, "max-attempts", ingest.DefaultMaxAttempts, "runs of an indexing job that fails for a passing reason (Ollama down) before it is FAILED")
 	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
 	f.DurationVar(&o.extractTimeout, "extract-timeout", ingest.DefaultExtractTimeout, "longest text extraction of one document before its job fails")
@@ -81,27 +92,50 @@ project named "default" is created and its API key printed once.`,
 	f.IntVar(&o.sessionMaxPending, "session-max-pending", server.DefaultSessionMaxPending, "files one upload session may have waiting to be indexed; more: 429 with Retry-After")
 	f.IntVar(&o.maxConns, "max-connections", server.DefaultMaxConns, "open connections at most; more are closed at once")
 	f.IntVar(&o.maxConnsPerClient, "max-connections-per-client", server.DefaultMaxConnsPerClient, "open connections from one IP address at most")
+	f.StringVar(&o.googleClientID, "google-client-id", "", "OAuth client id (type Web application) for Google Drive import on upload pages; its redirect URI is BASE_URL"+server.DriveCallbackPath+" (unset: Drive import is off)")
+	f.StringVar(&o.googleClientSecret, "google-client-secret", "", "that OAuth client's secret (prefer DOCSIFT_GOOGLE_CLIENT_SECRET: a flag shows in the process list)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on, at /metrics (unset: off); keep it private, e.g. 127.0.0.1:9464")
+	f.DurationVar(&o.webhookFirstRetry, "webhook-first-retry", webhook.DefaultFirstRetry, "wait before a failed webhook delivery is tried again; it doubles up to an hour, for three days")
 	o.models.register(f, true, llm.ModeAuto)
 	return cmd
 }
 
-func newLogger(format string) (*slog.Logger, error) {
+func newLogger(format string, w io.Writer) (*slog.Logger, error) {
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewTextHandler(w, nil)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
 func serve(ctx context.Context, o serveOptions, version string, out io.Writer) error {
-	log, err := newLogger(o.logFormat)
+	logTo, closeLog, err := logOutput(o.logFile)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	log, err := newLogger(o.logFormat, logTo)
 	if err != nil {
 		return err
 	}
 	if o.baseURL == "" {
 		o.baseURL = defaultBaseURL(o.addr)
+	}
+	driveClient, err := o.driveClient(log)
+	if err != nil {
+		return err
+	}
+	if driveClient != nil {
+		// Grants live in memory: revoke them at Google before they are lost.
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := driveClient.Close(ctx); err != nil {
+				log.Warn("revoking Google Drive grants at shutdown failed", "err", err)
+			}
+		}()
 	}
 	st, err := store.Open(o.data)
 	if err != nil {
@@ -120,7 +154,8 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if err != nil {
 		return err
 	}
-	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax, ExtractTimeout: o.extractTimeout}
+	m := metrics.New()
+	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax, ExtractTimeout: o.extractTimeout, Metrics: m}
 	if _, isOllama := embedder.(*llm.OllamaEmbedder); !isOllama && o.models.embedder != llm.ModeBuiltin {
 		// Ollama was not usable at start: owners whose vectors came from
 		// it keep it, and their jobs wait for it to come back.
@@ -132,6 +167,12 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if err := engine.Start(); err != nil {
 		return err
 	}
+	hooks := webhook.New(st, engine.Ended, webhook.Config{FirstRetry: o.webhookFirstRetry}, log)
+	if err := hooks.Start(); err != nil {
+		engine.Shutdown(context.Background())
+		return err
+	}
+	defer hooks.Shutdown()
 	scfg := server.Config{
 		BaseURL: o.baseURL, MaxFileBytes: o.maxFile, MaxTextBytes: o.maxText,
 		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
@@ -146,7 +187,11 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		}
 		web = sx
 	}
-	api := server.New(scfg, st, engine, search.New(engine, st, answerer, web, log), log)
+	scfg.Metrics = m
+	scfg.Drive = driveClient
+	queries := search.New(engine, st, answerer, web, log)
+	queries.SetMetrics(m)
+	api := server.New(scfg, st, engine, queries, log)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -161,6 +206,15 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
 	log.Info("docsift listening", "addr", ln.Addr().String(), "base_url", o.baseURL, "data", o.data, "version", version)
+	if o.metricsAddr != "" {
+		stopMetrics, err := serveMetrics(o.metricsAddr, m, log)
+		if err != nil {
+			ln.Close()
+			engine.Shutdown(context.Background())
+			return err
+		}
+		defer stopMetrics()
+	}
 	srv := api.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- api.Serve(srv, ln) }()
@@ -219,4 +273,37 @@ Try it:
 
 `, p.ID, secret, baseURL, p.ID, baseURL, p.ID)
 	return nil
+}
+
+// serveMetrics serves m at /metrics on addr, a listener of its own so that
+// the public API never exposes it. The returned function stops it.
+func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: server.DefaultReadHeaderTimeout, IdleTimeout: server.DefaultIdleTimeout}
+	go srv.Serve(ln)
+	log.Info("metrics served", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { srv.Close() }, nil
+}
+
+// driveClient is the OAuth client of Google Drive import, or nil when none
+// is configured. The id and the secret go together.
+func (o serveOptions) driveClient(log *slog.Logger) (*drive.Client, error) {
+	switch {
+	case o.googleClientID == "" && o.googleClientSecret == "":
+		return nil, nil
+	case o.googleClientID == "" || o.googleClientSecret == "":
+		return nil, errors.New("--google-client-id and --google-client-secret go together: set both to offer Google Drive import on upload pages, or neither")
+	}
+	redirect := server.DriveRedirectURL(o.baseURL)
+	c, err := drive.New(drive.Config{ClientID: o.googleClientID, ClientSecret: o.googleClientSecret, RedirectURL: redirect, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("Google Drive import is on; the OAuth client must list this authorized redirect URI", "redirect_uri", redirect)
+	return c, nil
 }

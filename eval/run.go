@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/docsift/docsift/internal/progress"
-	"github.com/docsift/docsift/search"
 	"io"
 	"log/slog"
 	"os"
@@ -14,7 +12,9 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/internal/progress"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
 )
 

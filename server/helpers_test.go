@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/internal/drivetest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/server"
@@ -67,7 +68,8 @@ type envOptions struct {
 	embedder llm.Embedder
 	answerer llm.Answerer
 	web      search.WebSearcher
-	dir      string // data dir; default: a new temp dir
+	drive    *drivetest.Server // when set, Drive import against this stand-in
+	dir      string            // data dir; default: a new temp dir
 	// defaultLimits leaves MaxFileBytes and MaxTextBytes at zero so the
 	// server applies its own defaults.
 	defaultLimits bool
@@ -142,7 +144,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := &env{dir: dir, store: st, clock: clock, logs: logs}
-	e.engine, e.srv = startAPI(t, dir, st, o.cfg, o.embedder, o.answerer, o.web, o.workers, log)
+	e.engine, e.srv = startAPI(t, dir, st, o.cfg, o.embedder, o.answerer, o.web, o.workers, log, withDriveClient(t, o.drive, log))
 	e.base = e.srv.URL
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -157,8 +159,9 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 
 // startAPI starts an engine over st and the API in front of it on a real
 // listener whose URL is the server's base URL, and stops both (and closes
-// st) when the test ends.
-func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em llm.Embedder, a llm.Answerer, web search.WebSearcher, workers int, log *slog.Logger) (*ingest.Engine, *httptest.Server) {
+// st) when the test ends. Each of configure may complete the config once
+// the base URL is known (a Drive client needs it for its redirect URL).
+func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em llm.Embedder, a llm.Answerer, web search.WebSearcher, workers int, log *slog.Logger, configure ...func(*server.Config)) (*ingest.Engine, *httptest.Server) {
 	t.Helper()
 	engine := ingest.New(st, em, filepath.Join(dir, "index"), ingest.Config{Workers: workers}, log)
 	if err := engine.Start(); err != nil {
@@ -169,6 +172,9 @@ func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em l
 	// created unstarted to learn its address first.
 	ts := httptest.NewUnstartedServer(nil)
 	cfg.BaseURL = "http://" + ts.Listener.Addr().String()
+	for _, f := range configure {
+		f(&cfg)
+	}
 	ts.Config.Handler = server.New(cfg, st, engine, search.New(engine, st, a, web, log), log).Handler()
 	ts.Start()
 	t.Cleanup(func() {

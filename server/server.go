@@ -7,10 +7,13 @@ package server
 import (
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
@@ -51,7 +54,12 @@ type Config struct {
 	SessionRateLimit  float64 // upload-session requests per second per session; 0: unlimited
 	SessionMaxPending int     // files one upload session may have waiting to be indexed
 
-	Conns ConnLimits // connection limits and timeouts
+	Conns   ConnLimits       // connection limits and timeouts
+	Metrics *metrics.Metrics // nil: none kept
+
+	// Drive imports from Google Drive on session pages; nil: off. Its
+	// redirect URL must be DriveRedirectURL(BaseURL).
+	Drive *drive.Client
 }
 
 func (c Config) withDefaults() Config {
@@ -125,6 +133,10 @@ func New(cfg Config, st *store.Store, engine *ingest.Engine, search *search.Serv
 	api(http.MethodDelete, "/documents/:document_id", s.deleteDocument)
 	api(http.MethodPost, "/subpage", s.createSubpage)
 	api(http.MethodPost, "/search/internet", s.searchInternet)
+	api(http.MethodPost, "/webhooks", s.createWebhook)
+	api(http.MethodGet, "/webhooks", s.listWebhooks)
+	api(http.MethodDelete, "/webhooks/:webhook_id", s.deleteWebhook)
+	api(http.MethodGet, "/webhooks/:webhook_id/deliveries", s.listDeliveries)
 	e.GET("/subpages/:file", s.serveSubpage)
 	s.routesUI(e)
 	s.echo = e
@@ -150,16 +162,28 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = "(no route)"
 		}
+		took := time.Since(start)
+		s.cfg.Metrics.Request(route, metricMethod(c.Request().Method), strconv.Itoa(c.Response().Status), took)
 		s.log.Info("request",
 			"request_id", requestID(c),
 			"method", c.Request().Method,
 			"route", route,
 			"status", c.Response().Status,
 			"bytes", c.Response().Size,
-			"ms", float64(time.Since(start).Microseconds())/1000,
+			"ms", float64(took.Microseconds())/1000,
 		)
 		return nil
 	}
+}
+
+// metricMethod bounds the method label: a client can send any word as a
+// method, and each would be a new series.
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
 }
 
 func requestID(c echo.Context) string {

@@ -41,12 +41,16 @@ func (s *Server) liveSession(c echo.Context) (*store.Session, error) {
 	return sess, nil
 }
 
-// sessionServices says what a session's page offers. "all" means what this
-// server has, which is file upload: Drive import needs a Google OAuth client
-// and none is configured, so asking for it gets a note, not a picker.
-func sessionServices(sess *store.Session) (upload, driveAsked bool) {
-	return slices.Contains(sess.Services, serviceAll) || slices.Contains(sess.Services, serviceFileUpload),
-		slices.Contains(sess.Services, serviceGoogleDrive)
+// sessionServices says what a session's page offers: file upload for "all"
+// and "file_upload"; Drive import for "all" and "google_drive" when a
+// Google OAuth client is configured (driveOn). driveNote is set when the
+// session asked for google_drive and this server cannot offer it, so the
+// page says why there is no picker.
+func sessionServices(sess *store.Session, driveOn bool) (upload, drive, driveNote bool) {
+	upload = slices.Contains(sess.Services, serviceAll) || slices.Contains(sess.Services, serviceFileUpload)
+	drive = driveOn && sessionOffersDrive(sess)
+	driveNote = !driveOn && slices.Contains(sess.Services, serviceGoogleDrive)
+	return upload, drive, driveNote
 }
 
 // sessionUpload takes one file for the session's owner. The owner and the
@@ -58,7 +62,7 @@ func (s *Server) sessionUpload(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if upload, _ := sessionServices(sess); !upload {
+	if upload, _, _ := sessionServices(sess, s.cfg.Drive != nil); !upload {
 		return errorf(http.StatusForbidden, "this upload link does not allow file uploads")
 	}
 	if err := s.checkSessionBacklog(c, sess); err != nil {

@@ -65,7 +65,7 @@ func (s *Server) createSingleTenantSession(c echo.Context) error {
 }
 
 func (s *Server) createSession(c echo.Context, req sessionRequest, owner string) error {
-	if err := checkServices(req.Services); err != nil {
+	if err := checkServices(req.Services, s.cfg.Drive != nil); err != nil {
 		return err
 	}
 	for _, f := range []struct{ name, value string }{{"success_url", req.SuccessURL}, {"cancel_url", req.CancelURL}} {

@@ -99,6 +99,7 @@ func (s *Server) routesUI(e *echo.Echo) {
 	e.GET("/s/:token", s.sessionPage, uiHeaders)
 	e.POST("/s/:token/upload", s.sessionUpload, uiHeaders)
 	e.GET("/s/:token/jobs", s.sessionJobs, uiHeaders)
+	s.routesDrive(e)
 	e.GET("/console", s.consolePage, uiHeaders)
 	e.GET(uiAssetPrefix+":name", serveAsset, uiHeaders)
 	e.GET("/me", s.me, s.requireKey)
@@ -168,6 +169,10 @@ type uploadPage struct {
 	Title                     string
 	ProjectName, CustomerName string
 	Upload, Drive             bool
+	DriveNote                 string // why a session that asked for Drive has none
+	DriveConnected            bool
+	DriveMessage              string // how the last sign-in went
+	DriveURL                  string // the page's Drive endpoints hang off it
 	Types                     string
 	MaxBytes                  int64
 	MaxLabel                  string
@@ -209,7 +214,19 @@ func (s *Server) sessionPage(c echo.Context) error {
 		ExpiresISO:   sess.ExpiresAt.UTC().Format(time.RFC3339),
 		ExpiresLabel: sess.ExpiresAt.UTC().Format("2 Jan 2006, 15:04 MST"),
 	}
-	data.Upload, data.Drive = sessionServices(sess)
+	var driveNote bool
+	data.Upload, data.Drive, driveNote = sessionServices(sess, s.cfg.Drive != nil)
+	if driveNote {
+		data.DriveNote = msgDriveOff + "."
+		if data.Upload {
+			data.DriveNote += " Upload the files from your device instead."
+		}
+	}
+	if data.Drive {
+		data.DriveURL = c.Request().URL.Path + "/drive"
+		data.DriveConnected = s.cfg.Drive.Connected(sess.ID)
+		data.DriveMessage = driveOutcomeMessage(c.QueryParam("drive"), data.DriveConnected)
+	}
 	if sess.CustomerID != "" {
 		cus, err := s.store.Customer(sess.CustomerID)
 		if err != nil {

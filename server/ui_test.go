@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/internal/drivetest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
@@ -41,6 +42,7 @@ type uiEnv struct {
 }
 
 type uiOptions struct {
+	drive        *drivetest.Server // when set, Drive import against this stand-in
 	maxFileBytes int64
 	sessionRate  float64 // requests per second per session; 0: unlimited
 	maxPending   int     // files a session may have waiting; 0: the default
@@ -65,7 +67,7 @@ func newUIEnv(t *testing.T, opts ...func(*uiOptions)) *uiEnv {
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var ts *httptest.Server
-	e.engine, ts = startAPI(t, filepath.Join(dir, "data"), st, server.Config{MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate, SessionMaxPending: o.maxPending}, llm.NewBuiltin(), llm.NewExtractive(), nil, 1, log)
+	e.engine, ts = startAPI(t, filepath.Join(dir, "data"), st, server.Config{MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate, SessionMaxPending: o.maxPending}, llm.NewBuiltin(), llm.NewExtractive(), nil, 1, log, withDriveClient(t, o.drive, log))
 	e.base = ts.URL
 
 	p, key, err := st.CreateProject(o.projectName)

@@ -205,9 +205,12 @@ func checkMetadata(m map[string]string) error {
 }
 
 // checkServices accepts a non-empty list of known services that leaves the
-// end user something to do. This server has no Google OAuth client, so a
-// Drive-only session would open on a page with nothing to use.
-func checkServices(services []string) error {
+// end user something to do. Without a Google OAuth client (driveOn false),
+// a Drive-only session would open on a page with nothing to use: that is a
+// 400 naming what the caller can ask for instead and what the operator
+// must set, rather than a 503, because the request can be fixed by its
+// sender at once.
+func checkServices(services []string, driveOn bool) error {
 	if len(services) == 0 {
 		return badRequest("services is required: a non-empty list of %q", knownServices)
 	}
@@ -216,10 +219,10 @@ func checkServices(services []string) error {
 		if !slices.Contains(knownServices, sv) {
 			return badRequest("services holds unknown service %q: allowed are %q", sv, knownServices)
 		}
-		usable = usable || sv != serviceGoogleDrive
+		usable = usable || sv != serviceGoogleDrive || driveOn
 	}
 	if !usable {
-		return badRequest("services: Google Drive import is not available on this server (no Google OAuth client is configured); include %q or %q", serviceFileUpload, serviceAll)
+		return badRequest("services: %s; include %q or %q", msgDriveOff, serviceFileUpload, serviceAll)
 	}
 	return nil
 }

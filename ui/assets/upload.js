@@ -1,5 +1,7 @@
 // The hosted upload page: choose or drop files, upload each with a progress
-// bar, then follow each file's job until it succeeds or fails.
+// bar, then follow each file's job until it succeeds or fails. Files
+// imported from Google Drive (drive.js) join the same list through
+// window.docsift.uploads.
 //
 // Every text that comes from a file or the server (names, errors) goes into
 // the page with textContent, never as HTML.
@@ -21,6 +23,7 @@
   var LABELS = {
     QUEUED: 'Waiting',
     UPLOADING: 'Uploading',
+    IMPORTING: 'Importing',
     PENDING: 'Pending',
     PROCESSING: 'Processing',
     SUCCEEDED: 'Succeeded',
@@ -34,7 +37,7 @@
   var section = document.getElementById('files-section');
   var summary = document.getElementById('summary');
   var done = document.getElementById('done');
-  if (!dropzone) { return; } // this session does not allow uploads
+  if (!list) { return; } // this session offers neither uploads nor imports
 
   var rows = [];          // every file row, in the order shown
   var byJob = {};         // job id -> row
@@ -44,6 +47,7 @@
   var pollDelay = POLL_MS;
   var expired = false;
   var leaveAnyway = false;
+  var busyChecks = [];    // other work that leaving would cut short (imports)
 
   function humanBytes(n) {
     if (n < 1024) { return n + ' B'; }
@@ -92,7 +96,7 @@
     row.li.dataset.status = status;
     row.badge.dataset.status = status;
     row.badge.textContent = detail || LABELS[status] || status;
-    row.bar.hidden = status !== 'UPLOADING' && status !== 'QUEUED';
+    row.bar.hidden = row.noBar || (status !== 'UPLOADING' && status !== 'QUEUED');
     // The summary is a polite live region: screen readers hear the counts.
     if (changed) { updateSummary(); }
   }
@@ -224,45 +228,48 @@
     }
   }
 
-  dropzone.addEventListener('click', function () { input.click(); });
-  dropzone.addEventListener('keydown', function (e) {
-    if (e.key === 'Enter' || e.key === ' ' || e.key === 'Spacebar') {
-      e.preventDefault();
-      input.click();
-    }
-  });
-  input.addEventListener('change', function () {
-    addFiles(input.files);
-    input.value = '';
-  });
+  function listenForFiles() {
+    dropzone.addEventListener('click', function () { input.click(); });
+    dropzone.addEventListener('keydown', function (e) {
+      if (e.key === 'Enter' || e.key === ' ' || e.key === 'Spacebar') {
+        e.preventDefault();
+        input.click();
+      }
+    });
+    input.addEventListener('change', function () {
+      addFiles(input.files);
+      input.value = '';
+    });
 
-  // A file dropped outside the zone would make the browser open it and
-  // leave the page, uploads and all.
-  ['dragover', 'drop'].forEach(function (type) {
-    window.addEventListener(type, function (e) { e.preventDefault(); });
-  });
-  var dragDepth = 0;
-  dropzone.addEventListener('dragenter', function (e) {
-    e.preventDefault();
-    dragDepth++;
-    dropzone.classList.add('dragover');
-  });
-  dropzone.addEventListener('dragleave', function () {
-    dragDepth = Math.max(0, dragDepth - 1);
-    if (dragDepth === 0) { dropzone.classList.remove('dragover'); }
-  });
-  dropzone.addEventListener('dragover', function (e) {
-    e.preventDefault();
-    if (e.dataTransfer) { e.dataTransfer.dropEffect = 'copy'; }
-  });
-  dropzone.addEventListener('drop', function (e) {
-    e.preventDefault();
-    dragDepth = 0;
-    dropzone.classList.remove('dragover');
-    if (e.dataTransfer && e.dataTransfer.files && e.dataTransfer.files.length) {
-      addFiles(e.dataTransfer.files);
-    }
-  });
+    // A file dropped outside the zone would make the browser open it and
+    // leave the page, uploads and all.
+    ['dragover', 'drop'].forEach(function (type) {
+      window.addEventListener(type, function (e) { e.preventDefault(); });
+    });
+    var dragDepth = 0;
+    dropzone.addEventListener('dragenter', function (e) {
+      e.preventDefault();
+      dragDepth++;
+      dropzone.classList.add('dragover');
+    });
+    dropzone.addEventListener('dragleave', function () {
+      dragDepth = Math.max(0, dragDepth - 1);
+      if (dragDepth === 0) { dropzone.classList.remove('dragover'); }
+    });
+    dropzone.addEventListener('dragover', function (e) {
+      e.preventDefault();
+      if (e.dataTransfer) { e.dataTransfer.dropEffect = 'copy'; }
+    });
+    dropzone.addEventListener('drop', function (e) {
+      e.preventDefault();
+      dragDepth = 0;
+      dropzone.classList.remove('dragover');
+      if (e.dataTransfer && e.dataTransfer.files && e.dataTransfer.files.length) {
+        addFiles(e.dataTransfer.files);
+      }
+    });
+  }
+  if (dropzone) { listenForFiles(); } // this session allows uploads
 
   // Following jobs
 
@@ -340,13 +347,39 @@
 
   // Leaving
 
+  function otherWorkBusy() {
+    return busyChecks.some(function (busy) { return busy(); });
+  }
+
   done.addEventListener('click', function (e) {
-    if (leaveAnyway || (uploading === 0 && queue.length === 0)) { return; }
+    if (leaveAnyway || (uploading === 0 && queue.length === 0 && !otherWorkBusy())) { return; }
     e.preventDefault();
     leaveAnyway = true;
     summary.classList.add('warning');
     summary.textContent = 'Files are still uploading. Leaving now stops them; press Done again to leave anyway.';
   });
+
+  // What drive.js needs to put its imports in the list and follow them
+  // like uploads.
+  window.docsift = window.docsift || {};
+  window.docsift.uploads = {
+    addRow: function (name, size) {
+      var row = addRow(name, size);
+      row.noBar = true;
+      return row;
+    },
+    setStatus: setStatus,
+    fail: fail,
+    track: function (row, job) {
+      row.jobId = job.job_id;
+      byJob[job.job_id] = row;
+      setStatus(row, job.status || 'PENDING');
+      schedulePoll(0);
+    },
+    isExpired: function () { return expired; },
+    showExpired: showExpired,
+    addBusyCheck: function (busy) { busyChecks.push(busy); }
+  };
 
   loadEarlier();
 })();

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/docsift/docsift/admin"
+	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/webhook"
+	"github.com/spf13/cobra"
+)
+
+func webhookCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "webhook", Short: "Manage a project's webhooks (also: POST/GET/DELETE /webhooks)"}
+	var data, projectID, url string
+	var events []string
+	var asJSON bool
+	cmd.PersistentFlags().StringVar(&data, "data", defaultDataDir, "data directory")
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+	create := &cobra.Command{
+		Use: "create", Short: "Register an endpoint for job events; prints its signing secret once", Args: cobra.NoArgs,
+		RunE: withAdminOf(&data, func(a admin.Store, w io.Writer) error {
+			var evs []string
+			if len(events) > 0 {
+				evs = events
+			}
+			if err := webhook.CheckEndpoint(url, evs); err != nil {
+				return err
+			}
+			if evs == nil {
+				evs = webhook.Events
+			}
+			wh, err := a.CreateWebhook(projectID, url, evs)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(w).Encode(wh)
+			}
+			fmt.Fprintf(w, "webhook id: %s\nevents:     %s\nsecret:     %s   (shown once: the receiver checks signatures with it)\n", wh.ID, strings.Join(wh.Events, ", "), wh.Secret)
+			return nil
+		}),
+	}
+	create.Flags().StringVar(&url, "url", "", "http(s) URL the deliveries are POSTed to")
+	create.Flags().StringSliceVar(&events, "event", nil, "event to deliver (repeat for more): "+strings.Join(webhook.Events, ", ")+"; default all")
+	list := &cobra.Command{
+		Use: "list", Short: "List a project's webhooks (never their secrets)", Args: cobra.NoArgs,
+		RunE: withAdminOf(&data, func(a admin.Store, w io.Writer) error {
+			ws, err := a.Webhooks(projectID)
+			if err != nil {
+				return err
+			}
+			for i := range ws {
+				ws[i].Secret = ""
+			}
+			if asJSON {
+				if ws == nil {
+					ws = []store.Webhook{}
+				}
+				return json.NewEncoder(w).Encode(ws)
+			}
+			for _, wh := range ws {
+				fmt.Fprintf(w, "%s  %s  %s  created %s\n", wh.ID, wh.URL, strings.Join(wh.Events, ","), wh.CreatedAt.Format(time.RFC3339))
+			}
+			return nil
+		}),
+	}
+	for _, c := range []*cobra.Command{create, list} {
+		c.Flags().StringVar(&projectID, "project", "", "project id (prj_…)")
+		c.MarkFlagRequired("project")
+	}
+	var id string
+	del := &cobra.Command{
+		Use: "delete WEBHOOK_ID", Short: "Delete a webhook and its deliveries", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id = args[0]
+			return withAdminOf(&data, func(a admin.Store, w io.Writer) error {
+				if err := a.DeleteWebhook(id); err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "deleted %s\n", id)
+				return nil
+			})(cmd, nil)
+		},
+	}
+	cmd.AddCommand(create, list, del)
+	return cmd
+}

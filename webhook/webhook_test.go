@@ -1,0 +1,268 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/webhook"
+)
+
+// receiver is a webhook endpoint on 127.0.0.1 that checks every delivery's
+// signature and answers with fail's status until it is told otherwise.
+type receiver struct {
+	t      *testing.T
+	secret func() string
+	*httptest.Server
+
+	mu       sync.Mutex
+	fail     int // status to answer; 0: 200
+	attempts map[string]int
+	got      []webhook.Payload // deliveries answered 2xx, in order
+	arrived  chan struct{}     // a delivery was answered 2xx
+	tried    chan struct{}     // an attempt came, answered or not
+}
+
+func newReceiver(t *testing.T, secret func() string) *receiver {
+	r := &receiver{t: t, secret: secret, attempts: map[string]int{}, arrived: make(chan struct{}, 100), tried: make(chan struct{}, 1)}
+	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	if err := webhook.Verify(r.secret(), req.Header.Get(webhook.SignatureHeader), body, time.Minute, time.Now()); err != nil {
+		r.t.Errorf("delivery with a bad signature: %v", err)
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var p webhook.Payload
+	if err := json.Unmarshal(body, &p); err != nil || p.ID != req.Header.Get(webhook.EventIDHeader) || p.Type != req.Header.Get(webhook.EventHeader) {
+		r.t.Errorf("delivery body %s does not match its headers (%v)", body, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attempts[p.ID]++
+	select {
+	case r.tried <- struct{}{}:
+	default:
+	}
+	if r.fail != 0 {
+		http.Error(w, "not now", r.fail)
+		return
+	}
+	r.got = append(r.got, p)
+	r.arrived <- struct{}{}
+}
+
+func (r *receiver) setFail(status int) {
+	r.mu.Lock()
+	r.fail = status
+	r.mu.Unlock()
+}
+
+// waitFor waits until n deliveries were answered 2xx.
+func (r *receiver) waitFor(n int) []webhook.Payload {
+	r.t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		r.mu.Lock()
+		got := append([]webhook.Payload(nil), r.got...)
+		r.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-r.arrived:
+		case <-timeout:
+			r.t.Fatalf("%d deliveries arrived, want %d", len(got), n)
+		}
+	}
+}
+
+type rig struct {
+	store  *store.Store
+	engine *ingest.Engine
+	sender *webhook.Sender
+}
+
+func newRig(t *testing.T) *rig {
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	e := ingest.New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), ingest.Config{Workers: 1}, log)
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := webhook.New(st, e.Ended, webhook.Config{FirstRetry: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}, log)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		e.Shutdown(context.Background())
+		st.Close()
+	})
+	return &rig{store: st, engine: e, sender: s}
+}
+
+func (r *rig) upload(t *testing.T, project, text string) string {
+	t.Helper()
+	job, _, err := r.engine.Submit(ingest.Upload{ProjectID: project, OwnerID: project, Name: "n.txt", Data: []byte(text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job.ID
+}
+
+func TestDeliveriesAreSignedRetriedAndRecorded(t *testing.T) {
+	r := newRig(t)
+	p, _, err := r.store.CreateProject("hooked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all, onlyFailed *store.Webhook
+	rcv := newReceiver(t, func() string { return all.Secret })
+	failedRcv := newReceiver(t, func() string { return onlyFailed.Secret })
+	if all, err = r.store.CreateWebhook(p.ID, rcv.URL, webhook.Events); err != nil {
+		t.Fatal(err)
+	}
+	if onlyFailed, err = r.store.CreateWebhook(p.ID, failedRcv.URL, []string{store.EventJobFailed}); err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := r.store.CreateProject("other")
+
+	rcv.setFail(http.StatusInternalServerError)
+	good := r.upload(t, p.ID, "A document about lighthouses.")
+	bad := r.upload(t, p.ID, "%PDF-1.7\n1 0 obj << /Type /Catalog >> damaged beyond reading")
+	r.upload(t, other.ID, "Another project's document: its events go nowhere here.")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, id := range []string{good, bad} {
+		if _, err := r.engine.WaitJob(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two failing attempts each, then the receiver recovers.
+	for {
+		rcv.mu.Lock()
+		tried := len(rcv.attempts) == 2 && minCount(rcv.attempts) >= 2
+		rcv.mu.Unlock()
+		if tried {
+			break
+		}
+		select {
+		case <-rcv.tried:
+		case <-ctx.Done():
+			t.Fatal("the failing receiver was not retried")
+		}
+	}
+	rcv.setFail(0)
+	got := rcv.waitFor(2)
+	types := map[string]string{}
+	for _, p := range got {
+		types[p.Data.JobID] = p.Type
+	}
+	if types[good] != store.EventJobSucceeded || types[bad] != store.EventJobFailed {
+		t.Errorf("events %v", types)
+	}
+	onlyF := failedRcv.waitFor(1)
+	if len(onlyF) != 1 || onlyF[0].Data.JobID != bad || onlyF[0].Data.Error == "" {
+		t.Errorf("the job.failed-only endpoint got %+v", onlyF)
+	}
+
+	r.sender.Shutdown() // waits for the attempt in hand to be recorded
+	ds, err := r.store.Deliveries(all.ID, 10)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("deliveries %+v, %v", ds, err)
+	}
+	for _, d := range ds {
+		if d.Status != store.DeliveryDelivered || d.Attempts < 3 || d.LastStatus != http.StatusOK || d.DeliveredAt.IsZero() {
+			t.Errorf("delivery record %+v: want delivered after at least 3 attempts", d)
+		}
+	}
+}
+
+func minCount(m map[string]int) int {
+	n := -1
+	for _, v := range m {
+		if n < 0 || v < n {
+			n = v
+		}
+	}
+	return n
+}
+
+func TestGivingUpAfterTheWindow(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := store.Open(dir)
+	defer st.Close()
+	log := slog.New(slog.DiscardHandler)
+	e := ingest.New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), ingest.Config{Workers: 1}, log)
+	e.Start()
+	defer e.Shutdown(context.Background())
+	s := webhook.New(st, e.Ended, webhook.Config{FirstRetry: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond, RetryWindow: 200 * time.Millisecond}, log)
+	s.Start()
+	defer s.Shutdown()
+
+	p, _, _ := st.CreateProject("down")
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down for good", http.StatusBadGateway) }))
+	defer dead.Close()
+	w, _ := st.CreateWebhook(p.ID, dead.URL, webhook.Events)
+	job, _, _ := e.Submit(ingest.Upload{ProjectID: p.ID, OwnerID: p.ID, Name: "a", Data: []byte("text")})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e.WaitJob(ctx, job.ID)
+	for {
+		ds, _ := st.Deliveries(w.ID, 1)
+		if len(ds) == 1 && ds[0].Status == store.DeliveryFailed {
+			if !strings.Contains(ds[0].LastError, "502") || !strings.Contains(ds[0].LastError, "gave up") || ds[0].LastStatus != http.StatusBadGateway {
+				t.Errorf("given-up delivery %+v", ds[0])
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("never given up: %+v", ds)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func TestVerify(t *testing.T) {
+	body := []byte(`{"id":"evt_1"}`)
+	now := time.Unix(1_800_000_000, 0)
+	h := webhook.Sign("whsec_a", now, body)
+	for _, c := range []struct {
+		name, secret, header string
+		body                 []byte
+		at                   time.Time
+		ok                   bool
+	}{
+		{"good", "whsec_a", h, body, now, true},
+		{"other secret", "whsec_b", h, body, now, false},
+		{"changed body", "whsec_a", h, []byte(`{"id":"evt_2"}`), now, false},
+		{"replayed later", "whsec_a", h, body, now.Add(10 * time.Minute), false},
+		{"garbage", "whsec_a", "v1=zz", body, now, false},
+		{"second signature matches", "whsec_a", h + ",v1=" + strings.Repeat("0", 64), body, now, true},
+	} {
+		if err := webhook.Verify(c.secret, c.header, c.body, 5*time.Minute, c.at); (err == nil) != c.ok {
+			t.Errorf("%s: Verify = %v", c.name, err)
+		}
+	}
+}
