@@ -24,6 +24,7 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzChunkPages -fuzztime 30s ./ingest/
 	$(GO) test -run '^$$' -fuzz FuzzExtract -fuzztime 30s ./pdf/
+	$(GO) test -run '^$$' -fuzz FuzzReadSnapshot -fuzztime 30s ./index/
 	$(GO) test -run '^$$' -fuzz FuzzParseDataPart -fuzztime 30s ./server/
 
 clean:

@@ -39,9 +39,9 @@ func benchCmd() *cobra.Command {
 			})
 		},
 	}
-	indexCmd.Flags().IntVar(&ic.N, "n", 100000, "vectors in the index")
-	indexCmd.Flags().IntVar(&ic.Dim, "dim", 384, "dimensions")
-	indexCmd.Flags().IntVar(&ic.Queries, "queries", 1000, "queries timed and scored")
+	indexCmd.Flags().IntVar(&ic.N, "n", index.BenchDefaultN, "vectors in the index")
+	indexCmd.Flags().IntVar(&ic.Dim, "dim", index.BenchDefaultDim, "dimensions")
+	indexCmd.Flags().IntVar(&ic.Queries, "queries", index.BenchDefaultQueries, "queries timed and scored")
 
 	var corpus string
 	var workers int

@@ -11,13 +11,15 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/viterin/vek/vek32"
 )
 
-// Defaults of RunIndexBench, matching `docsift bench index`.
+// Defaults of RunIndexBench; `docsift bench index` shows them as its flags'.
 const (
-	benchDefaultN        = 100000
-	benchDefaultDim      = 384
-	benchDefaultQueries  = 1000
+	BenchDefaultN        = 100000
+	BenchDefaultDim      = 384
+	BenchDefaultQueries  = 1000
 	benchDefaultClusters = 100
 	// benchSpread is the noise around a cluster centre relative to the
 	// centre's unit length: enough that neighbours within a cluster are
@@ -60,13 +62,13 @@ type BenchResult struct {
 // go to progress (nil for none).
 func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	if cfg.N == 0 {
-		cfg.N = benchDefaultN
+		cfg.N = BenchDefaultN
 	}
 	if cfg.Dim == 0 {
-		cfg.Dim = benchDefaultDim
+		cfg.Dim = BenchDefaultDim
 	}
 	if cfg.Queries == 0 {
-		cfg.Queries = benchDefaultQueries
+		cfg.Queries = BenchDefaultQueries
 	}
 	if cfg.Clusters == 0 {
 		cfg.Clusters = benchDefaultClusters
@@ -85,7 +87,7 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	vecs, queries := all[:cfg.N], all[cfg.N:]
 
 	fmt.Fprintf(progress, "computing exact top-%d for %d queries\n", benchK, cfg.Queries)
-	truth := groundTruth(vecs, queries, cfg.Dim)
+	truth := groundTruth(vecs, queries)
 
 	entries := make([]Entry, cfg.N)
 	for i, v := range vecs {
@@ -172,13 +174,7 @@ func heapInUse() uint64 {
 // groundTruth returns the exact top-k slots of every query, scanning in
 // parallel: it is the reference, so it must not share code paths with the
 // graph beyond the dot product.
-func groundTruth(vecs, queries [][]float32, dim int) [][]uint32 {
-	vs := newVectorSet(dim)
-	vs.data = make([]float32, 0, len(vecs)*dim)
-	for i, v := range vecs {
-		vs.add(uint64(i), v)
-	}
-	exact := exactSearcher{vs}
+func groundTruth(vecs, queries [][]float32) [][]uint32 {
 	truth := make([][]uint32, len(queries))
 	var wg sync.WaitGroup
 	workers := runtime.GOMAXPROCS(0)
@@ -187,7 +183,11 @@ func groundTruth(vecs, queries [][]float32, dim int) [][]uint32 {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(queries); i += workers {
-				for _, s := range exact.search(queries[i], benchK) {
+				top := newTopK(benchK)
+				for s, v := range vecs {
+					top.push(uint32(s), vek32.Dot(queries[i], v))
+				}
+				for _, s := range top.sorted() {
 					truth[i] = append(truth[i], s.slot)
 				}
 			}

@@ -127,26 +127,16 @@ func (d *decoder) count(size int) int {
 	return n
 }
 
-func (d *decoder) f32s(n int) []float32 {
-	b := d.take(4 * n)
-	if b == nil {
-		return nil
+// readF32s decodes len(dst) little-endian floats from src.
+func readF32s(dst []float32, src []byte) {
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 	}
-	out := make([]float32, n)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
 }
 
-func (d *decoder) u32s(n int) []uint32 {
-	b := d.take(4 * n)
-	if b == nil {
-		return nil
+// readU32s decodes len(dst) little-endian words from src.
+func readU32s(dst []uint32, src []byte) {
+	for i := range dst {
+		dst[i] = binary.LittleEndian.Uint32(src[4*i:])
 	}
-	out := make([]uint32, n)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return out
 }

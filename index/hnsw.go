@@ -43,24 +43,26 @@ const (
 )
 
 // hnsw is a Hierarchical Navigable Small World graph over the slots of a
-// vectorSet. Layer 0 links live in one flat array (slot·(M0+1) words: count,
-// then neighbours) so a search touches contiguous memory; the few nodes on
-// upper layers keep a small slice each.
+// generation. Its nodes live in the slots' pages (layer 0 links in one flat
+// array per page, slot·(M0+1) words: count, then neighbours, so a search
+// touches contiguous memory; the few nodes on upper layers keep a small
+// slice each); hnsw itself holds what only the writer uses.
 //
-// Concurrency: the owner serialises insert against search (write lock vs
-// read lock). Within one insert call, nodes are linked in parallel; link
-// lists are then read and written under striped locks. Searches run without
-// node locks.
+// Concurrency: there is one writer, and searches run while it inserts.
+// Within one insert call, nodes are linked in parallel, under striped locks.
+// Searches take no lock: they read link words atomically, and a writer
+// rewriting a list stores the neighbours before the count, so every word a
+// search reads below the count names a node on that layer. A search skips
+// neighbours at or past its view's n: their vectors may still be being
+// written. A new node links into old nodes' lists before its view is
+// published; a search on an older view just steps over it.
 //
-// Deletes are tombstones in the vectorSet: a dead node still routes searches
-// (removing it would cut paths) but is never returned. The owner rebuilds
-// the graph when tombstones reach half the slots.
+// Deletes are tombstones: a deleted node still routes searches (removing it
+// would cut paths) but is never returned. The owner rebuilds the graph when
+// tombstones reach half the slots.
 type hnsw struct {
-	vs     *vectorSet
-	levels []uint8
-	links0 []uint32
-	upper  [][]uint32 // slot -> layers 1..level, (M+1) words each
-
+	// entryMu guards the writer's entry point during a parallel insert;
+	// a view copies it when published.
 	entryMu  sync.Mutex
 	entry    uint32
 	maxLevel int
@@ -75,16 +77,26 @@ type hnsw struct {
 	efConstruction, efSearch int
 }
 
-func newHNSW(vs *vectorSet) *hnsw {
+// newHNSW returns an empty graph whose levels are drawn from a generator
+// seeded with seed.
+func newHNSW(seed uint64) *hnsw {
 	return &hnsw{
-		vs:    vs,
 		entry: noNode,
-		rng:   rand.New(rand.NewPCG(0x5eed, 0xd0c5)),
+		rng:   rand.New(rand.NewPCG(seed, 0xd0c5)),
 		mL:    1 / math.Log(hnswM),
 
 		efConstruction: hnswEfConstruction,
 		efSearch:       hnswEfSearch,
 	}
+}
+
+// hnswSeed seeds the level generator of a graph built from scratch.
+const hnswSeed = 0x5eed
+
+// drawLevel draws a new node's top layer; the writer calls it once per
+// slot, in slot order.
+func (g *hnsw) drawLevel() int {
+	return min(int(-math.Log(1-g.rng.Float64())*g.mL), hnswMaxLevel)
 }
 
 // searchCtx is the per-goroutine scratch of a search: a visited set that
@@ -98,12 +110,13 @@ type searchCtx struct {
 	sel     []scored
 }
 
-func (g *hnsw) getCtx() *searchCtx {
+// getCtx returns scratch for a walk over n slots.
+func (g *hnsw) getCtx(n uint32) *searchCtx {
 	c, _ := g.ctxs.Get().(*searchCtx)
 	if c == nil {
 		c = &searchCtx{}
 	}
-	if n := g.vs.slots(); len(c.visited) < n {
+	if len(c.visited) < int(n) {
 		c.visited = make([]uint32, n+n/4)
 		c.epoch = 0
 	}
@@ -125,66 +138,61 @@ func (c *searchCtx) visit(s uint32) bool {
 	return true
 }
 
-// list returns s's link list on layer: list[0] is the count.
-func (g *hnsw) list(s uint32, layer int) []uint32 {
-	if layer == 0 {
-		off := int(s) * (hnswM0 + 1)
-		return g.links0[off : off+hnswM0+1]
+// neighbours copies s's links on layer that lie within sc into buf. The
+// writer's walks take s's stripe lock (another inserter may be rewriting
+// the list); searches rely on the write order described on hnsw.
+func (g *hnsw) neighbours(sc *scope, s uint32, layer int, locked bool, buf []uint32) []uint32 {
+	l := sc.pages.links(s, layer)
+	var mu *sync.Mutex
+	if locked {
+		mu = &g.locks[s%lockStripes]
+		mu.Lock()
 	}
-	off := (layer - 1) * (hnswM + 1)
-	return g.upper[s][off : off+hnswM+1]
-}
-
-// neighbours returns s's links on layer. When locked, it copies them into
-// buf under s's stripe lock, because another inserter may be rewriting them.
-func (g *hnsw) neighbours(s uint32, layer int, locked bool, buf []uint32) []uint32 {
-	if !locked {
-		l := g.list(s, layer)
-		return l[1 : 1+l[0]]
+	buf = buf[:0]
+	n := atomic.LoadUint32(&l[0])
+	for i := 1; i <= int(n); i++ {
+		if nb := atomic.LoadUint32(&l[i]); nb < sc.n {
+			buf = append(buf, nb)
+		}
 	}
-	mu := &g.locks[s%lockStripes]
-	mu.Lock()
-	l := g.list(s, layer)
-	buf = append(buf[:0], l[1:1+l[0]]...)
-	mu.Unlock()
+	if locked {
+		mu.Unlock()
+	}
 	return buf
 }
 
-// grow makes room for slots up to n and draws the level of each new slot.
-// It runs before any of them is inserted, single-threaded, so the
-// parallel phase never reallocates shared arrays.
-func (g *hnsw) grow(n int) {
-	old := len(g.levels)
-	if n <= old {
-		return
+// setLinks replaces list's neighbours with sel: neighbours first, count
+// last, so a concurrent search never reads a word that was not a link.
+// The caller holds the list's stripe lock.
+func setLinks(list []uint32, sel []scored) {
+	for i, n := range sel {
+		atomic.StoreUint32(&list[1+i], n.slot)
 	}
-	g.links0 = append(g.links0, make([]uint32, (n-old)*(hnswM0+1))...)
-	for s := old; s < n; s++ {
-		lvl := min(int(-math.Log(1-g.rng.Float64())*g.mL), hnswMaxLevel)
-		g.levels = append(g.levels, uint8(lvl))
-		var up []uint32
-		if lvl > 0 {
-			up = make([]uint32, lvl*(hnswM+1))
-		}
-		g.upper = append(g.upper, up)
-	}
+	atomic.StoreUint32(&list[0], uint32(len(sel)))
 }
 
-// insert links slots into the graph, in parallel when there are enough.
-func (g *hnsw) insert(slots []uint32) {
+// insert links slots (the writer's newest, in sc) into the graph, in
+// parallel when there are enough.
+//
+// Searches run meanwhile and need CPU, not locks: so an insert leaves one P
+// to them (on two cores it links at half the speed, but nothing waits for
+// it), and every inserter yields after each node, so that a search that
+// becomes runnable while all Ps are busy waits for one node's insert, not
+// for the scheduler's 10 ms time slice.
+func (g *hnsw) insert(sc *scope, slots []uint32) {
 	if len(slots) == 0 {
 		return
 	}
-	g.grow(g.vs.slots())
 	if g.entry == noNode {
 		s := slots[0]
-		g.entry, g.maxLevel = s, int(g.levels[s])
+		g.entry, g.maxLevel = s, sc.pages.level(s)
 		slots = slots[1:]
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(slots)/minPerWorker)
+	workers := min(runtime.GOMAXPROCS(0)-1, len(slots)/minPerWorker)
 	if workers <= 1 {
 		for _, s := range slots {
-			g.insertOne(s)
+			g.insertOne(sc, s)
+			runtime.Gosched()
 		}
 		return
 	}
@@ -199,7 +207,8 @@ func (g *hnsw) insert(slots []uint32) {
 				if i >= len(slots) {
 					return
 				}
-				g.insertOne(slots[i])
+				g.insertOne(sc, slots[i])
+				runtime.Gosched()
 			}
 		}()
 	}
@@ -209,34 +218,30 @@ func (g *hnsw) insert(slots []uint32) {
 // insertOne is the paper's INSERT: descend greedily to the node's level,
 // then on each layer below collect efConstruction candidates, keep M by the
 // neighbour-selection heuristic, and link both ways.
-func (g *hnsw) insertOne(q uint32) {
-	lvl := int(g.levels[q])
+func (g *hnsw) insertOne(sc *scope, q uint32) {
+	lvl := sc.pages.level(q)
 	g.entryMu.Lock()
 	ep, top := g.entry, g.maxLevel
 	g.entryMu.Unlock()
 
-	c := g.getCtx()
+	c := g.getCtx(sc.n)
 	defer g.putCtx(c)
-	qv := g.vs.vec(q)
-	cur := scored{ep, g.vs.dot(qv, ep)}
+	qv := sc.pages.vec(q)
+	cur := scored{ep, sc.pages.dot(qv, ep)}
 	for layer := top; layer > lvl; layer-- {
-		cur = g.greedy(c, qv, cur, layer, true)
+		cur = g.greedy(c, sc, qv, cur, layer, true)
 	}
 	eps := []scored{cur}
 	for layer := min(lvl, top); layer >= 0; layer-- {
-		found := g.searchLayer(c, qv, eps, g.efConstruction, layer, true, false)
-		sel := g.selectNeighbours(found, hnswM, c.sel[:0])
+		found := g.searchLayer(c, sc, qv, eps, g.efConstruction, layer, true, false)
+		sel := g.selectNeighbours(sc, found, hnswM, c.sel[:0])
 		c.sel = sel
 		mu := &g.locks[q%lockStripes]
 		mu.Lock()
-		l := g.list(q, layer)
-		l[0] = uint32(len(sel))
-		for i, n := range sel {
-			l[1+i] = n.slot
-		}
+		setLinks(sc.pages.links(q, layer), sel)
 		mu.Unlock()
 		for _, n := range sel {
-			g.link(n.slot, q, n.score, layer)
+			g.link(sc, n.slot, q, n.score, layer)
 		}
 		eps = found
 	}
@@ -252,7 +257,7 @@ func (g *hnsw) insertOne(q uint32) {
 // link adds q to e's links on layer. A full list is re-chosen by the
 // heuristic from its members plus q, which keeps links pointing in diverse
 // directions instead of dropping the farthest.
-func (g *hnsw) link(e, q uint32, sim float32, layer int) {
+func (g *hnsw) link(sc *scope, e, q uint32, sim float32, layer int) {
 	maxN := hnswM
 	if layer == 0 {
 		maxN = hnswM0
@@ -260,27 +265,24 @@ func (g *hnsw) link(e, q uint32, sim float32, layer int) {
 	mu := &g.locks[e%lockStripes]
 	mu.Lock()
 	defer mu.Unlock()
-	l := g.list(e, layer)
-	n := int(l[0])
+	l := sc.pages.links(e, layer)
+	n := int(atomic.LoadUint32(&l[0]))
 	if n < maxN {
-		l[1+n] = q
-		l[0]++
+		atomic.StoreUint32(&l[1+n], q)
+		atomic.StoreUint32(&l[0], uint32(n+1))
 		return
 	}
-	ev := g.vs.vec(e)
+	ev := sc.pages.vec(e)
 	var buf [hnswM0 + 1]scored
 	cands := buf[:0]
-	for _, nb := range l[1 : 1+n] {
-		cands = append(cands, scored{nb, g.vs.dot(ev, nb)})
+	for i := 1; i <= n; i++ {
+		nb := atomic.LoadUint32(&l[i])
+		cands = append(cands, scored{nb, sc.pages.dot(ev, nb)})
 	}
 	cands = append(cands, scored{q, sim})
 	slices.SortFunc(cands, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
 	var selBuf [hnswM0]scored
-	sel := g.selectNeighbours(cands, maxN, selBuf[:0])
-	l[0] = uint32(len(sel))
-	for i, s := range sel {
-		l[1+i] = s.slot
-	}
+	setLinks(l, g.selectNeighbours(sc, cands, maxN, selBuf[:0]))
 }
 
 // selectNeighbours is the paper's heuristic (algorithm 4): walking
@@ -288,15 +290,15 @@ func (g *hnsw) link(e, q uint32, sim float32, layer int) {
 // similar to the base than to every one already kept. Clustered data needs
 // this: plain top-M links all point into the base's own cluster and leave
 // no bridges out of it. cands must be sorted best first.
-func (g *hnsw) selectNeighbours(cands []scored, m int, out []scored) []scored {
+func (g *hnsw) selectNeighbours(sc *scope, cands []scored, m int, out []scored) []scored {
 	for _, c := range cands {
 		if len(out) >= m {
 			break
 		}
-		cv := g.vs.vec(c.slot)
+		cv := sc.pages.vec(c.slot)
 		keep := true
 		for _, r := range out {
-			if g.vs.dot(cv, r.slot) > c.score {
+			if sc.pages.dot(cv, r.slot) > c.score {
 				keep = false
 				break
 			}
@@ -310,15 +312,12 @@ func (g *hnsw) selectNeighbours(cands []scored, m int, out []scored) []scored {
 
 // greedy walks layer from cur to a local best: the ef=1 search the paper
 // uses above the target layer.
-func (g *hnsw) greedy(c *searchCtx, qv []float32, cur scored, layer int, locked bool) scored {
+func (g *hnsw) greedy(c *searchCtx, sc *scope, qv []float32, cur scored, layer int, locked bool) scored {
 	for changed := true; changed; {
 		changed = false
-		nbrs := g.neighbours(cur.slot, layer, locked, c.nbuf)
-		if locked {
-			c.nbuf = nbrs
-		}
-		for _, n := range nbrs {
-			if s := g.vs.dot(qv, n); s > cur.score {
+		c.nbuf = g.neighbours(sc, cur.slot, layer, locked, c.nbuf)
+		for _, n := range c.nbuf {
+			if s := sc.pages.dot(qv, n); s > cur.score {
 				cur, changed = scored{n, s}, true
 			}
 		}
@@ -328,9 +327,9 @@ func (g *hnsw) greedy(c *searchCtx, qv []float32, cur scored, layer int, locked 
 
 // searchLayer is the paper's SEARCH-LAYER: a best-first walk from eps that
 // keeps the ef best nodes seen and stops when the best unexpanded candidate
-// is worse than all of them. With liveOnly, tombstoned nodes are walked
-// through but not kept. The result is sorted best first.
-func (g *hnsw) searchLayer(c *searchCtx, qv []float32, eps []scored, ef, layer int, locked, liveOnly bool) []scored {
+// is worse than all of them. With liveOnly, nodes not alive in sc are
+// walked through but not kept. The result is sorted best first.
+func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv []float32, eps []scored, ef, layer int, locked, liveOnly bool) []scored {
 	c.epoch++
 	if c.epoch == 0 {
 		clear(c.visited)
@@ -344,7 +343,7 @@ func (g *hnsw) searchLayer(c *searchCtx, qv []float32, eps []scored, ef, layer i
 			continue
 		}
 		c.cand.push(ep)
-		if !liveOnly || !g.vs.dead[ep.slot] {
+		if !liveOnly || sc.alive(ep.slot) {
 			c.res.push(ep.slot, ep.score)
 		}
 	}
@@ -353,18 +352,15 @@ func (g *hnsw) searchLayer(c *searchCtx, qv []float32, eps []scored, ef, layer i
 		if len(c.res.heap) == ef && cur.score < c.res.heap[0].score {
 			break
 		}
-		nbrs := g.neighbours(cur.slot, layer, locked, c.nbuf)
-		if locked {
-			c.nbuf = nbrs
-		}
-		for _, n := range nbrs {
+		c.nbuf = g.neighbours(sc, cur.slot, layer, locked, c.nbuf)
+		for _, n := range c.nbuf {
 			if !c.visit(n) {
 				continue
 			}
-			s := g.vs.dot(qv, n)
+			s := sc.pages.dot(qv, n)
 			if len(c.res.heap) < ef || s > c.res.heap[0].score {
 				c.cand.push(scored{n, s})
-				if !liveOnly || !g.vs.dead[n] {
+				if !liveOnly || sc.alive(n) {
 					c.res.push(n, s)
 				}
 			}
@@ -373,18 +369,19 @@ func (g *hnsw) searchLayer(c *searchCtx, qv []float32, eps []scored, ef, layer i
 	return c.res.sorted()
 }
 
-// search returns the k most similar live slots.
-func (g *hnsw) search(q []float32, k int) []scored {
-	if g.entry == noNode || k <= 0 {
+// search returns the k most similar slots alive in v.
+func (g *hnsw) search(v *view, q []float32, k int) []scored {
+	if v.entry == noNode || k <= 0 {
 		return nil
 	}
-	c := g.getCtx()
+	sc := &v.scope
+	c := g.getCtx(sc.n)
 	defer g.putCtx(c)
-	cur := scored{g.entry, g.vs.dot(q, g.entry)}
-	for layer := g.maxLevel; layer > 0; layer-- {
-		cur = g.greedy(c, q, cur, layer, false)
+	cur := scored{v.entry, sc.pages.dot(q, v.entry)}
+	for layer := v.maxLevel; layer > 0; layer-- {
+		cur = g.greedy(c, sc, q, cur, layer, false)
 	}
-	res := g.searchLayer(c, q, []scored{cur}, max(g.efSearch, k), 0, false, true)
+	res := g.searchLayer(c, sc, q, []scored{cur}, max(g.efSearch, k), 0, false, true)
 	if len(res) > k {
 		res = res[:k]
 	}

@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -10,19 +11,19 @@ func benchVectors(n, dim int) [][]float32 {
 	return clusteredVectors(rand.New(rand.NewPCG(7, 7)), n, dim, 100, benchSpread)
 }
 
-// BenchmarkHNSWBuild measures parallel graph construction (vectors/s is
-// n / (ns/op)).
+// BenchmarkHNSWBuild measures graph construction as an insert runs it,
+// with GOMAXPROCS-1 workers (vectors/s is n / (ns/op)).
 func BenchmarkHNSWBuild(b *testing.B) {
 	const n, dim = 20000, 384
 	vecs := benchVectors(n, dim)
 	b.ResetTimer()
 	for b.Loop() {
-		vs := newVectorSet(dim)
+		gen := newGeneration(dim, newHNSW(hnswSeed))
 		slots := make([]uint32, n)
 		for i, v := range vecs {
-			slots[i] = vs.add(uint64(i), v)
+			slots[i] = gen.appendSlot(uint64(i), v, 0)
 		}
-		newHNSW(vs).insert(slots)
+		gen.graph.insert(gen.scope(), slots)
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "vectors/s")
 }
@@ -34,20 +35,22 @@ func BenchmarkVectorSearch(b *testing.B) {
 	const dim = 384
 	for _, n := range []int{2000, 5000, 10000, 20000, 50000} {
 		vecs := benchVectors(n+100, dim)
-		vs := newVectorSet(dim)
-		slots := make([]uint32, n)
-		for i, v := range vecs[:n] {
-			slots[i] = vs.add(uint64(i), v)
+		views := map[string]*view{}
+		for name, graphFrom := range map[string]int{"exact": math.MaxInt, "hnsw": 0} {
+			x := New("m", dim)
+			x.graphFrom = graphFrom
+			if err := x.Add(entries(vecs[:n], 0)...); err != nil {
+				b.Fatal(err)
+			}
+			views[name] = x.current.Load()
 		}
-		g := newHNSW(vs)
-		g.insert(slots)
 		queries := vecs[n:]
 		for _, k := range []int{10, minCandidates} {
-			for name, s := range map[string]vectorSearcher{"exact": exactSearcher{vs}, "hnsw": g} {
+			for name, v := range views {
 				b.Run(fmt.Sprintf("n=%d/k=%d/%s", n, k, name), func(b *testing.B) {
 					i := 0
 					for b.Loop() {
-						s.search(queries[i%len(queries)], k)
+						v.searchVectors(queries[i%len(queries)], k)
 						i++
 					}
 				})

@@ -11,7 +11,7 @@ import (
 func graphIndex(t testing.TB, vecs [][]float32, dim int) *OwnerIndex {
 	t.Helper()
 	x := New("m", dim)
-	x.vec = newHNSW(x.vs)
+	x.graphFrom = 0
 	if err := x.Add(entries(vecs, 0)...); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestHNSWRecall(t *testing.T) {
 	all := testVectors(5200, dim, 10)
 	vecs, queries := all[:5000], all[5000:]
 	x := graphIndex(t, vecs, dim)
-	if _, ok := x.vec.(*hnsw); !ok {
+	if x.gen.graph == nil {
 		t.Fatal("not a graph")
 	}
 	if r := recallAt10(x, vecs, queries, func(int) bool { return true }); r < 0.95 {
@@ -53,10 +53,10 @@ func TestHNSWRecall(t *testing.T) {
 func TestHNSWLinksWithinBounds(t *testing.T) {
 	vecs := testVectors(3000, 16, 12)
 	x := graphIndex(t, vecs, 16)
-	g := x.vec.(*hnsw)
-	for s := range g.levels {
-		for layer := 0; layer <= int(g.levels[s]); layer++ {
-			l := g.list(uint32(s), layer)
+	ps := x.gen.pages
+	for s := range x.gen.n {
+		for layer := 0; layer <= ps.level(s); layer++ {
+			l := ps.links(s, layer)
 			maxN := hnswM
 			if layer == 0 {
 				maxN = hnswM0
@@ -65,7 +65,7 @@ func TestHNSWLinksWithinBounds(t *testing.T) {
 				t.Fatalf("node %d layer %d: %d links", s, layer, l[0])
 			}
 			for _, nb := range l[1 : 1+l[0]] {
-				if nb == uint32(s) || int(g.levels[nb]) < layer {
+				if nb == s || ps.level(nb) < layer {
 					t.Fatalf("node %d layer %d: bad link to %d", s, layer, nb)
 				}
 			}
@@ -85,7 +85,7 @@ func TestHNSWDeletes(t *testing.T) {
 		dead = append(dead, uint64(i))
 	}
 	x.Delete(dead...)
-	if _, ok := x.vec.(*hnsw); !ok || x.vs.nDead == 0 {
+	if x.gen.graph == nil || x.dead == 0 {
 		t.Fatal("expected tombstones in the graph")
 	}
 	live := func(i int) bool { return i%3 != 0 }
@@ -104,8 +104,8 @@ func TestHNSWDeletes(t *testing.T) {
 		dead = append(dead, uint64(i))
 	}
 	x.Delete(dead...)
-	if x.vs.nDead != 0 || x.Len() != x.vs.slots() {
-		t.Fatalf("no compaction: %d dead of %d", x.vs.nDead, x.vs.slots())
+	if x.dead != 0 || x.Len() != int(x.gen.n) {
+		t.Fatalf("no compaction: %d dead of %d", x.dead, x.gen.n)
 	}
 	for _, q := range queries {
 		for _, h := range x.Search(Query{Vector: q, K: 10}) {
@@ -120,11 +120,11 @@ func TestGraphThreshold(t *testing.T) {
 	const dim = 8
 	x := New("m", dim)
 	must(t, x.Add(entries(testVectors(graphThreshold-1, dim, 15), 0)...))
-	if _, ok := x.vec.(exactSearcher); !ok {
+	if x.gen.graph != nil {
 		t.Fatal("small owner should scan")
 	}
 	must(t, x.Add(entries(testVectors(10, dim, 16), graphThreshold)...))
-	if _, ok := x.vec.(*hnsw); !ok {
+	if x.gen.graph == nil {
 		t.Fatal("owner past the threshold should use the graph")
 	}
 }
@@ -138,7 +138,7 @@ func TestHNSWSnapshotRoundTrip(t *testing.T) {
 	must(t, x.WriteSnapshot(path, 9))
 	y, _, err := ReadSnapshot(path)
 	must(t, err)
-	if _, ok := y.vec.(*hnsw); !ok {
+	if y.gen.graph == nil {
 		t.Fatal("graph not restored")
 	}
 	for i, q := range testVectors(50, dim, 18) {
@@ -159,7 +159,7 @@ func TestHNSWConcurrentAddSearch(t *testing.T) {
 	const dim = 16
 	vecs := testVectors(2000, dim, 20)
 	x := New("m", dim)
-	x.vec = newHNSW(x.vs)
+	x.graphFrom = 0
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -2,6 +2,10 @@
 // scan for small owners, an HNSW graph for large ones) and a BM25 lexical
 // index over the same entries, fused into one ranking, with atomic snapshots.
 //
+// Searches never wait for writers: they read an immutable published
+// version of the owner's index while a writer prepares the next one in
+// place (see OwnerIndex).
+//
 // An OwnerIndex knows entries only by their chunk sequence number; the store
 // owns text, documents and pages. The index never imports the store.
 package index
@@ -10,6 +14,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/docsift/docsift/analysis"
 )
@@ -35,9 +40,9 @@ type Hit struct {
 	Score float64
 }
 
-// addBatch bounds how many entries one Add inserts while holding the write
-// lock, so that a large Add delays concurrent searches by a few milliseconds
-// at a time rather than for the whole batch.
+// addBatch is how many entries Add appends between checks whether to
+// switch to the graph or compact: the steps at which an index has always
+// grown, so that the same inserts build the same graph.
 const addBatch = 64
 
 // graphThreshold is the owner size from which vectors are searched through
@@ -47,25 +52,63 @@ const addBatch = 64
 // and costs nothing to build.
 const graphThreshold = 2048
 
-// compactMinDead is the fewest tombstoned vectors worth a rebuild.
+// compactMinDead is the fewest deleted slots worth a rebuild.
 const compactMinDead = 1024
 
-// OwnerIndex is the index of one owner. It is safe for concurrent use:
-// searches run while other goroutines add and delete.
+// OwnerIndex is the index of one owner. It is safe for concurrent use, and
+// searches never wait for writers.
+//
+// Versions: a search loads the current view, an immutable record of one
+// version (how many slots it covers, its epoch, BM25 totals, the graph's
+// entry point) and reads only what that view covers, taking no lock. The
+// storage under the views is shared and append-only (see slots.go): a
+// writer appends new entries past the published slot count, marks deleted
+// slots with the epoch of the next version (a view sees a slot deleted only
+// from that epoch on), links new nodes into the graph with atomic stores,
+// and then publishes a new view with one atomic store. Lexical docs are
+// the same slots, and the term dictionary and posting lists are read
+// without locks too (see lexicon). So no version is ever copied: memory is
+// one set of vectors, one graph and one inverted index, plus deleted slots
+// until compaction.
+//
+// Writers are serialised by mu, which searches never take. Each Add or
+// Delete publishes on return, unless it runs inside Commit, which publishes
+// everything done during it as one version: a search sees a replaced
+// document's old chunks or its new ones, never both or neither.
+//
+// Compaction (when half the slots are deleted) and the switch from scanning
+// to the graph build a new generation beside the current one, under mu;
+// searches keep reading the old generation until the new one is published.
 type OwnerIndex struct {
 	model string
 	dim   int
 
-	mu  sync.RWMutex
-	vs  *vectorSet
-	vec vectorSearcher
-	lex *lexicalIndex
+	current atomic.Pointer[view]
+
+	mu       sync.Mutex // writers only
+	gen      *generation
+	slotOf   map[uint64]uint32 // live entry -> slot in gen
+	epoch    uint64            // the current view's
+	live     int               // entries, as of the writer's last change
+	dead     int               // deleted slots in gen
+	totalLen uint64            // sum of live doc lengths
+	open     int               // Commit calls running
+	changed  bool              // since the current view was published
+	// graphFrom is the size from which vectors go through the graph:
+	// graphThreshold, but tests lower it to exercise the graph on few
+	// entries.
+	graphFrom int
 }
 
 // New returns an empty index for vectors of dim dimensions from model.
 func New(model string, dim int) *OwnerIndex {
-	x := &OwnerIndex{model: model, dim: dim, vs: newVectorSet(dim), lex: newLexicalIndex()}
-	x.vec = exactSearcher{x.vs}
+	x := &OwnerIndex{
+		model: model, dim: dim,
+		gen:       newGeneration(dim, nil),
+		slotOf:    make(map[uint64]uint32),
+		graphFrom: graphThreshold,
+	}
+	x.publish()
 	return x
 }
 
@@ -77,7 +120,7 @@ func (x *OwnerIndex) Model() string { return x.model }
 func (x *OwnerIndex) Dim() int { return x.dim }
 
 // analysed is an entry with its text already cut into terms, so that the
-// costly analysis happens outside the lock.
+// costly analysis happens outside the writer lock.
 type analysed struct {
 	Entry
 	counts []termCount
@@ -93,27 +136,44 @@ func (x *OwnerIndex) Add(entries ...Entry) error {
 		}
 	}
 	prepared := make([]analysed, len(entries))
+	var counter termCounter
 	for i, e := range entries {
-		counts, length := countTerms(withPairs(analysis.Terms(e.Text)))
+		counts, length := counter.count(withPairs(analysis.Terms(e.Text)))
 		prepared[i] = analysed{e, counts, length}
 	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var unlinked []uint32 // slots of gen not yet in its graph
 	for len(prepared) > 0 {
-		n := min(len(prepared), addBatch)
-		slots := make([]uint32, n)
-		x.mu.Lock()
-		for i, e := range prepared[:n] {
-			slots[i] = x.vs.add(e.ID, e.Vector)
-			x.lex.add(e.ID, e.counts, e.length)
+		batch := prepared[:min(len(prepared), addBatch)]
+		prepared = prepared[len(batch):]
+		for _, e := range batch {
+			x.remove(e.ID)
+			s := x.gen.appendSlot(e.ID, e.Vector, e.length)
+			x.gen.indexTerms(s, e.counts)
+			x.slotOf[e.ID] = s
+			x.live++
+			x.totalLen += uint64(e.length)
+			unlinked = append(unlinked, s)
 		}
-		if _, exact := x.vec.(exactSearcher); exact && x.vs.live() >= graphThreshold {
-			x.rebuildVectors()
-		} else {
-			x.vec.insert(slots)
-			x.maybeCompact()
+		// A rebuild indexes every slot it copies, unlinked ones too.
+		switch {
+		case x.gen.graph == nil && x.live >= x.graphFrom:
+			x.rebuild()
+			unlinked = unlinked[:0]
+		case x.gen.graph == nil:
+			unlinked = unlinked[:0] // a scan needs no links
+		case x.maybeCompact():
+			unlinked = unlinked[:0]
 		}
-		x.mu.Unlock()
-		prepared = prepared[n:]
 	}
+	// Linking the whole call at once (inserting in slot order, as batch
+	// by batch would) gives the parallel insert the most work to share.
+	if x.gen.graph != nil {
+		x.gen.graph.insert(x.gen.scope(), unlinked)
+	}
+	x.changed = x.changed || len(entries) > 0
+	x.publishUnlessOpen()
 	return nil
 }
 
@@ -122,69 +182,156 @@ func (x *OwnerIndex) Delete(ids ...uint64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, id := range ids {
-		x.vs.remove(id)
-		x.lex.remove(id)
-	}
-	x.maybeCompact()
-}
-
-// maybeCompact rebuilds the vector side once tombstones fill half the
-// slots: they cost memory, and a graph search wades through them.
-// Rebuilding at a fixed fraction keeps the cost amortised O(1) per delete.
-func (x *OwnerIndex) maybeCompact() {
-	if x.vs.nDead >= compactMinDead && 2*x.vs.nDead >= x.vs.slots() {
-		x.rebuildVectors()
-	}
-}
-
-// rebuildVectors copies the live vectors into a fresh set and indexes them
-// with the searcher their number calls for. The caller holds the write lock.
-func (x *OwnerIndex) rebuildVectors() {
-	old := x.vs
-	vs := newVectorSet(x.dim)
-	vs.data = make([]float32, 0, old.live()*x.dim)
-	for s, id := range old.ids {
-		if !old.dead[s] {
-			vs.add(id, old.vec(uint32(s)))
+		if x.remove(id) {
+			x.changed = true
 		}
 	}
-	x.vs = vs
-	if vs.live() < graphThreshold {
-		x.vec = exactSearcher{vs}
-		return
-	}
-	g := newHNSW(vs)
-	slots := make([]uint32, vs.slots())
-	for i := range slots {
-		slots[i] = uint32(i)
-	}
-	g.insert(slots)
-	x.vec = g
+	x.maybeCompact()
+	x.publishUnlessOpen()
 }
 
-// Has reports whether id is in the index.
+// Commit runs fn and publishes the Adds and Deletes made on x while it
+// runs as one version: searches see all of them or none, and until fn
+// returns they see the version before. Changes made by other goroutines
+// meanwhile join the same version. fn's changes are published even when it
+// fails: they are already in the index, as they were in the store.
+func (x *OwnerIndex) Commit(fn func() error) error {
+	x.mu.Lock()
+	x.open++
+	x.mu.Unlock()
+	defer func() {
+		x.mu.Lock()
+		x.open--
+		x.publishUnlessOpen()
+		x.mu.Unlock()
+	}()
+	return fn()
+}
+
+// remove marks id's slot deleted from the next version on; it reports
+// whether id was present.
+func (x *OwnerIndex) remove(id uint64) bool {
+	s, ok := x.slotOf[id]
+	if !ok {
+		return false
+	}
+	delete(x.slotOf, id)
+	x.gen.pages.deadAt(s).Store(x.epoch + 1)
+	x.live--
+	x.dead++
+	x.totalLen -= uint64(x.gen.pages.docLen(s))
+	return true
+}
+
+// maybeCompact rebuilds once deleted slots fill half the generation, and
+// reports whether it did. Deleted slots cost memory, a graph search wades
+// through them, and the lexical scorer skips their postings; rebuilding at
+// a fixed fraction keeps the cost amortised O(1) per delete.
+func (x *OwnerIndex) maybeCompact() bool {
+	if x.dead >= compactMinDead && 2*x.dead >= int(x.gen.n) {
+		x.rebuild()
+		return true
+	}
+	return false
+}
+
+// rebuild copies the live entries, in slot order, into a new generation
+// with the vector search their number calls for, and makes it the
+// writer's. Searches go on reading the old generation until the next
+// publish; the old one is dropped when no view refers to it.
+func (x *OwnerIndex) rebuild() {
+	old := x.gen
+	var graph *hnsw
+	if x.live >= x.graphFrom {
+		graph = newHNSW(hnswSeed)
+	}
+	gen := newGeneration(x.dim, graph)
+	renum := make([]uint32, old.n) // old slot -> new slot, for live slots
+	for s := range old.n {
+		if old.pages.deadAt(s).Load() != 0 {
+			continue
+		}
+		renum[s] = gen.appendSlot(old.pages.id(s), old.pages.vec(s), old.pages.docLen(s))
+	}
+	// Postings are renumbered list by list; renumbering keeps slot order,
+	// so every list stays sorted. Terms left with no live doc are dropped.
+	old.lex.each(func(t *termPostings) {
+		var nt *termPostings
+		for _, p := range t.all() {
+			if old.pages.deadAt(p.doc).Load() != 0 {
+				continue
+			}
+			if nt == nil {
+				nt = gen.lex.termFor(t.term)
+			}
+			gen.lex.stage(nt, posting{renum[p.doc], p.tf})
+		}
+	})
+	for id, s := range x.slotOf {
+		x.slotOf[id] = renum[s]
+	}
+	x.gen, x.dead, x.changed = gen, 0, true
+	if graph != nil {
+		slots := make([]uint32, gen.n)
+		for i := range slots {
+			slots[i] = uint32(i)
+		}
+		graph.insert(gen.scope(), slots)
+	}
+}
+
+// publishUnlessOpen publishes the writer's changes, unless a Commit is
+// running: then its end publishes them. The caller holds mu.
+func (x *OwnerIndex) publishUnlessOpen() {
+	if x.open == 0 && x.changed {
+		x.publish()
+	}
+}
+
+// publish makes the writer's state the current view. Deletes were marked
+// with epoch+1, so this view is the first not to see them. The caller
+// holds mu.
+func (x *OwnerIndex) publish() {
+	g := x.gen
+	g.lex.flush()
+	x.epoch++
+	v := &view{
+		scope:    scope{pages: g.pages, n: g.n, epoch: x.epoch},
+		gen:      g,
+		live:     x.live,
+		dead:     x.dead,
+		totalLen: x.totalLen,
+		entry:    noNode,
+	}
+	if g.graph != nil {
+		v.entry, v.maxLevel = g.graph.entry, g.graph.maxLevel
+	}
+	x.current.Store(v)
+	x.changed = false
+}
+
+// Has reports whether id is in the index as its writers see it: including
+// changes of a Commit still running. It waits for a running Add or Delete.
 func (x *OwnerIndex) Has(id uint64) bool {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	_, ok := x.vs.slotOf[id]
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, ok := x.slotOf[id]
 	return ok
 }
 
-// IDs returns every ID in the index in ascending order.
+// IDs returns every ID in the index, as Has sees it, in ascending order.
 func (x *OwnerIndex) IDs() []uint64 {
-	x.mu.RLock()
-	ids := make([]uint64, 0, len(x.vs.slotOf))
-	for id := range x.vs.slotOf {
+	x.mu.Lock()
+	ids := make([]uint64, 0, len(x.slotOf))
+	for id := range x.slotOf {
 		ids = append(ids, id)
 	}
-	x.mu.RUnlock()
+	x.mu.Unlock()
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
 }
 
-// Len is the number of entries in the index.
+// Len is the number of entries searches currently see.
 func (x *OwnerIndex) Len() int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.vs.live()
+	return x.current.Load().live
 }

@@ -1,8 +1,11 @@
 package index
 
 import (
+	"hash/maphash"
 	"math"
+	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // BM25 parameters. docsift scores chunks, not whole documents: chunks are
@@ -15,27 +18,7 @@ const (
 	bm25B  = 0.4
 )
 
-// lexCompactMinDead is the fewest dead docs worth a compaction pass; below
-// it the skipped postings cost less than rewriting every list.
-const lexCompactMinDead = 256
-
-// lexicalIndex is an inverted index scored with BM25 (Okapi, with Lucene's
-// non-negative IDF). Postings of deleted docs stay in place, skipped at query
-// time, until they are a third of all docs; then every list is rewritten.
-// That keeps a delete O(1) instead of O(postings of every term of the doc).
-type lexicalIndex struct {
-	termID   map[string]uint32
-	terms    []string    // term ID -> term
-	postings [][]posting // term ID -> docs containing it
-
-	docID    []uint64 // doc number -> entry ID
-	docLen   []uint32 // doc number -> number of terms
-	docDead  []bool
-	docOf    map[uint64]uint32
-	nDead    int
-	totalLen uint64 // sum of live docLen
-}
-
+// posting is one doc (a slot) containing a term, with the term's frequency.
 type posting struct {
 	doc uint32
 	tf  uint32
@@ -75,15 +58,27 @@ func withPairs(terms []string) []string {
 
 func isPair(term string) bool { return len(term) > 0 && term[0] == pairPrefix[0] }
 
-func newLexicalIndex() *lexicalIndex {
-	return &lexicalIndex{termID: make(map[string]uint32), docOf: make(map[uint64]uint32)}
+// countTerms turns analysed terms into distinct terms with frequencies, in
+// first-seen order.
+func countTerms(terms []string) (counts []termCount, length uint32) {
+	var c termCounter
+	return c.count(terms)
 }
 
-// countTerms turns analysed terms into distinct terms with frequencies, in
-// first-seen order. It is called outside the index lock: analysis is the
-// expensive part of adding text.
-func countTerms(terms []string) (counts []termCount, length uint32) {
-	pos := make(map[string]int, len(terms))
+// termCounter does countTerms for one text after another with one map: Add
+// counts thousands of texts per call, outside the writer lock, and a map
+// per text was most of what a commit allocated, so most of the garbage
+// collections that searches share the CPU with.
+type termCounter struct {
+	pos map[string]int // term -> index in counts
+}
+
+func (c *termCounter) count(terms []string) (counts []termCount, length uint32) {
+	if c.pos == nil {
+		c.pos = make(map[string]int, len(terms))
+	}
+	clear(c.pos)
+	pos := c.pos
 	for _, t := range terms {
 		if !isPair(t) {
 			length++
@@ -98,84 +93,153 @@ func countTerms(terms []string) (counts []termCount, length uint32) {
 	return counts, length
 }
 
-func (l *lexicalIndex) live() int { return len(l.docID) - l.nDead }
+// lexicon is the inverted index of a generation: for every term, the slots
+// whose text contains it. Docs are slots, so a search needs no map from
+// entry to doc, and a doc's length and deletion live with its slot.
+//
+// Searches read it without locks. Terms are found through termTable, an
+// open-addressing hash table that only the writer inserts into; each term's
+// postings are a slice published through an atomic pointer. Postings are
+// appended in slot order, so a search cuts a list at its view's slot count
+// and ignores what the writer has appended since.
+type lexicon struct {
+	table atomic.Pointer[termTable]
 
-// add indexes a doc under id, replacing any previous doc of id.
-func (l *lexicalIndex) add(id uint64, counts []termCount, length uint32) {
-	l.remove(id)
-	d := uint32(len(l.docID))
-	l.docID = append(l.docID, id)
-	l.docLen = append(l.docLen, length)
-	l.docDead = append(l.docDead, false)
-	l.docOf[id] = d
-	l.totalLen += uint64(length)
-	for _, c := range counts {
-		t, ok := l.termID[c.term]
-		if !ok {
-			t = uint32(len(l.terms))
-			l.termID[c.term] = t
-			l.terms = append(l.terms, c.term)
-			l.postings = append(l.postings, nil)
+	// Writer only.
+	terms int             // terms in table
+	dirty []*termPostings // terms with postings staged since the last flush
+}
+
+// termPostings is one term and its postings.
+type termPostings struct {
+	term string
+	// list is what searches read. The writer stages postings in the
+	// backing array past its length and publishes them in flush.
+	list   atomic.Pointer[[]posting]
+	staged uint32 // writer only: postings in the backing array
+}
+
+// termTable maps terms to their postings; linear probing, at most 3/4 full.
+// Entries are only ever added, and a table that fills is replaced by a
+// larger copy, so a reader holding either table finds every term that has
+// postings in its view.
+type termTable struct {
+	seed  maphash.Seed
+	slots []atomic.Pointer[termPostings] // len is a power of two
+}
+
+// minTermSlots is the size of a new lexicon's table.
+const minTermSlots = 64
+
+func newLexicon() *lexicon {
+	l := &lexicon{}
+	l.table.Store(&termTable{seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[termPostings], minTermSlots)})
+	return l
+}
+
+// find returns term's postings, or nil.
+func (t *termTable) find(term string) *termPostings {
+	mask := uint64(len(t.slots) - 1)
+	for i := maphash.String(t.seed, term) & mask; ; i = (i + 1) & mask {
+		if e := t.slots[i].Load(); e == nil || e.term == term {
+			return e
 		}
-		l.postings[t] = append(l.postings[t], posting{d, c.tf})
 	}
 }
 
-// remove deletes id's doc from results; it reports whether id was present.
-func (l *lexicalIndex) remove(id uint64) bool {
-	d, ok := l.docOf[id]
-	if !ok {
-		return false
+// put stores e in the first free slot of its probe sequence.
+func (t *termTable) put(e *termPostings) {
+	mask := uint64(len(t.slots) - 1)
+	for i := maphash.String(t.seed, e.term) & mask; ; i = (i + 1) & mask {
+		if t.slots[i].Load() == nil {
+			t.slots[i].Store(e)
+			return
+		}
 	}
-	delete(l.docOf, id)
-	l.docDead[d] = true
-	l.nDead++
-	l.totalLen -= uint64(l.docLen[d])
-	if l.nDead >= lexCompactMinDead && l.nDead*3 >= len(l.docID) {
-		l.compact()
-	}
-	return true
 }
 
-// compact renumbers the live docs densely and drops dead postings and terms
-// that no live doc uses any more.
-func (l *lexicalIndex) compact() {
-	renum := make([]uint32, len(l.docID))
-	var ids []uint64
-	var lens []uint32
-	for d, id := range l.docID {
-		if l.docDead[d] {
-			continue
+// each calls fn for every term, in table order.
+func (l *lexicon) each(fn func(*termPostings)) {
+	t := l.table.Load()
+	for i := range t.slots {
+		if e := t.slots[i].Load(); e != nil {
+			fn(e)
 		}
-		renum[d] = uint32(len(ids))
-		ids = append(ids, id)
-		lens = append(lens, l.docLen[d])
 	}
-	termID := make(map[string]uint32, len(l.terms))
-	var terms []string
-	var postings [][]posting
-	for t, ps := range l.postings {
-		var kept []posting
-		for _, p := range ps {
-			if !l.docDead[p.doc] {
-				kept = append(kept, posting{renum[p.doc], p.tf})
+}
+
+// termFor returns term's postings, adding the term if it is new.
+func (l *lexicon) termFor(term string) *termPostings {
+	t := l.table.Load()
+	if e := t.find(term); e != nil {
+		return e
+	}
+	e := &termPostings{term: term}
+	t.put(e)
+	l.terms++
+	if 4*l.terms > 3*len(t.slots) {
+		bigger := &termTable{seed: t.seed, slots: make([]atomic.Pointer[termPostings], 2*len(t.slots))}
+		for i := range t.slots {
+			if old := t.slots[i].Load(); old != nil {
+				bigger.put(old)
 			}
 		}
-		if len(kept) == 0 {
-			continue
-		}
-		termID[l.terms[t]] = uint32(len(terms))
-		terms = append(terms, l.terms[t])
-		postings = append(postings, kept)
+		l.table.Store(bigger)
 	}
-	l.termID, l.terms, l.postings = termID, terms, postings
-	l.docID, l.docLen = ids, lens
-	l.docDead = make([]bool, len(ids))
-	l.docOf = make(map[uint64]uint32, len(ids))
-	for d, id := range ids {
-		l.docOf[id] = uint32(d)
+	return e
+}
+
+// stage appends p to t's postings without publishing it. When the backing
+// array is full, the postings move to a larger one, published at once with
+// the old length: searches see the same postings, from the new array.
+func (l *lexicon) stage(t *termPostings, p posting) {
+	var published []posting
+	if cur := t.list.Load(); cur != nil {
+		published = *cur
 	}
-	l.nDead = 0
+	if int(t.staged) == len(published) {
+		l.dirty = append(l.dirty, t)
+	}
+	all := append(published[:t.staged], p)
+	if cap(all) != cap(published) {
+		moved := all[:len(published)]
+		t.list.Store(&moved)
+	}
+	t.staged++
+}
+
+// flush publishes every staged posting. Searches still cut each list at
+// their view's slot count, so flushing ahead of a view is harmless.
+func (l *lexicon) flush() {
+	for i, t := range l.dirty {
+		all := (*t.list.Load())[:t.staged]
+		t.list.Store(&all)
+		l.dirty[i] = nil
+	}
+	l.dirty = l.dirty[:0]
+}
+
+// all returns every posting of t, published or staged; writer only.
+func (t *termPostings) all() []posting {
+	cur := t.list.Load()
+	if cur == nil {
+		return nil
+	}
+	return (*cur)[:t.staged]
+}
+
+// upTo returns t's published postings of slots below n. Only a search on
+// a view older than the last publish finds any past n.
+func (t *termPostings) upTo(n uint32) []posting {
+	cur := t.list.Load()
+	if cur == nil {
+		return nil
+	}
+	ps := *cur
+	if len(ps) == 0 || ps[len(ps)-1].doc < n {
+		return ps
+	}
+	return ps[:sort.Search(len(ps), func(i int) bool { return ps[i].doc >= n })]
 }
 
 // lexScores is the BM25 score of every doc matching a query, kept dense so
@@ -195,33 +259,36 @@ func (s *lexScores) release() {
 	lexScoresPool.Put(s)
 }
 
-// scoreAll computes BM25 for every live doc containing a query term. Query
-// terms repeated in the query count once per occurrence, as in classic BM25.
-func (l *lexicalIndex) scoreAll(query []termCount) *lexScores {
+// scoreAll computes BM25 (Okapi, with Lucene's non-negative IDF) for every
+// doc of v containing a query term. Query terms repeated in the query count
+// once per occurrence, as in classic BM25. Postings of deleted docs stay in
+// the lists until compaction and are skipped here.
+func (v *view) scoreAll(query []termCount) *lexScores {
 	s := lexScoresPool.Get().(*lexScores)
-	if cap(s.score) < len(l.docID) {
-		s.score = make([]float32, len(l.docID))
+	if cap(s.score) < int(v.n) {
+		s.score = make([]float32, v.n)
 	}
-	s.score = s.score[:len(l.docID)]
-	n := l.live()
+	s.score = s.score[:v.n]
+	n := v.live
 	if n == 0 {
 		return s
 	}
-	avgLen := float64(l.totalLen) / float64(n)
+	avgLen := float64(v.totalLen) / float64(n)
 	if avgLen == 0 {
 		avgLen = 1
 	}
+	table := v.gen.lex.table.Load()
 	for _, q := range query {
-		t, ok := l.termID[q.term]
-		if !ok {
+		t := table.find(q.term)
+		if t == nil {
 			continue
 		}
-		ps := l.postings[t]
+		ps := t.upTo(v.n)
 		df := len(ps)
-		if l.nDead > 0 {
+		if v.dead > 0 {
 			df = 0
 			for _, p := range ps {
-				if !l.docDead[p.doc] {
+				if v.alive(p.doc) {
 					df++
 				}
 			}
@@ -235,11 +302,11 @@ func (l *lexicalIndex) scoreAll(query []termCount) *lexScores {
 			w *= pairWeight
 		}
 		for _, p := range ps {
-			if l.docDead[p.doc] {
+			if v.dead > 0 && !v.alive(p.doc) {
 				continue
 			}
 			tf := float64(p.tf)
-			norm := bm25K1 * (1 - bm25B + bm25B*float64(l.docLen[p.doc])/avgLen)
+			norm := bm25K1 * (1 - bm25B + bm25B*float64(v.pages.docLen(p.doc))/avgLen)
 			if s.score[p.doc] == 0 {
 				s.matched = append(s.matched, p.doc)
 			}

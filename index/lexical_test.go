@@ -4,123 +4,152 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/docsift/docsift/analysis"
 )
+
+// textIndex returns an index of texts under IDs 1, 2, … with no vectors,
+// which stays a scan however large.
+func textIndex(t testing.TB, texts ...string) *OwnerIndex {
+	t.Helper()
+	x := New("m", 0)
+	x.graphFrom = math.MaxInt
+	es := make([]Entry, len(texts))
+	for i, text := range texts {
+		es[i] = Entry{ID: uint64(i + 1), Vector: []float32{}, Text: text}
+	}
+	must(t, x.Add(es...))
+	return x
+}
+
+// bm25 scores query against x's current version, by entry ID.
+func bm25(x *OwnerIndex, query string) map[uint64]float32 {
+	v := x.current.Load()
+	q, _ := countTerms(withPairs(analysis.Terms(query)))
+	s := v.scoreAll(q)
+	defer s.release()
+	out := map[uint64]float32{}
+	for _, d := range s.matched {
+		out[v.pages.id(d)] = s.score[d]
+	}
+	return out
+}
 
 func TestBM25HandExample(t *testing.T) {
 	// Three docs, query "apple", k1=0.9, b=0.4. N=3, df=2, avgdl=7/3.
 	// idf = ln(1 + (3-2+0.5)/(2+0.5)) = ln 1.6
 	// d1 (tf 1, len 2): idf·1·1.9/(1 + 0.9·(0.6+0.4·2/(7/3)))
 	// d2 (tf 2, len 3): idf·2·1.9/(2 + 0.9·(0.6+0.4·3/(7/3)))
+	// Pairs are indexed too, but a one-word query matches none, and
+	// they do not count in a doc's length.
 	if bm25K1 != 0.9 || bm25B != 0.4 {
 		t.Fatal("hand example assumes k1=0.9, b=0.4")
 	}
-	// Pairs are left out here; TestPairsRewardAdjacency covers them.
-	l := newLexicalIndex()
-	for id, text := range []string{"apple banana", "apple apple cherry", "cherry date"} {
-		c, n := countTerms(analysis.Terms(text))
-		l.add(uint64(id+1), c, n)
-	}
-	q, _ := countTerms(analysis.Terms("apple"))
-	s := l.scoreAll(q)
-	defer s.release()
+	x := textIndex(t, "apple banana", "apple apple cherry", "cherry date")
 	idf := math.Log(1.6)
 	want := map[uint64]float64{
 		1: idf * 1.9 / (1 + 0.9*(0.6+0.4*2/(7.0/3))),
 		2: idf * 2 * 1.9 / (2 + 0.9*(0.6+0.4*3/(7.0/3))),
 	}
-	top := s.top(10)
-	if len(top) != 2 {
-		t.Fatalf("%d matches, want 2", len(top))
+	got := bm25(x, "apple")
+	if len(got) != 2 {
+		t.Fatalf("%d matches, want 2", len(got))
 	}
-	if l.docID[top[0].slot] != 2 {
-		t.Fatalf("doc %d first, want 2", l.docID[top[0].slot])
-	}
-	for _, h := range top {
-		id := l.docID[h.slot]
-		if math.Abs(float64(h.score)-want[id]) > 1e-5 {
-			t.Errorf("doc %d: score %.6f, want %.6f", id, h.score, want[id])
+	for id, w := range want {
+		if math.Abs(float64(got[id])-w) > 1e-5 {
+			t.Errorf("doc %d: score %.6f, want %.6f", id, got[id], w)
 		}
 	}
+	if hits := x.Search(Query{Text: "apple", K: 10}); hits[0].ID != 2 {
+		t.Fatalf("doc %d first, want 2", hits[0].ID)
+	}
 	// Deleting doc 3 changes N and avgdl; scores follow.
-	l.remove(3)
-	s2 := l.scoreAll(q)
-	defer s2.release()
+	x.Delete(3)
 	// N=2, df=2: idf = ln(1 + 0.5/2.5); avgdl = 2.5
 	idf2 := math.Log(1.2)
 	want1 := idf2 * 1.9 / (1 + 0.9*(0.6+0.4*2/2.5))
-	if got := s2.score[l.docOf[1]]; math.Abs(float64(got)-want1) > 1e-5 {
+	if got := bm25(x, "apple")[1]; math.Abs(float64(got)-want1) > 1e-5 {
 		t.Errorf("after delete: doc 1 score %.6f, want %.6f", got, want1)
 	}
 }
 
 func TestLexicalCompactionKeepsScores(t *testing.T) {
-	l := newLexicalIndex()
-	ref := newLexicalIndex()
-	for i := range 1000 {
-		c, n := countTerms(analysis.Terms("alpha beta gamma delta"[:5+i%15]))
-		l.add(uint64(i), c, n)
+	// Enough deletes to compact: compactMinDead, and half the slots.
+	const n = 2 * compactMinDead
+	texts := make([]string, n)
+	var odd []string
+	for i := range texts {
+		texts[i] = "alpha beta gamma delta"[:5+i%15]
 		if i%2 == 1 {
-			ref.add(uint64(i), c, n)
+			odd = append(odd, texts[i])
 		}
 	}
-	for i := 0; i < 1000; i += 2 {
-		l.remove(uint64(i))
+	x := textIndex(t, texts...)
+	ref := textIndex(t, odd...)
+	var even []uint64
+	for id := uint64(1); id <= n; id += 2 {
+		even = append(even, id)
 	}
-	if len(l.docID) == 1000 {
-		t.Fatal("no compaction happened")
+	x.Delete(even...)
+	if x.gen.n != n/2 {
+		t.Fatalf("%d slots after deleting half: no compaction", x.gen.n)
 	}
-	q, _ := countTerms(analysis.Terms("beta gamma"))
-	a, b := l.scoreAll(q), ref.scoreAll(q)
-	defer a.release()
-	defer b.release()
-	for id, d := range ref.docOf {
-		if a.score[l.docOf[id]] != b.score[d] {
-			t.Fatalf("doc %d: %v vs %v", id, a.score[l.docOf[id]], b.score[d])
+	a, b := bm25(x, "beta gamma"), bm25(ref, "beta gamma")
+	if len(a) != len(b) {
+		t.Fatalf("%d matches, want %d", len(a), len(b))
+	}
+	for id, s := range b {
+		if got := a[2*id]; got != s { // ref's doc id is x's 2·id
+			t.Fatalf("doc %d: %v vs %v", 2*id, got, s)
 		}
 	}
 }
 
 func TestPairsRewardAdjacency(t *testing.T) {
-	l := newLexicalIndex()
-	for id, text := range []string{"solar panel cleaning guide", "panel on solar energy cleaning guide"} {
-		c, n := countTerms(withPairs(analysis.Terms(text)))
-		l.add(uint64(id), c, n)
+	x := textIndex(t, "solar panel cleaning guide", "panel on solar energy cleaning guide")
+	if l := x.gen.pages.docLen(0); l != 4 {
+		t.Fatalf("doc length %d counts pairs", l)
 	}
-	if l.docLen[0] != 4 {
-		t.Fatalf("doc length %d counts pairs", l.docLen[0])
+	s := bm25(x, "solar panel")
+	if s[1] <= s[2] {
+		t.Fatalf("adjacent words not preferred: %v vs %v", s[1], s[2])
 	}
-	q, _ := countTerms(withPairs(analysis.Terms("solar panel")))
-	s := l.scoreAll(q)
-	defer s.release()
-	if s.score[l.docOf[0]] <= s.score[l.docOf[1]] {
-		t.Fatalf("adjacent words not preferred: %v vs %v", s.score[l.docOf[0]], s.score[l.docOf[1]])
+}
+
+func TestTermTableGrows(t *testing.T) {
+	// Thousands of distinct terms force the table to grow several
+	// times; every term must still be found.
+	var texts []string
+	for i := range 3000 {
+		texts = append(texts, fmt.Sprintf("t%d", i))
+	}
+	x := textIndex(t, texts...)
+	for i, text := range texts {
+		if s := bm25(x, text); len(s) != 1 || s[uint64(i+1)] == 0 {
+			t.Fatalf("term %s: %v", text, s)
+		}
 	}
 }
 
 func BenchmarkLexicalScore(b *testing.B) {
 	// 50k synthetic chunks over a Zipf-like vocabulary, scored for a
 	// three-word query: the lexical half of a hybrid search.
-	l := newLexicalIndex()
-	words := make([]string, 5000)
-	for i := range words {
-		words[i] = fmt.Sprintf("w%d", i)
-	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	zipf := rand.NewZipf(rng, 1.1, 1, uint64(len(words)-1))
-	for id := range 50000 {
-		terms := make([]string, 60)
-		for i := range terms {
-			terms[i] = words[zipf.Uint64()]
+	zipf := rand.NewZipf(rng, 1.1, 1, 4999)
+	texts := make([]string, 50000)
+	words := make([]string, 60)
+	for i := range texts {
+		for j := range words {
+			words[j] = fmt.Sprintf("w%d", zipf.Uint64())
 		}
-		c, n := countTerms(withPairs(terms))
-		l.add(uint64(id), c, n)
+		texts[i] = strings.Join(words, " ")
 	}
+	v := textIndex(b, texts...).current.Load()
 	q, _ := countTerms(withPairs([]string{"w3", "w40", "w700"}))
 	for b.Loop() {
-		s := l.scoreAll(q)
+		s := v.scoreAll(q)
 		s.top(minCandidates)
 		s.release()
 	}

@@ -51,7 +51,7 @@ func vectorWeight(model string) float64 {
 // candidate is one chunk nominated by either side, with both raw scores.
 type candidate struct {
 	id      uint64
-	slot    uint32 // vector slot
+	slot    uint32
 	cos, bm float32
 }
 
@@ -76,46 +76,44 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 		pool = max(minCandidates, 2*q.K)
 	}
 
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-
+	v := x.current.Load()
 	var vecTop []scored
 	if useVec {
-		vecTop = x.vec.search(q.Vector, pool)
+		vecTop = v.searchVectors(q.Vector, pool)
 	}
 	var lex *lexScores
 	var lexTop []scored
 	if useLex {
-		lex = x.lex.scoreAll(query)
+		lex = v.scoreAll(query)
 		defer lex.release()
 		lexTop = lex.top(pool)
 	}
 
+	// Vector slots and lexical docs share numbers, so a candidate from
+	// either side is scored on the other by its slot.
 	seen := make(map[uint64]int, len(vecTop)+len(lexTop))
 	cands := make([]candidate, 0, len(vecTop)+len(lexTop))
 	for _, s := range vecTop {
-		id := x.vs.ids[s.slot]
+		id := v.pages.id(s.slot)
 		seen[id] = len(cands)
 		cands = append(cands, candidate{id: id, slot: s.slot, cos: s.score})
 	}
 	for _, s := range lexTop {
-		id := x.lex.docID[s.slot]
+		id := v.pages.id(s.slot)
 		if i, ok := seen[id]; ok {
 			cands[i].bm = s.score
 			continue
 		}
 		seen[id] = len(cands)
-		c := candidate{id: id, slot: x.vs.slotOf[id], bm: s.score}
+		c := candidate{id: id, slot: s.slot, bm: s.score}
 		if useVec {
-			c.cos = x.vs.dot(q.Vector, c.slot)
+			c.cos = v.pages.dot(q.Vector, c.slot)
 		}
 		cands = append(cands, c)
 	}
 	if useLex {
 		for i := range cands {
-			if d, ok := x.lex.docOf[cands[i].id]; ok {
-				cands[i].bm = lex.score[d]
-			}
+			cands[i].bm = lex.score[cands[i].slot]
 		}
 	}
 
@@ -131,7 +129,7 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 	default:
 		wv := vectorWeight(x.model)
 		hits = fuse(cands, wv)
-		x.feedback(q.Vector, cands, hits)
+		feedback(v, q.Vector, cands, seen, hits)
 		hits = fuse(cands, wv)
 	}
 	if len(hits) > q.K {
@@ -177,9 +175,10 @@ func fuse(cands []candidate, wv float64) []Hit {
 }
 
 // feedback re-scores every candidate's cosine against the query moved
-// towards its first-pass top hits. Candidates stay the same set: the
-// feedback re-ranks, it does not search again.
-func (x *OwnerIndex) feedback(q []float32, cands []candidate, firstPass []Hit) {
+// towards its first-pass top hits (found in cands through seen, ID ->
+// index). Candidates stay the same set: the feedback re-ranks, it does not
+// search again.
+func feedback(v *view, q []float32, cands []candidate, seen map[uint64]int, firstPass []Hit) {
 	n := min(feedbackDocs, len(firstPass))
 	if n == 0 {
 		return
@@ -187,14 +186,14 @@ func (x *OwnerIndex) feedback(q []float32, cands []candidate, firstPass []Hit) {
 	q2 := slices.Clone(q)
 	w := float32(feedbackWeight / float64(n))
 	for _, h := range firstPass[:n] {
-		v := x.vs.vec(x.vs.slotOf[h.ID])
+		vec := v.pages.vec(cands[seen[h.ID]].slot)
 		for j := range q2 {
-			q2[j] += w * v[j]
+			q2[j] += w * vec[j]
 		}
 	}
 	// q2 is not unit length; every cosine is scaled alike, and fusion
 	// divides by the maximum, so normalising would change nothing.
 	for i := range cands {
-		cands[i].cos = x.vs.dot(q2, cands[i].slot)
+		cands[i].cos = v.pages.dot(q2, cands[i].slot)
 	}
 }

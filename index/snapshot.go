@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Snapshot layout: magic, version, then the fields below, then a CRC-32C of
@@ -33,13 +35,15 @@ var ErrCorruptSnapshot = errors.New("index: corrupt snapshot")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// WriteSnapshot writes the index to path atomically: a temp file in the same
-// directory, fsynced, renamed over path, then the directory fsynced, so a
-// crash leaves either the old snapshot or the new one. lastSeq is the
-// highest store sequence number the index reflects; catch-up starts after it.
+// WriteSnapshot writes the current version of the index (what searches
+// see, not the changes of a Commit still running) to path atomically: a
+// temp file in the same directory, fsynced, renamed over path, then the
+// directory fsynced, so a crash leaves either the old snapshot or the new
+// one. lastSeq is the highest store sequence number the index reflects;
+// catch-up starts after it. Writers wait while it encodes; searches do not.
 func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(dir, filepath.Base(path)+tempInfix+"*")
 	if err != nil {
 		return fmt.Errorf("index: write snapshot: %w", err)
 	}
@@ -52,9 +56,11 @@ func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) (err error) {
 	crc := crc32.New(castagnoli)
 	bw := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
 	e := &encoder{w: bw}
-	x.mu.RLock()
-	x.encode(e, lastSeq)
-	x.mu.RUnlock()
+	// Holding the writer lock keeps graph links still while the current
+	// version is written; searches go on.
+	x.mu.Lock()
+	x.current.Load().encode(e, x.model, x.dim, lastSeq)
+	x.mu.Unlock()
 	if e.err == nil {
 		e.err = bw.Flush()
 	}
@@ -89,57 +95,117 @@ func putU32(b []byte, v uint32) {
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }
 
-// encode writes the index body; the caller holds the read lock.
-func (x *OwnerIndex) encode(e *encoder, lastSeq uint64) {
+// tempInfix sits between a snapshot's name and the random digits of its
+// temp file: "owner.idx.tmp123456".
+const tempInfix = ".tmp"
+
+// RemoveStaleTemps deletes the temp files that WriteSnapshot calls killed
+// mid-write (a crash, kill -9) left in dir, and returns how many it removed;
+// a WriteSnapshot that fails removes its own. It must not run while a
+// WriteSnapshot into dir may be running: call it at start, when the data
+// dir's lock keeps other processes out. A missing dir holds none.
+func RemoveStaleTemps(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("index: remove stale temp files: %w", err)
+	}
+	removed := 0
+	for _, de := range entries {
+		if !de.Type().IsRegular() || !isSnapshotTemp(de.Name()) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, de.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, fmt.Errorf("index: remove stale temp file: %w", err)
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+// isSnapshotTemp reports whether name is a temp file of WriteSnapshot: a
+// name, tempInfix, and the digits os.CreateTemp put in place of its "*".
+func isSnapshotTemp(name string) bool {
+	i := strings.LastIndex(name, tempInfix)
+	if i <= 0 {
+		return false
+	}
+	digits := name[i+len(tempInfix):]
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// encode writes the view's version of the index.
+func (v *view) encode(e *encoder, model string, dim int, lastSeq uint64) {
 	e.bytes([]byte(snapshotMagic))
 	e.u32(snapshotVersion)
-	e.str(x.model)
-	e.u32(uint32(x.dim))
+	e.str(model)
+	e.u32(uint32(dim))
 	e.u64(lastSeq)
 
-	// Vectors: every slot, tombstones included, because the graph links
+	// Vectors: every slot, deleted ones included, because the graph links
 	// slots by number.
-	vs := x.vs
-	e.u32(uint32(vs.slots()))
-	for s, id := range vs.ids {
-		e.u64(id)
-		if vs.dead[s] {
-			e.u8(1)
-		} else {
-			e.u8(0)
-		}
+	e.u32(v.n)
+	for s := range v.n {
+		e.u64(v.pages.id(s))
+		e.u8(v.deadFlag(s))
 	}
-	e.f32s(vs.data)
+	v.eachPage(func(pg *page, used int) { e.f32s(pg.vecs[:used*dim]) })
 
-	// Lexical index: docs, then terms with their postings.
-	l := x.lex
-	e.u32(uint32(len(l.docID)))
-	for d, id := range l.docID {
-		e.u64(id)
-		e.u32(l.docLen[d])
-		if l.docDead[d] {
-			e.u8(1)
-		} else {
-			e.u8(0)
-		}
+	// Lexical docs are the slots, in the same order; then terms with their
+	// postings.
+	e.u32(v.n)
+	for s := range v.n {
+		e.u64(v.pages.id(s))
+		e.u32(v.pages.docLen(s))
+		e.u8(v.deadFlag(s))
 	}
-	e.u32(uint32(len(l.terms)))
-	for t, term := range l.terms {
-		e.str(term)
-		ps := l.postings[t]
+	// Terms of a Commit still running have no postings in the view. The
+	// caller holds the writer lock, so two passes see the same terms.
+	nTerms := 0
+	v.gen.lex.each(func(t *termPostings) {
+		if len(t.upTo(v.n)) > 0 {
+			nTerms++
+		}
+	})
+	e.u32(uint32(nTerms))
+	v.gen.lex.each(func(t *termPostings) {
+		ps := t.upTo(v.n)
+		if len(ps) == 0 {
+			return
+		}
+		e.str(t.term)
 		e.u32(uint32(len(ps)))
 		for _, p := range ps {
 			e.u32(p.doc)
 			e.u32(p.tf)
 		}
-	}
+	})
 
-	// Vector searcher.
-	if g, ok := x.vec.(*hnsw); ok {
+	if v.gen.graph != nil {
 		e.u8(kindHNSW)
-		g.encode(e)
+		v.encodeGraph(e)
 	} else {
 		e.u8(kindExact)
+	}
+}
+
+func (v *view) deadFlag(s uint32) uint8 {
+	if v.alive(s) {
+		return 0
+	}
+	return 1
+}
+
+// eachPage calls fn with every page holding slots below v.n, in order, and
+// how many of its slots those are.
+func (v *view) eachPage(fn func(pg *page, used int)) {
+	left := int(v.n)
+	for p := 0; left > 0; p++ {
+		used := min(left, pageSlots(p))
+		fn(v.pages[p], used)
+		left -= used
 	}
 }
 
@@ -151,21 +217,35 @@ func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
 	}
-	if len(b) < len(snapshotMagic)+4 || string(b[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, 0, fmt.Errorf("index: read snapshot %s: not a snapshot: %w", path, ErrCorruptSnapshot)
-	}
-	body, sum := b[:len(b)-4], b[len(b)-4:]
-	want := uint32(sum[0]) | uint32(sum[1])<<8 | uint32(sum[2])<<16 | uint32(sum[3])<<24
-	if crc32.Checksum(body, castagnoli) != want {
-		return nil, 0, fmt.Errorf("index: read snapshot %s: checksum mismatch: %w", path, ErrCorruptSnapshot)
-	}
-	x, lastSeq, err := decodeSnapshot(&decoder{b: body[len(snapshotMagic):]})
+	x, lastSeq, err := parseSnapshot(b)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot %s: %w: %w", path, ErrCorruptSnapshot, err)
 	}
 	return x, lastSeq, nil
 }
 
+// parseSnapshot checks a snapshot file's magic and checksum and decodes it.
+func parseSnapshot(b []byte) (*OwnerIndex, uint64, error) {
+	if len(b) < len(snapshotMagic)+4 || string(b[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, 0, errors.New("not a snapshot")
+	}
+	body, sum := b[:len(b)-4], b[len(b)-4:]
+	want := uint32(sum[0]) | uint32(sum[1])<<8 | uint32(sum[2])<<16 | uint32(sum[3])<<24
+	if crc32.Checksum(body, castagnoli) != want {
+		return nil, 0, errors.New("checksum mismatch")
+	}
+	return decodeSnapshot(&decoder{b: body[len(snapshotMagic):]})
+}
+
+// decodeSnapshot rebuilds an index from a snapshot body. Every count is
+// checked against the bytes left before anything is allocated for it, and
+// every slot number against the slots, so that a hostile file can neither
+// make it allocate more than a small multiple of its size nor leave an
+// index that reads out of bounds.
+//
+// Snapshots written before lexical docs shared slot numbers number docs on
+// their own; a live doc is matched to its slot by entry ID, and the
+// postings of deleted docs are dropped.
 func decodeSnapshot(d *decoder) (*OwnerIndex, uint64, error) {
 	if v := d.u32(); d.err == nil && v != snapshotVersion {
 		return nil, 0, fmt.Errorf("unsupported version %d", v)
@@ -177,72 +257,93 @@ func decodeSnapshot(d *decoder) (*OwnerIndex, uint64, error) {
 		return nil, 0, fmt.Errorf("dimension %d out of range", dim)
 	}
 	x := New(model, dim)
+	gen := x.gen
 
-	vs := x.vs
+	// Slots.
 	n := d.count(9)
-	vs.ids = make([]uint64, n)
-	vs.dead = make([]bool, n)
+	ids := make([]uint64, n)
+	dead := make([]bool, n)
 	for s := range n {
-		vs.ids[s] = d.u64()
-		vs.dead[s] = d.u8() != 0
+		ids[s] = d.u64()
+		dead[s] = d.u8() != 0
 	}
-	vs.data = d.f32s(n * dim)
-	for s, id := range vs.ids {
-		if vs.dead[s] {
-			vs.nDead++
+	raw := d.take(4 * n * dim)
+	if d.err != nil {
+		return nil, 0, d.err
+	}
+	vec := make([]float32, dim)
+	for s, id := range ids {
+		readF32s(vec, raw[4*s*dim:])
+		slot := gen.appendSlot(id, vec, 0)
+		if dead[s] {
+			gen.pages.deadAt(slot).Store(x.epoch + 1)
+			x.dead++
 			continue
 		}
-		if _, dup := vs.slotOf[id]; dup {
+		if _, dup := x.slotOf[id]; dup {
 			return nil, 0, fmt.Errorf("id %d in two live slots", id)
 		}
-		vs.slotOf[id] = uint32(s)
+		x.slotOf[id] = slot
 	}
 
-	l := x.lex
+	// Lexical docs, matched to slots.
 	nd := d.count(13)
-	l.docID = make([]uint64, nd)
-	l.docLen = make([]uint32, nd)
-	l.docDead = make([]bool, nd)
+	docSlot := make([]uint32, nd) // noNode for a deleted doc
+	hasDoc := make([]bool, n)
 	for i := range nd {
-		l.docID[i] = d.u64()
-		l.docLen[i] = d.u32()
-		l.docDead[i] = d.u8() != 0
-		if l.docDead[i] {
-			l.nDead++
+		id, length, deleted := d.u64(), d.u32(), d.u8() != 0
+		docSlot[i] = noNode
+		if d.err != nil || deleted {
 			continue
 		}
-		l.docOf[l.docID[i]] = uint32(i)
-		l.totalLen += uint64(l.docLen[i])
+		s, ok := x.slotOf[id]
+		if !ok || hasDoc[s] {
+			return nil, 0, fmt.Errorf("lexical doc %d (id %d) matches no live slot, or one with a doc already", i, id)
+		}
+		hasDoc[s] = true
+		docSlot[i] = s
+		p, off := pageOf(s)
+		gen.pages[p].docLen[off] = length
+		x.totalLen += uint64(length)
+		x.live++
+	}
+	if d.err == nil && x.live != len(x.slotOf) {
+		return nil, 0, fmt.Errorf("%d lexical docs for %d vectors", x.live, len(x.slotOf))
 	}
 	nt := d.count(8)
-	l.terms = make([]string, nt)
-	l.postings = make([][]posting, nt)
-	for t := range nt {
-		l.terms[t] = d.str()
-		l.termID[l.terms[t]] = uint32(t)
+	for range nt {
+		term := d.str()
 		np := d.count(8)
-		ps := make([]posting, np)
-		for i := range ps {
-			ps[i] = posting{d.u32(), d.u32()}
-			if d.err == nil && int(ps[i].doc) >= nd {
-				return nil, 0, fmt.Errorf("posting for doc %d of %d", ps[i].doc, nd)
+		var t *termPostings
+		for range np {
+			doc, tf := d.u32(), d.u32()
+			if d.err != nil {
+				break
 			}
+			if int(doc) >= nd || tf == 0 {
+				return nil, 0, fmt.Errorf("posting for doc %d of %d with frequency %d", doc, nd, tf)
+			}
+			s := docSlot[doc]
+			if s == noNode {
+				continue
+			}
+			if t == nil {
+				t = gen.lex.termFor(term)
+			}
+			if ps := t.all(); len(ps) > 0 && ps[len(ps)-1].doc >= s {
+				return nil, 0, fmt.Errorf("postings of %q out of order", term)
+			}
+			gen.lex.stage(t, posting{s, tf})
 		}
-		l.postings[t] = ps
-	}
-	if d.err == nil && len(l.docOf) != len(vs.slotOf) {
-		return nil, 0, fmt.Errorf("%d lexical docs for %d vectors", len(l.docOf), len(vs.slotOf))
 	}
 
 	switch kind := d.u8(); {
 	case d.err != nil:
 	case kind == kindExact:
 	case kind == kindHNSW:
-		g, err := decodeHNSW(d, vs)
-		if err != nil {
+		if err := decodeGraph(d, gen); err != nil {
 			return nil, 0, err
 		}
-		x.vec = g
 	default:
 		return nil, 0, fmt.Errorf("unknown vector searcher kind %d", kind)
 	}
@@ -252,5 +353,6 @@ func decodeSnapshot(d *decoder) (*OwnerIndex, uint64, error) {
 	if len(d.b) != 0 {
 		return nil, 0, fmt.Errorf("%d trailing bytes", len(d.b))
 	}
+	x.publish()
 	return x, lastSeq, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/store"
@@ -28,10 +29,15 @@ type Indexes struct {
 	owners map[string]*ownerIndex
 }
 
-// ownerIndex is one owner's index and its bookkeeping. mu serialises
-// changes that must reach the store and the index together (a job's commit,
-// a delete), so the two never disagree; searches do not take it.
+// ownerIndex is one owner's index and its bookkeeping. mu is the commit
+// lock: it serialises loading and the changes that must reach the store and
+// the index together (a job's commit, a delete), so the two never disagree.
+// Searches do not take it once the index is loaded: they read ready, and
+// the index itself lets them read its last published version while a
+// commit runs.
 type ownerIndex struct {
+	ready atomic.Pointer[index.OwnerIndex] // x once loaded, read without mu
+
 	mu      sync.Mutex
 	loaded  bool
 	x       *index.OwnerIndex
@@ -39,10 +45,24 @@ type ownerIndex struct {
 	lastSeq uint64 // highest chunk sequence the index holds
 }
 
+// set makes x the owner's index for commits and searches; the caller holds
+// mu.
+func (e *ownerIndex) set(x *index.OwnerIndex) {
+	e.x = x
+	e.ready.Store(x)
+}
+
 // NewIndexes returns a registry whose new owners take vectors of model and
 // dim; an owner with vectors keeps the model the store records for it.
-// Snapshots live in dir.
+// Snapshots live in dir. It removes the temp files of snapshots that a
+// crash interrupted: the caller has the data dir locked, so no snapshot is
+// being written there.
 func NewIndexes(st *store.Store, dir, model string, dim func() int, log *slog.Logger) *Indexes {
+	if n, err := index.RemoveStaleTemps(dir); err != nil {
+		log.Warn("could not remove the temp files of interrupted snapshots", "err", err)
+	} else if n > 0 {
+		log.Info("removed the temp files of interrupted snapshots", "files", n)
+	}
 	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}}
 }
 
@@ -57,9 +77,13 @@ func (r *Indexes) entry(owner string) *ownerIndex {
 	return e
 }
 
-// Get returns an owner's index, loading it on first use.
+// Get returns an owner's index, loading it on first use. Once the owner is
+// loaded it takes no lock a commit holds, so a search never waits for one.
 func (r *Indexes) Get(owner string) (*index.OwnerIndex, error) {
 	e := r.entry(owner)
+	if x := e.ready.Load(); x != nil {
+		return x, nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := r.load(owner, e); err != nil {
@@ -68,9 +92,10 @@ func (r *Indexes) Get(owner string) (*index.OwnerIndex, error) {
 	return e.x, nil
 }
 
-// Update runs fn with the owner's index while holding the owner's update
+// Update runs fn with the owner's index while holding the owner's commit
 // lock: fn writes to the store and then applies the same change to the
-// index, and no other update of that owner interleaves.
+// index, and no other update of that owner interleaves. Searches see
+// everything fn changes in the index at once, when fn returns.
 func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uint64, err error)) error {
 	e := r.entry(owner)
 	e.mu.Lock()
@@ -78,18 +103,25 @@ func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uin
 	if err := r.load(owner, e); err != nil {
 		return err
 	}
-	if e.x.Len() == 0 && e.x.Dim() == 0 && e.x.Model() == r.model {
+	x := e.x
+	if x.Len() == 0 && x.Dim() == 0 && x.Model() == r.model {
 		// Made while the model server was down and its dimension unknown.
-		e.x = index.New(r.model, r.dim())
+		x = index.New(r.model, r.dim())
+		e.set(x)
 	}
-	seq, err := fn(e.x)
+	var seq uint64
+	err := x.Commit(func() error {
+		var err error
+		seq, err = fn(x)
+		return err
+	})
 	e.dirty = true
 	e.lastSeq = max(e.lastSeq, seq)
 	return err
 }
 
 // Replace swaps an owner's index for the one fn returns, under the owner's
-// update lock. Searches that started on the old index finish on it.
+// commit lock. Searches that started on the old index finish on it.
 func (r *Indexes) Replace(owner string, fn func(old *index.OwnerIndex) (*index.OwnerIndex, error)) error {
 	e := r.entry(owner)
 	e.mu.Lock()
@@ -101,7 +133,8 @@ func (r *Indexes) Replace(owner string, fn func(old *index.OwnerIndex) (*index.O
 	if err != nil {
 		return err
 	}
-	e.x, e.dirty = x, true
+	e.set(x)
+	e.dirty = true
 	return nil
 }
 
@@ -112,7 +145,8 @@ func (r *Indexes) path(owner string) string {
 // load fills e from the owner's snapshot, or from nothing, then reconciles it
 // with the store: entries the store no longer has are deleted, chunks the
 // snapshot does not cover are added. A missing or corrupt snapshot only
-// costs time.
+// costs time. The caller holds e.mu; searches get the index only once it
+// is caught up.
 func (r *Indexes) load(owner string, e *ownerIndex) error {
 	if e.loaded {
 		return nil
@@ -163,11 +197,12 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	if len(stale)+added > 0 {
 		r.log.Info("index caught up with the store", "owner", owner, "added", added, "removed", len(stale))
 	}
-	e.x, e.loaded, e.dirty = x, true, len(stale)+added > 0
+	e.loaded, e.dirty = true, len(stale)+added > 0
 	if len(seqs) > 0 {
 		lastSeq = max(lastSeq, seqs[len(seqs)-1])
 	}
 	e.lastSeq = lastSeq
+	e.set(x)
 	return nil
 }
 
@@ -175,7 +210,6 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 const catchUpBatch = 512
 
 func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) {
-	names := map[string]string{}
 	added := 0
 	for len(seqs) > 0 {
 		n := min(len(seqs), catchUpBatch)
@@ -184,6 +218,10 @@ func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) 
 			return added, err
 		}
 		seqs = seqs[n:]
+		names, err := r.store.DocumentNames(chunks)
+		if err != nil {
+			return added, err
+		}
 		entries := make([]index.Entry, 0, len(chunks))
 		for _, c := range chunks {
 			vec, err := r.store.Vector(x.Model(), c.Seq)
@@ -194,14 +232,7 @@ func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) 
 				r.log.Warn("stored vector does not fit the index, skipped", "chunk", c.ID, "dim", len(vec), "index_dim", x.Dim())
 				continue
 			}
-			name, ok := names[c.DocumentID]
-			if !ok {
-				if d, err := r.store.Document(c.DocumentID); err == nil {
-					name = d.Name
-				}
-				names[c.DocumentID] = name
-			}
-			entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: entryText(name, c.Text)})
+			entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: entryText(names[c.DocumentID], c.Text)})
 		}
 		if err := x.Add(entries...); err != nil {
 			return added, err

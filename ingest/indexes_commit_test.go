@@ -1,0 +1,173 @@
+package ingest
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/store"
+)
+
+// stuckLimit is how long a test lets a search run before calling it stuck
+// behind a commit. It detects a failure; nothing waits for it to pass.
+const stuckLimit = 10 * time.Second
+
+// testIndexes returns a registry over a fresh store whose owners take
+// 2-dimensional vectors of model "m".
+func testIndexes(t *testing.T) *Indexes {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return NewIndexes(st, filepath.Join(dir, "index"), "m", func() int { return 2 }, quietLog())
+}
+
+// chunkEntries returns entries first, first+1, … first+n-1 about text.
+func chunkEntries(first uint64, n int, text string) []index.Entry {
+	es := make([]index.Entry, n)
+	for i := range es {
+		es[i] = index.Entry{ID: first + uint64(i), Vector: []float32{0.6, 0.8}, Text: text}
+	}
+	return es
+}
+
+func ids(es []index.Entry) []uint64 {
+	out := make([]uint64, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// searchOwner gets owner's index and searches it on another goroutine, and
+// fails the test if that does not finish within stuckLimit. It returns the
+// hits' IDs in ascending order.
+func searchOwner(t *testing.T, r *Indexes, owner string, q index.Query) []uint64 {
+	t.Helper()
+	type result struct {
+		hits []index.Hit
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		x, err := r.Get(owner)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		done <- result{hits: x.Search(q)}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		var got []uint64
+		for _, h := range res.hits {
+			got = append(got, h.ID)
+		}
+		slices.Sort(got)
+		return got
+	case <-time.After(stuckLimit):
+		t.Fatal("a search waited for a commit of the same owner")
+		return nil
+	}
+}
+
+// TestIndexSearchDuringCommit blocks a document's replacement half-way
+// through its Update: a search of the same owner finishes meanwhile and
+// sees the old chunks, none of the new; once the Update returns, a search
+// sees the new chunks and none of the old.
+func TestIndexSearchDuringCommit(t *testing.T) {
+	r := testIndexes(t)
+	const owner = "cus_a"
+	old, repl := chunkEntries(1, 20, "walrus on sea ice"), chunkEntries(100, 30, "walrus on sea ice")
+	if err := r.Update(owner, func(x *index.OwnerIndex) (uint64, error) { return 20, x.Add(old...) }); err != nil {
+		t.Fatal(err)
+	}
+
+	halfway, release := make(chan struct{}), make(chan struct{})
+	committed := make(chan error, 1)
+	go func() {
+		committed <- r.Update(owner, func(x *index.OwnerIndex) (uint64, error) {
+			x.Delete(ids(old)...)
+			if err := x.Add(repl[:15]...); err != nil {
+				return 0, err
+			}
+			close(halfway)
+			<-release
+			return 129, x.Add(repl[15:]...)
+		})
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release) // let a failed test's Update finish
+		}
+	})
+	<-halfway
+
+	q := index.Query{Vector: []float32{0.6, 0.8}, Text: "walrus", K: 100}
+	if got := searchOwner(t, r, owner, q); !slices.Equal(got, ids(old)) {
+		t.Errorf("during the commit a search found %v, want the old chunks %v", got, ids(old))
+	}
+	close(release)
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if got := searchOwner(t, r, owner, q); !slices.Equal(got, ids(repl)) {
+		t.Errorf("after the commit a search found %v, want the new chunks %v", got, ids(repl))
+	}
+}
+
+// TestIndexReplaceVisibleTogether replaces a document's chunks in one
+// Update after another while a search loop runs on the index it got
+// before: each search finds one version's chunks, never a mix, never none.
+func TestIndexReplaceVisibleTogether(t *testing.T) {
+	r := testIndexes(t)
+	const owner, chunks, rounds = "cus_a", 12, 50
+	version := func(v int) []index.Entry { return chunkEntries(uint64(100*v), chunks, "walrus on sea ice") }
+	if err := r.Update(owner, func(x *index.OwnerIndex) (uint64, error) { return 0, x.Add(version(1)...) }); err != nil {
+		t.Fatal(err)
+	}
+	x, err := r.Get(owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stop, searched := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		q := index.Query{Vector: []float32{0.6, 0.8}, Text: "walrus", K: 100}
+		for {
+			select {
+			case <-stop:
+				searched <- n
+				return
+			default:
+			}
+			hits := x.Search(q)
+			if len(hits) != chunks || hits[0].ID/100 != hits[len(hits)-1].ID/100 {
+				t.Errorf("a search found %v", hits)
+			}
+			n++
+		}
+	}()
+	for v := 2; v <= rounds; v++ {
+		err := r.Update(owner, func(x *index.OwnerIndex) (uint64, error) {
+			x.Delete(ids(version(v - 1))...)
+			return 0, x.Add(version(v)...)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	t.Logf("%d searches during %d replacements", <-searched, rounds-1)
+}
