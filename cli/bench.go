@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/docsift/docsift/eval"
@@ -19,11 +20,21 @@ func benchCmd() *cobra.Command {
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print one JSON object")
 
 	var ic index.BenchConfig
+	var queries string
 	indexCmd := &cobra.Command{
 		Use:   "index",
-		Short: "Recall, search latency, build rate and snapshot load of the vector index on synthetic vectors",
-		Args:  cobra.NoArgs,
+		Short: "Recall, search latency, build rate and snapshot load of the vector index, on synthetic vectors or .fvecs files",
+		Example: `  docsift bench index --n 100000 --dim 384
+  docsift bench index --vectors base.fvecs --queries query.fvecs --ground-truth groundtruth.ivecs
+  docsift bench index --export /tmp/ann    # the synthetic data as .fvecs, for other libraries`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --queries is a count for synthetic data, or a file beside --vectors.
+			if n, err := strconv.Atoi(queries); err == nil {
+				ic.Queries = n
+			} else {
+				ic.QueriesFile = queries
+			}
 			res, err := index.RunIndexBench(ic, os.Stderr)
 			if err != nil {
 				return err
@@ -31,7 +42,7 @@ func benchCmd() *cobra.Command {
 			return printResult(cmd.OutOrStdout(), asJSON, res, [][2]string{
 				{"vectors", fmt.Sprintf("%d × %d dims, %d queries", res.N, res.Dim, res.Queries)},
 				{"recall@10", fmt.Sprintf("%.4f", res.RecallAt10)},
-				{"search p50", fmt.Sprintf("%.3f ms (single thread)", res.SearchP50Ms)},
+				{"search p50", fmt.Sprintf("%.3f ms (single thread, %.0f queries/s)", res.SearchP50Ms, res.SearchQPS)},
 				{"search p99", fmt.Sprintf("%.3f ms", res.SearchP99Ms)},
 				{"build", fmt.Sprintf("%.0f vectors/s (%.1f s)", res.BuildVectorsPerSecond, res.BuildSeconds)},
 				{"snapshot load", fmt.Sprintf("%.2f s, %.1f× faster than rebuilding", res.SnapshotLoadSeconds, res.SnapshotLoadSpeedup)},
@@ -41,7 +52,10 @@ func benchCmd() *cobra.Command {
 	}
 	indexCmd.Flags().IntVar(&ic.N, "n", index.BenchDefaultN, "vectors in the index")
 	indexCmd.Flags().IntVar(&ic.Dim, "dim", index.BenchDefaultDim, "dimensions")
-	indexCmd.Flags().IntVar(&ic.Queries, "queries", index.BenchDefaultQueries, "queries timed and scored")
+	indexCmd.Flags().StringVar(&queries, "queries", strconv.Itoa(index.BenchDefaultQueries), "queries timed and scored: a count of synthetic ones, or an .fvecs file with --vectors")
+	indexCmd.Flags().StringVar(&ic.VectorsFile, "vectors", "", ".fvecs file of the vectors to index, instead of synthetic ones")
+	indexCmd.Flags().StringVar(&ic.GroundTruthFile, "ground-truth", "", ".ivecs file of each query's exact neighbours (default: computed by brute force)")
+	indexCmd.Flags().StringVar(&ic.ExportDir, "export", "", "write the vectors, queries and ground truth as .fvecs/.ivecs files to this directory")
 
 	var corpus string
 	var workers int

@@ -36,6 +36,17 @@ type BenchConfig struct {
 	Clusters int    // clusters the synthetic vectors are drawn around
 	Seed     uint64 // data generator seed
 	Dir      string // where to write the snapshot; "" = a temp dir
+
+	// VectorsFile and QueriesFile, when set, are .fvecs files to use
+	// instead of synthetic vectors (they are scaled to unit length: the
+	// index ranks by dot product, so cosine). GroundTruthFile, optional,
+	// is an .ivecs of each query's exact neighbours by row number;
+	// without it they are computed by brute force.
+	VectorsFile, QueriesFile, GroundTruthFile string
+	// ExportDir, when set, receives the vectors, queries and ground truth
+	// as base.fvecs, query.fvecs and groundtruth.ivecs, for running the
+	// same data through other libraries.
+	ExportDir string
 }
 
 // BenchResult is what RunIndexBench measured.
@@ -46,6 +57,7 @@ type BenchResult struct {
 	RecallAt10            float64 `json:"recall_at_10"`
 	SearchP50Ms           float64 `json:"search_p50_ms"`
 	SearchP99Ms           float64 `json:"search_p99_ms"`
+	SearchQPS             float64 `json:"search_qps"` // single thread
 	BuildSeconds          float64 `json:"build_seconds"`
 	BuildVectorsPerSecond float64 `json:"build_vectors_per_second"`
 	SnapshotWriteSeconds  float64 `json:"snapshot_write_seconds"`
@@ -81,13 +93,11 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	}
 	res := BenchResult{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries}
 
-	fmt.Fprintf(progress, "generating %d clustered %d-d vectors and %d queries\n", cfg.N, cfg.Dim, cfg.Queries)
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0xbe7c4))
-	all := clusteredVectors(rng, cfg.N+cfg.Queries, cfg.Dim, cfg.Clusters, benchSpread)
-	vecs, queries := all[:cfg.N], all[cfg.N:]
-
-	fmt.Fprintf(progress, "computing exact top-%d for %d queries\n", benchK, cfg.Queries)
-	truth := groundTruth(vecs, queries)
+	vecs, queries, truth, err := benchData(&cfg, progress)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	res = BenchResult{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries}
 
 	entries := make([]Entry, cfg.N)
 	for i, v := range vecs {
@@ -109,6 +119,7 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	fmt.Fprintf(progress, "searching %d queries, one thread\n", cfg.Queries)
 	lat := make([]time.Duration, len(queries))
 	var found int
+	searchStart := time.Now()
 	for i, q := range queries {
 		t := time.Now()
 		hits := x.Search(Query{Vector: q, K: benchK})
@@ -119,6 +130,7 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 			}
 		}
 	}
+	res.SearchQPS = float64(len(queries)) / time.Since(searchStart).Seconds()
 	res.RecallAt10 = float64(found) / float64(len(queries)*benchK)
 	slices.Sort(lat)
 	res.SearchP50Ms = ms(lat[len(lat)/2])
@@ -159,6 +171,74 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	fmt.Fprintf(progress, "recall@10 %.4f, p50 %.3f ms, load %.2fs (%.0fx faster than build)\n",
 		res.RecallAt10, res.SearchP50Ms, res.SnapshotLoadSeconds, res.SnapshotLoadSpeedup)
 	return res, nil
+}
+
+// benchData returns the bench's vectors, queries and exact top-10 by row:
+// read from files or generated, computed or read, and exported when asked.
+// It sets cfg's N, Dim and Queries to what the files hold.
+func benchData(cfg *BenchConfig, progress io.Writer) (vecs, queries [][]float32, truth [][]uint32, err error) {
+	switch {
+	case cfg.VectorsFile != "" && cfg.QueriesFile != "":
+		if vecs, err = ReadFvecs(cfg.VectorsFile); err != nil {
+			return nil, nil, nil, err
+		}
+		if queries, err = ReadFvecs(cfg.QueriesFile); err != nil {
+			return nil, nil, nil, err
+		}
+		if len(vecs) == 0 || len(queries) == 0 || len(vecs[0]) != len(queries[0]) {
+			return nil, nil, nil, errors.New("index: bench: the vectors and queries files must be non-empty and of one dimension")
+		}
+		if normalize(vecs) || normalize(queries) {
+			fmt.Fprintln(progress, "vectors scaled to unit length: similarity is the cosine")
+		}
+		cfg.N, cfg.Dim, cfg.Queries = len(vecs), len(vecs[0]), len(queries)
+		fmt.Fprintf(progress, "read %d %d-d vectors and %d queries\n", cfg.N, cfg.Dim, cfg.Queries)
+	case cfg.VectorsFile != "" || cfg.QueriesFile != "":
+		return nil, nil, nil, errors.New("index: bench: give both a vectors file and a queries file")
+	default:
+		fmt.Fprintf(progress, "generating %d clustered %d-d vectors and %d queries\n", cfg.N, cfg.Dim, cfg.Queries)
+		rng := rand.New(rand.NewPCG(cfg.Seed, 0xbe7c4))
+		all := clusteredVectors(rng, cfg.N+cfg.Queries, cfg.Dim, cfg.Clusters, benchSpread)
+		vecs, queries = all[:cfg.N], all[cfg.N:]
+	}
+	if cfg.GroundTruthFile != "" {
+		rows, err := ReadIvecs(cfg.GroundTruthFile)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if len(rows) != len(queries) {
+			return nil, nil, nil, fmt.Errorf("index: bench: %d ground-truth rows for %d queries", len(rows), len(queries))
+		}
+		for _, r := range rows {
+			top := make([]uint32, 0, benchK)
+			for _, id := range r[:min(benchK, len(r))] {
+				top = append(top, uint32(id))
+			}
+			truth = append(truth, top)
+		}
+	} else {
+		fmt.Fprintf(progress, "computing exact top-%d for %d queries\n", benchK, len(queries))
+		truth = groundTruth(vecs, queries)
+	}
+	if cfg.ExportDir != "" {
+		rows := make([][]int32, len(truth))
+		for i, t := range truth {
+			for _, s := range t {
+				rows[i] = append(rows[i], int32(s))
+			}
+		}
+		for _, w := range []error{
+			WriteFvecs(filepath.Join(cfg.ExportDir, "base.fvecs"), vecs),
+			WriteFvecs(filepath.Join(cfg.ExportDir, "query.fvecs"), queries),
+			WriteIvecs(filepath.Join(cfg.ExportDir, "groundtruth.ivecs"), rows),
+		} {
+			if w != nil {
+				return nil, nil, nil, w
+			}
+		}
+		fmt.Fprintf(progress, "wrote base.fvecs, query.fvecs and groundtruth.ivecs to %s\n", cfg.ExportDir)
+	}
+	return vecs, queries, truth, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
