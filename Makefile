@@ -29,3 +29,15 @@ fuzz:
 
 clean:
 	rm -rf bin/
+
+# The real Ollama server (github.com/ollama/ollama at go.mod's version): the
+# script builds it once into a cache outside the clone, then every test
+# named RealOllama, in every package, runs against it and may not skip.
+.PHONY: test-ollama bench-ollama
+test-ollama:
+	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -timeout 30m -run RealOllama ./...
+
+# Embeddings/s of a nomic-embed-text-sized model and the tiny chat model's
+# tokens/s on the real server.
+bench-ollama:
+	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -run '^$$' -bench RealOllama -benchtime 1x -timeout 60m ./llm/

@@ -211,9 +211,11 @@ func (c *OllamaClient) Pull(ctx context.Context, model string, progress func(com
 	if err == nil && !success {
 		err = errIncompleteStream
 	}
-	var se api.StatusError
-	if errors.As(err, &se) && strings.Contains(se.ErrorMessage, "file does not exist") {
-		// Ollama's answer (a 500) for a name its registry does not know.
+	if err != nil && strings.Contains(err.Error(), "file does not exist") {
+		// Ollama's answer for a name its registry does not know. The real
+		// server has streamed "pulling manifest" with a 200 by then, so it
+		// comes as an error line of the stream (a plain error from the
+		// client), not as a StatusError; a 500 when not streaming.
 		err = permanentError{fmt.Errorf("no model named %s in the Ollama library (check the spelling and tag): %w", model, err)}
 	}
 	if err != nil {

@@ -110,7 +110,9 @@ func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	}
 	m, ok := s.lookup(req.Model)
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("model '%s' not found", req.Model))
+		// Not the text /api/show and /api/chat give: the real server words
+		// this one differently.
+		writeError(w, http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", req.Model))
 		return
 	}
 	s.mu.Lock()
@@ -122,18 +124,36 @@ func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	if dim == 0 {
 		dim = chatModelDim
 	}
+	// The real server cuts at the smaller of num_ctx and the model's
+	// context, and truncates unless told not to.
+	ctx := m.Context
+	if ctx == 0 {
+		ctx = defaultContext
+	}
+	if n := intOption(req.Options, "num_ctx"); n > 0 {
+		ctx = min(ctx, n)
+	}
+	truncate := req.Truncate == nil || *req.Truncate
 	vecs := make([][]float32, len(input))
+	count := 0
 	for i, text := range input {
-		vecs[i] = Embedding(text, dim)
+		kept, n, ok := truncateEmbedInput(text, ctx, truncate)
+		if !ok {
+			writeError(w, http.StatusBadRequest, errOverContext)
+			return
+		}
+		count += n
+		vecs[i] = Embedding(kept, dim)
 		for j := range vecs[i] {
 			vecs[i][j] *= scale
 		}
 	}
 	writeJSON(w, http.StatusOK, api.EmbedResponse{
-		Model:           req.Model,
-		Embeddings:      vecs,
-		TotalDuration:   time.Millisecond,
-		PromptEvalCount: len(input),
+		Model:         req.Model,
+		Embeddings:    vecs,
+		TotalDuration: time.Millisecond,
+		// A token count, [CLS] and [SEP] included, summed over the inputs.
+		PromptEvalCount: count,
 	})
 }
 
@@ -191,8 +211,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.chats = append(s.chats, req)
-	reply, think, truncate := s.reply, s.think, s.truncate
+	reply, think, truncate, chatErr := s.reply, s.think, s.truncate, s.chatErr
 	s.mu.Unlock()
+	if req.Think != nil && req.Think.Bool() && think == "" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q does not support thinking", req.Model))
+		return
+	}
 
 	text := DefaultReply
 	if reply != nil {
@@ -202,24 +226,45 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		text = "<think>" + think + "</think>\n\n" + text
 	}
 
+	// One piece stands for one generated token. Like the real server, the
+	// answer stops at num_predict tokens with done_reason "length", and a
+	// prompt longer than num_ctx is cut silently: prompt_eval_count is at
+	// most num_ctx.
+	pieces := split(text, chatPieceRunes)
+	doneReason := "stop"
+	if n := intOption(req.Options, "num_predict"); n > 0 && len(pieces) > n {
+		pieces, doneReason = pieces[:n], "length"
+	}
+	numCtx := intOption(req.Options, "num_ctx")
+	if numCtx <= 0 {
+		numCtx = defaultChatNumCtx
+	}
+	prompt := msgOverhead
+	for _, msg := range req.Messages {
+		prompt += len(tokens(msg.Content)) + msgOverhead
+	}
+
 	final := api.ChatResponse{
 		Model:      req.Model,
 		CreatedAt:  time.Now().UTC(),
 		Message:    api.Message{Role: "assistant"},
 		Done:       true,
-		DoneReason: "stop",
-		Metrics:    api.Metrics{TotalDuration: time.Millisecond, EvalCount: len(text)},
+		DoneReason: doneReason,
+		Metrics: api.Metrics{
+			TotalDuration:   time.Millisecond,
+			PromptEvalCount: min(prompt, numCtx),
+			EvalCount:       len(pieces),
+		},
 	}
 	if req.Stream != nil && !*req.Stream {
-		final.Message.Content = text
+		final.Message.Content = strings.Join(pieces, "")
 		writeJSON(w, http.StatusOK, final)
 		return
 	}
 
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	pieces := split(text, chatPieceRunes)
-	if truncate {
+	if truncate || chatErr != "" {
 		pieces = pieces[:len(pieces)/2]
 	}
 	for _, p := range pieces {
@@ -232,7 +277,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			Message:   api.Message{Role: "assistant", Content: p},
 		})
 	}
-	if !truncate {
+	switch {
+	case chatErr != "":
+		writeLine(w, map[string]string{"error": chatErr})
+	case !truncate:
 		writeLine(w, final)
 	}
 }
@@ -244,12 +292,22 @@ func (s *Server) handlePull(w http.ResponseWriter, r *http.Request) {
 	}
 	name := modelName(req.Model, req.Name) //lint:ignore SA1019 older clients still send the deprecated field
 	s.mu.Lock()
-	m, ok := s.library[canonical(name)]
+	m, ok := s.library[key(name)]
 	s.mu.Unlock()
 	if !ok {
-		// Ollama reports an unknown model as the stream's first item, which
-		// makes it a plain 500.
-		writeError(w, http.StatusInternalServerError, "pull model manifest: file does not exist")
+		const msg = "pull model manifest: file does not exist"
+		if req.Stream != nil && !*req.Stream {
+			writeError(w, http.StatusInternalServerError, msg)
+			return
+		}
+		// The real server has already answered 200 with its first progress
+		// line when the registry says no, so the error is a line of the
+		// stream, which Ollama's client returns as a plain error, not a
+		// StatusError.
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		writeLine(w, api.ProgressResponse{Status: "pulling manifest"})
+		writeLine(w, map[string]string{"error": msg})
 		return
 	}
 	d := digest(m.Name)

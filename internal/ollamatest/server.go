@@ -30,6 +30,9 @@ const Version = "0.17.4"
 type Model struct {
 	Name string
 	Dim  int
+	// Context is the model's context length in tokens (the stand-in's
+	// tokens: see countTokens); 0 means defaultContext.
+	Context int
 }
 
 // Server is a running stand-in. Its methods are safe for concurrent use.
@@ -42,8 +45,8 @@ type Server struct {
 	mu       sync.Mutex
 	srv      *http.Server
 	ln       net.Listener
-	models   map[string]Model // pulled, by canonical name
-	library  map[string]Model // pullable, by canonical name
+	models   map[string]Model // pulled, by key(name)
+	library  map[string]Model // pullable, by key(name)
 	fails    []failure
 	hangs    map[string]bool
 	release  chan struct{} // closed to free hung handlers
@@ -51,6 +54,7 @@ type Server struct {
 	reply    func(*api.ChatRequest) string
 	think    string
 	truncate bool
+	chatErr  string
 	scale    float32
 	calls    map[string]int
 	chats    []api.ChatRequest
@@ -83,7 +87,7 @@ func New(t testing.TB, models ...Model) *Server {
 	}
 	s.URL = "http://" + s.addr
 	for _, m := range models {
-		s.models[canonical(m.Name)] = Model{Name: canonical(m.Name), Dim: m.Dim}
+		s.models[key(m.Name)] = stored(m)
 	}
 	s.serve(ln)
 	t.Cleanup(s.Stop)
@@ -137,25 +141,43 @@ func canonical(name string) string {
 	return name
 }
 
+// key is how the real Ollama matches a name to a model: without case, with
+// an implied ":latest" tag, and with the default "library/" namespace (and
+// a registry host before it) optional. "TinyEmbed", "tinyembed:latest" and
+// "library/tinyembed" are one model.
+func key(name string) string {
+	name = strings.ToLower(canonical(name))
+	if first, rest, ok := strings.Cut(name, "/"); ok && strings.Count(name, "/") == 2 && strings.ContainsAny(first, ".:") {
+		name = rest // a registry host
+	}
+	return strings.TrimPrefix(name, "library/")
+}
+
 // AddModel makes a model present, as after `ollama pull`.
 func (s *Server) AddModel(m Model) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.models[canonical(m.Name)] = Model{Name: canonical(m.Name), Dim: m.Dim}
+	s.models[key(m.Name)] = stored(m)
+}
+
+// stored is m as the server keeps it: named with its tag.
+func stored(m Model) Model {
+	m.Name = canonical(m.Name)
+	return m
 }
 
 // RemoveModel makes a model absent, as after `ollama rm`.
 func (s *Server) RemoveModel(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.models, canonical(name))
+	delete(s.models, key(name))
 }
 
 // AddLibrary makes a model available to /api/pull.
 func (s *Server) AddLibrary(m Model) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.library[canonical(m.Name)] = Model{Name: canonical(m.Name), Dim: m.Dim}
+	s.library[key(m.Name)] = stored(m)
 }
 
 // SetDim changes an embedding model's dimension, as when a different model
@@ -163,9 +185,9 @@ func (s *Server) AddLibrary(m Model) {
 func (s *Server) SetDim(name string, dim int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m, ok := s.models[canonical(name)]; ok {
+	if m, ok := s.models[key(name)]; ok {
 		m.Dim = dim
-		s.models[m.Name] = m
+		s.models[key(name)] = m
 	}
 }
 
@@ -235,6 +257,16 @@ func (s *Server) SetTruncateChat(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.truncate = on
+}
+
+// SetChatStreamError makes streamed chat replies stop halfway with an
+// {"error": msg} line inside the 200 stream, as the real server reports a
+// runner that died mid-answer ("an error was encountered while running the
+// model: unexpected EOF"); "" turns it off.
+func (s *Server) SetChatStreamError(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chatErr = msg
 }
 
 // Calls returns how many requests reached path, failed ones included.
@@ -331,7 +363,7 @@ func (s *Server) takeFailureLocked(path string) int {
 func (s *Server) lookup(name string) (Model, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, ok := s.models[canonical(name)]
+	m, ok := s.models[key(name)]
 	return m, ok
 }
 

@@ -3,6 +3,7 @@ package ollamatest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -164,5 +165,101 @@ func TestEmbeddingIsDeterministicAndSimilar(t *testing.T) {
 	}
 	if ab < 0.999 || ac <= ad {
 		t.Errorf("similarities: same %f, overlapping %f, unrelated %f", ab, ac, ad)
+	}
+}
+
+// TestBehavesAsTheRealServer covers what the stand-in copies from the real
+// Ollama (checked against it by llm's TestRealOllamaStandInParity).
+func TestBehavesAsTheRealServer(t *testing.T) {
+	s := New(t, Model{Name: "emb", Dim: 8, Context: 16}, Model{Name: "chat"})
+	c := client(t, s)
+	ctx := context.Background()
+	var se api.StatusError
+
+	// Names: any case, implied :latest, optional library/ and registry host.
+	for _, name := range []string{"emb", "EMB", "emb:latest", "library/emb", "example.com/library/emb:latest"} {
+		if _, err := c.Show(ctx, &api.ShowRequest{Model: name}); err != nil {
+			t.Errorf("show %q: %v", name, err)
+		}
+	}
+	if _, err := c.Show(ctx, &api.ShowRequest{Model: "emb:v2"}); !errors.As(err, &se) || se.StatusCode != 404 {
+		t.Errorf("another tag: %v", err)
+	}
+	if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "nope", Input: "x"}); !errors.As(err, &se) ||
+		se.ErrorMessage != `model "nope" not found, try pulling it first` {
+		t.Errorf("embed of a missing model: %v", err)
+	}
+
+	// prompt_eval_count counts tokens, two more an input.
+	r, err := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: []string{"one two", "three, four"}})
+	if err != nil || r.PromptEvalCount != 4+5 {
+		t.Errorf("token count = %v, %v; want 9", r, err)
+	}
+
+	// Over the context (16): cut unless truncate is false; refused when the
+	// kept part holds an unknown token.
+	long := strings.Repeat("word ", 40)
+	no, yes := false, true
+	r, err = c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: long})
+	if err != nil || r.PromptEvalCount != 16 {
+		t.Errorf("over-long input: %v, %v; want cut at 16", r, err)
+	}
+	cut, _ := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: strings.Repeat("word ", 14)})
+	if cut == nil || fmt.Sprint(cut.Embeddings[0]) != fmt.Sprint(r.Embeddings[0]) {
+		t.Error("the cut input's vector is not that of its first tokens")
+	}
+	r, err = c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: long, Options: map[string]any{"num_ctx": 8}})
+	if err != nil || r.PromptEvalCount != 8 {
+		t.Errorf("num_ctx 8: %v, %v", r, err)
+	}
+	for _, req := range []api.EmbedRequest{
+		{Model: "emb", Input: long, Truncate: &no},
+		{Model: "emb", Input: "🙂 " + long, Truncate: &yes},
+	} {
+		if _, err := c.Embed(ctx, &req); !errors.As(err, &se) || se.StatusCode != 400 || se.ErrorMessage != errOverContext {
+			t.Errorf("embed %.20q truncate=%v: %v", req.Input, *req.Truncate, err)
+		}
+	}
+	if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: "🙂 short", Truncate: &no}); err != nil {
+		t.Errorf("an unknown token within the context: %v", err)
+	}
+
+	// num_predict cuts the answer: done_reason "length".
+	noStream := false
+	var got api.ChatResponse
+	err = c.Chat(ctx, &api.ChatRequest{Model: "chat", Stream: &noStream, Messages: []api.Message{{Role: "user", Content: "hi"}},
+		Options: map[string]any{"num_predict": 2}}, func(r api.ChatResponse) error { got = r; return nil })
+	if err != nil || got.DoneReason != "length" || got.EvalCount != 2 || got.Message.Content != DefaultReply[:2*chatPieceRunes] {
+		t.Errorf("cut answer = %+v, %v", got, err)
+	}
+	// A prompt over num_ctx is cut silently.
+	err = c.Chat(ctx, &api.ChatRequest{Model: "chat", Stream: &noStream, Messages: []api.Message{{Role: "user", Content: long}},
+		Options: map[string]any{"num_ctx": 10}}, func(r api.ChatResponse) error { got = r; return nil })
+	if err != nil || got.PromptEvalCount != 10 || got.DoneReason != "stop" {
+		t.Errorf("over-long prompt = %+v, %v", got, err)
+	}
+	if err := c.Chat(ctx, &api.ChatRequest{Model: "chat", Think: &api.ThinkValue{Value: true}},
+		func(api.ChatResponse) error { return nil }); !errors.As(err, &se) || se.ErrorMessage != `"chat" does not support thinking` {
+		t.Errorf("thinking asked of a model that cannot: %v", err)
+	}
+
+	// A runner dying mid-answer: an error line after some pieces.
+	s.SetChatStreamError("an error was encountered while running the model: unexpected EOF")
+	var pieces int
+	err = c.Chat(ctx, &api.ChatRequest{Model: "chat", Messages: []api.Message{{Role: "user", Content: "hi"}}},
+		func(api.ChatResponse) error { pieces++; return nil })
+	if err == nil || errors.As(err, &se) || !strings.Contains(err.Error(), "unexpected EOF") || pieces == 0 {
+		t.Errorf("runner death: %d pieces, then %#v", pieces, err)
+	}
+	s.SetChatStreamError("")
+
+	// An unknown model's pull fails inside a 200 stream: a plain error.
+	var statuses []string
+	err = c.Pull(ctx, &api.PullRequest{Model: "nope"}, func(p api.ProgressResponse) error {
+		statuses = append(statuses, p.Status)
+		return nil
+	})
+	if err == nil || errors.As(err, &se) || err.Error() != "pull model manifest: file does not exist" || fmt.Sprint(statuses) != "[pulling manifest]" {
+		t.Errorf("pull of an unknown model: %q, %#v", statuses, err)
 	}
 }

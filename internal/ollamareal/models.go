@@ -1,0 +1,58 @@
+package ollamareal
+
+// Model is a model this package can generate and create in a server.
+type Model struct {
+	// Name is what the model is created as (Ollama adds ":latest").
+	Name string
+	// Embedding says the model embeds (a BERT) rather than chats.
+	Embedding bool
+	write     func(dir string) error
+	// template and parameters go to /api/create with the files: a chat
+	// model needs a prompt template and its stop tokens.
+	template   string
+	parameters map[string]any
+}
+
+// The generated models. Names are the model's name on the server.
+var (
+	// TinyEmbed is a 2-layer BERT with 128 dimensions and a 512-token
+	// context: small enough to load and embed in milliseconds, with a
+	// WordPiece vocabulary of real words so that token counts resemble a
+	// real English model's.
+	TinyEmbed = bertModel("tinyembed", BertSpec{
+		Hidden: 128, Layers: 2, Heads: 4, Intermediate: 256,
+		Positions: 512, Words: 8000, Seed: 1,
+	})
+
+	// TinyChat is a 2-layer Qwen2 with 64 dimensions, a byte-level BPE
+	// vocabulary and ChatML tokens, and qwen2.5's 32K context, so that
+	// docsift's num_ctx of 8192 is what limits a prompt, as in production.
+	TinyChat = Model{
+		Name: "tinychat",
+		write: func(dir string) error {
+			return WriteQwen2(dir, Qwen2Spec{
+				Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, Intermediate: 128,
+				Positions: 32768, Merges: 1500, Seed: 2,
+			})
+		},
+		template:   chatMLTemplate,
+		parameters: map[string]any{"stop": chatStops},
+	}
+
+	// NomicSized has nomic-embed-text's sizes (768 dimensions, 12 layers of
+	// 12 heads, 3072 intermediate, about 110M parameters in F16) for timing:
+	// its speed, not its output, is what it shows. Its context is 2048
+	// tokens, the length nomic-embed-text runs at by default.
+	NomicSized = bertModel("nomic-sized", BertSpec{
+		Hidden: 768, Layers: 12, Heads: 12, Intermediate: 3072,
+		Positions: 2048, Words: 30000, Seed: 3,
+	})
+)
+
+func bertModel(name string, s BertSpec) Model {
+	return Model{
+		Name:      name,
+		Embedding: true,
+		write:     func(dir string) error { return WriteBert(dir, s) },
+	}
+}
