@@ -112,22 +112,8 @@ func addSnapshots(add func(store.BackupItem) error, dir string) error {
 		if !e.Type().IsRegular() || strings.Contains(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		err := func() error {
-			f, err := os.Open(filepath.Join(dir, e.Name()))
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // replaced or removed since the listing
-			}
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			fi, err := f.Stat()
-			if err != nil {
-				return err
-			}
-			return add(store.BackupItem{Name: indexDirName + "/" + e.Name(), Size: fi.Size(), Body: f})
-		}()
-		if err != nil {
+		err := store.AddFile(add, indexDirName+"/"+e.Name(), filepath.Join(dir, e.Name()))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) { // one removed since the listing is no loss
 			return err
 		}
 	}

@@ -57,15 +57,18 @@ func (s *Store) Backup(add func(BackupItem) error) error {
 		return fmt.Errorf("store: backup: %w", err)
 	}
 	for _, rel := range files {
-		if err := s.addFile(add, rel); err != nil {
+		if err := AddFile(add, filepath.ToSlash(filepath.Join("files", rel)), filepath.Join(s.filesDir, rel)); err != nil {
 			return fmt.Errorf("store: backup: %w", err)
 		}
 	}
 	return nil
 }
 
-func (s *Store) addFile(add func(BackupItem) error, rel string) error {
-	f, err := os.Open(filepath.Join(s.filesDir, rel))
+// AddFile hands add the file at path as the backup item name. The size is
+// the open file's, so a file replaced by rename meanwhile is still read
+// whole.
+func AddFile(add func(BackupItem) error, name, path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
@@ -74,7 +77,7 @@ func (s *Store) addFile(add func(BackupItem) error, rel string) error {
 	if err != nil {
 		return err
 	}
-	return add(BackupItem{Name: filepath.ToSlash(filepath.Join("files", rel)), Size: fi.Size(), Body: f})
+	return add(BackupItem{Name: name, Size: fi.Size(), Body: f})
 }
 
 // unpin ends a backup's hold on the original files and removes the ones
