@@ -580,6 +580,8 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 		`docsift_jobs_processing 0`,
 		`docsift_embed_duration_seconds_count{model="builtin-v1",purpose="document"} 1`,
 		`docsift_http_request_duration_seconds_bucket{method="POST",route="/upload/text",le="+Inf"} 1`,
+		`docsift_owner_index_chunks_bucket{le="100"} 1`,
+		`docsift_owner_index_chunks_count 1`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %s", want)

@@ -207,6 +207,7 @@ func (e *Engine) Start() error {
 		e.log.Info("removed orphaned files", "files", n)
 	}
 	e.cfg.Metrics.WatchQueue(e.store.PendingJobs)
+	e.cfg.Metrics.WatchIndexes(e.indexes.Sizes)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	for range e.cfg.Workers {

@@ -277,3 +277,22 @@ func (r *Indexes) Snapshot() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Sizes returns the number of chunks in each loaded owner's index, as its
+// searches see it now; for metrics, which count owners by size rather than
+// name them.
+func (r *Indexes) Sizes() []int {
+	r.mu.Lock()
+	owners := make([]*ownerIndex, 0, len(r.owners))
+	for _, e := range r.owners {
+		owners = append(owners, e)
+	}
+	r.mu.Unlock()
+	sizes := make([]int, 0, len(owners))
+	for _, e := range owners {
+		if x := e.ready.Load(); x != nil {
+			sizes = append(sizes, x.Len())
+		}
+	}
+	return sizes
+}

@@ -163,3 +163,34 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
 }
+
+// indexSizeBuckets count owners by chunks: a few documents, a manual, a
+// library, a large tenant.
+var indexSizeBuckets = []float64{100, 1_000, 10_000, 100_000, 1_000_000}
+
+var indexSizeDesc = prometheus.NewDesc("docsift_owner_index_chunks", "Loaded owner indexes by their number of chunks; one observation per owner, no owner named.", nil, nil)
+
+// WatchIndexes reports the loaded owners' index sizes when scraped, as a
+// histogram: how many owners of which size, never which owner.
+func (m *Metrics) WatchIndexes(sizes func() []int) {
+	m.Register(indexCollector(sizes))
+}
+
+type indexCollector func() []int
+
+func (c indexCollector) Describe(ch chan<- *prometheus.Desc) { ch <- indexSizeDesc }
+
+func (c indexCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := make(map[float64]uint64, len(indexSizeBuckets))
+	var sum float64
+	sizes := c()
+	for _, n := range sizes {
+		sum += float64(n)
+		for _, b := range indexSizeBuckets {
+			if float64(n) <= b {
+				counts[b]++
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstHistogram(indexSizeDesc, uint64(len(sizes)), sum, counts)
+}
