@@ -5,17 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"text/tabwriter"
 
 	"github.com/docsift/docsift/eval"
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/pdf"
 	"github.com/spf13/cobra"
 )
 
 func benchCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Measure speed: the vector index, ingestion, queries against a server"}
+	cmd := &cobra.Command{Use: "bench", Short: "Measure speed: the vector index, ingestion, queries against a server, OCR"}
 	var asJSON bool
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print one JSON object")
 
@@ -57,32 +60,53 @@ func benchCmd() *cobra.Command {
 	indexCmd.Flags().StringVar(&ic.GroundTruthFile, "ground-truth", "", ".ivecs file of each query's exact neighbours (default: computed by brute force)")
 	indexCmd.Flags().StringVar(&ic.ExportDir, "export", "", "write the vectors, queries and ground truth as .fvecs/.ivecs files to this directory")
 
-	var corpus string
-	var workers int
+	var ingestCfg eval.IngestConfig
+	var ingestModels modelOptions
+	var raw bool
 	ingestCmd := &cobra.Command{
 		Use:   "ingest [FILE ...]",
 		Short: "Chunks per second through the whole pipeline on a corpus file (BEIR corpus.jsonl) or files",
+		Long: `Index a corpus file (BEIR corpus.jsonl) and/or files of any supported type in
+a throwaway data directory through the same pipeline as uploads, and print
+chunks per second from the first upload to the last job's end.
+
+With an Ollama embedder (--embedder ollama), the /api/embed requests
+docsift made are then sent again, as they were, straight to Ollama: its
+throughput alone on the same texts and batches, and docsift's as a share
+of it (docsift/raw). --again uploads everything a second time, to show what
+the embedding cache saves.`,
 		Example: `  docsift bench ingest --corpus corpus.jsonl
-  docsift bench ingest manual.pdf`,
+  docsift bench ingest manual.pdf
+  docsift bench ingest --embedder ollama --embed-model nomic-embed-text --again manual.pdf`,
 		RunE: func(cmd *cobra.Command, files []string) error {
-			if corpus == "" && len(files) == 0 {
+			if ingestCfg.Corpus == "" && len(files) == 0 {
 				return errors.New("give --corpus or files to ingest")
 			}
-			res, err := eval.BenchIngest(corpus, files, nil, workers, os.Stderr, nil)
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			rec := &eval.EmbedRecorder{}
+			ingestModels.ollama.HTTPClient = rec.Client()
+			em, err := ingestModels.chooseEmbedder(cmd.Context(), nil, log)
 			if err != nil {
 				return err
 			}
-			return printResult(cmd.OutOrStdout(), asJSON, res, [][2]string{
-				{"documents", fmt.Sprint(res.Documents)},
-				{"chunks", fmt.Sprint(res.Chunks)},
-				{"time", fmt.Sprintf("%.2f s", res.Seconds)},
-				{"throughput", fmt.Sprintf("%.0f chunks/s, %.0f documents/s", res.ChunksPerSecond, res.DocumentsPerSecond)},
-				{"embedder", res.Embedder},
-			})
+			if oe, ok := em.(*llm.OllamaEmbedder); ok && raw {
+				ingestCfg.Recorder, ingestCfg.OllamaURL = rec, oe.Client().URL()
+			}
+			ingestCfg.Files, ingestCfg.Embedder, ingestCfg.Progress, ingestCfg.Log = files, em, os.Stderr, log
+			res, err := eval.BenchIngest(cmd.Context(), ingestCfg)
+			if err != nil {
+				return err
+			}
+			return printResult(cmd.OutOrStdout(), asJSON, res, ingestRows(res))
 		},
 	}
-	ingestCmd.Flags().StringVar(&corpus, "corpus", "", "BEIR corpus.jsonl")
-	ingestCmd.Flags().IntVar(&workers, "workers", 0, "indexing workers (default: number of CPUs)")
+	inf := ingestCmd.Flags()
+	inf.StringVar(&ingestCfg.Corpus, "corpus", "", "BEIR corpus.jsonl")
+	inf.IntVar(&ingestCfg.Workers, "workers", 0, "indexing workers (default: number of CPUs)")
+	inf.BoolVar(&ingestCfg.Again, "again", false, "upload everything a second time after the first pass (the embedding cache's effect)")
+	inf.BoolVar(&raw, "raw", true, "with an Ollama embedder, also time docsift's /api/embed requests sent straight to Ollama")
+	inf.IntVar(&ingestCfg.Rounds, "rounds", 1, "runs, each in a fresh data dir, alternating docsift and raw Ollama first, for a machine whose load drifts; figures are per run")
+	ingestModels.register(inf, false, llm.ModeBuiltin)
 
 	var lc eval.LoadConfig
 	var queriesPath string
@@ -110,8 +134,17 @@ func benchCmd() *cobra.Command {
 			rows := [][2]string{
 				{"requests", fmt.Sprintf("%d (%d errors) at concurrency %d", res.Requests, res.Errors, res.Concurrency)},
 				{"throughput", fmt.Sprintf("%.1f requests/s", res.RequestsPerSecond)},
-				{"latency p50", fmt.Sprintf("%.2f ms", res.P50Ms)},
-				{"latency p99", fmt.Sprintf("%.2f ms", res.P99Ms)},
+			}
+			if lc.Stream {
+				rows = append(rows,
+					[2]string{"first token p50", fmt.Sprintf("%.2f ms", res.FirstTokenP50Ms)},
+					[2]string{"first token p99", fmt.Sprintf("%.2f ms", res.FirstTokenP99Ms)},
+					[2]string{"whole answer p50", fmt.Sprintf("%.2f ms", res.P50Ms)},
+					[2]string{"whole answer p99", fmt.Sprintf("%.2f ms", res.P99Ms)})
+			} else {
+				rows = append(rows,
+					[2]string{"latency p50", fmt.Sprintf("%.2f ms", res.P50Ms)},
+					[2]string{"latency p99", fmt.Sprintf("%.2f ms", res.P99Ms)})
 			}
 			if res.FirstError != "" {
 				rows = append(rows, [2]string{"first error", res.FirstError})
@@ -127,9 +160,62 @@ func benchCmd() *cobra.Command {
 	qf.IntVar(&lc.Concurrency, "concurrency", 4, "requests in flight")
 	qf.IntVar(&lc.Requests, "requests", 500, "requests to send")
 	qf.IntVar(&lc.TopK, "top-k", 5, "top_k of each query")
+	qf.BoolVar(&lc.Stream, "stream", false, `ask for streamed answers ("stream": true) and time the first answer event as well as the whole`)
+	qf.DurationVar(&lc.Timeout, "timeout", eval.DefaultQueryTimeout, "longest wait for one answer")
 
-	cmd.AddCommand(indexCmd, ingestCmd, queryCmd)
+	var oc pdf.OCRBenchConfig
+	ocrCmd := &cobra.Command{
+		Use:   "ocr [PDF or folder ...]",
+		Short: "OCR accuracy and pages per second: pages of PDFs with a text layer, scanned and read back",
+		Long: `Scan pages of PDFs that have a text layer (render them to images at
+each --dpi, as a clean scan), read the scans back through the extraction
+worker with Tesseract, and compare with the text layer: character accuracy
+is 1 − Levenshtein distance / characters, over whitespace-normalised text.`,
+		Example: `  docsift bench ocr ../shared/data/pdf
+  docsift bench ocr --pages 10 --dpi 300 manual.pdf`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			oc.Files = files
+			res, err := pdf.RunOCRBench(cmd.Context(), oc, os.Stderr)
+			if err != nil {
+				return err
+			}
+			var rows [][2]string
+			for _, r := range res.Runs {
+				rows = append(rows,
+					[2]string{fmt.Sprintf("%d dpi", r.DPI), fmt.Sprintf("accuracy %.2f%% over %d pages (%d characters); worst %.2f%% (%s)", 100*r.Accuracy, r.Pages, r.Characters, 100*r.WorstAccuracy, r.WorstPage)},
+					[2]string{"", fmt.Sprintf("%.2f pages/s (%.1f s, one document at a time)", r.PagesPerSecond, r.Seconds)})
+			}
+			return printResult(cmd.OutOrStdout(), asJSON, res, rows)
+		},
+	}
+	ocrCmd.Flags().IntVar(&oc.Pages, "pages", pdf.DefaultOCRBenchPages, "pages scanned per PDF, spread over those with text")
+	ocrCmd.Flags().IntSliceVar(&oc.DPIs, "dpi", pdf.DefaultOCRBenchDPIs, "scan resolutions")
+	ocrCmd.Flags().StringVar(&oc.OCR.Languages, "ocr-languages", pdf.DefaultOCRLanguages, "Tesseract languages, joined by +")
+
+	cmd.AddCommand(indexCmd, ingestCmd, queryCmd, ocrCmd, benchFilterCmd(&asJSON))
 	return cmd
+}
+
+// ingestRows are bench ingest's figures as table rows.
+func ingestRows(res *eval.IngestResult) [][2]string {
+	rows := [][2]string{
+		{"documents", fmt.Sprint(res.Documents)},
+		{"chunks", fmt.Sprint(res.Chunks)},
+		{"time", fmt.Sprintf("%.2f s", res.Seconds)},
+		{"throughput", fmt.Sprintf("%.1f chunks/s, %.1f documents/s (%d workers, %d rounds)", res.ChunksPerSecond, res.DocumentsPerSecond, res.Workers, res.Rounds)},
+		{"embedder", fmt.Sprintf("%s: %d texts in %d calls", res.Embedder, res.EmbedTexts, res.EmbedCalls)},
+	}
+	if r := res.Raw; r != nil {
+		rows = append(rows,
+			[2]string{"ollama requests", fmt.Sprintf("%d /api/embed requests of %.1f texts on average", res.EmbedRequests, float64(r.Texts)/float64(max(r.Requests, 1)))},
+			[2]string{"raw /api/embed", fmt.Sprintf("%.1f texts/s (the same requests straight to Ollama, %d at a time: %.2f s)", r.TextsPerSecond, r.Concurrency, r.Seconds)},
+			[2]string{"docsift/raw", fmt.Sprintf("%.2f", res.RawRatio)})
+	}
+	if a := res.Again; a != nil {
+		rows = append(rows, [2]string{"again", fmt.Sprintf("%.2f s, %.1f chunks/s, %d texts embedded in %d calls", a.Seconds, a.ChunksPerSecond, a.EmbedTexts, a.EmbedCalls)})
+	}
+	return rows
 }
 
 // printResult prints v as JSON, or rows as an aligned two-column table.

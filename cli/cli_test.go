@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
 )
 
@@ -578,7 +579,7 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 		`docsift_chunks_indexed_total 1`,
 		`docsift_jobs_pending 0`,
 		`docsift_jobs_processing 0`,
-		`docsift_embed_duration_seconds_count{model="builtin-v1",purpose="document"} 1`,
+		`docsift_embed_duration_seconds_count{model="` + llm.NewBuiltin().Model() + `",purpose="document"} 1`,
 		`docsift_http_request_duration_seconds_bucket{method="POST",route="/upload/text",le="+Inf"} 1`,
 		`docsift_owner_index_chunks_bucket{le="100"} 1`,
 		`docsift_owner_index_chunks_count 1`,

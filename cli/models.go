@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/docsift/docsift/internal/progress"
 	"github.com/docsift/docsift/llm"
@@ -71,29 +73,35 @@ func (o *modelOptions) chooseAnswerer(ctx context.Context, log *slog.Logger) (ll
 func modelsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "models", Short: "Manage the Ollama models docsift uses"}
 	var o modelOptions
+	var update bool
 	pull := &cobra.Command{
 		Use:   "pull",
 		Short: "Pull the configured embedding and chat models into Ollama",
-		Args:  cobra.NoArgs,
+		Long: `Pull the configured embedding and chat models into Ollama, skipping those
+it already has (--update pulls them anyway, for a newer version).
+
+Ollama downloads from its registry (registry.ollama.ai). Where the
+server cannot reach it, copy the models from a machine that can, or build
+them with ` + "`ollama create`" + `; the error says how.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := llm.NewOllamaClient(o.ollama)
 			if err != nil {
 				return err
 			}
 			for _, m := range []string{o.ollama.WithDefaults().EmbedModel, o.ollama.WithDefaults().ChatModel} {
-				fmt.Fprintf(cmd.ErrOrStderr(), "pulling %s from Ollama at %s\n", m, c.URL())
-				var bar *progress.Bar
-				var total int64
-				err := c.Pull(cmd.Context(), m, func(done, all int64, status string) {
-					if all > 0 && all != total {
-						bar.Done()
-						total = all
-						bar = progress.New(os.Stderr, fmt.Sprintf("%-12.12s MiB", status), int(all>>20))
+				if !update {
+					err := c.HasModel(cmd.Context(), m)
+					var missing *llm.ModelNotFoundError
+					if err == nil {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: already in Ollama at %s (--update pulls it again)\n", m, c.URL())
+						continue
 					}
-					bar.Set(int(done >> 20))
-				})
-				bar.Done()
-				if err != nil {
+					if !errors.As(err, &missing) {
+						return err
+					}
+				}
+				if err := pullModel(cmd, c, m); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ready\n", m)
@@ -102,6 +110,40 @@ func modelsCmd() *cobra.Command {
 		},
 	}
 	o.register(pull.Flags(), true, llm.ModeAuto)
+	pull.Flags().BoolVar(&update, "update", false, "pull models Ollama already has too (asks the registry for a newer version)")
 	cmd.AddCommand(pull)
 	return cmd
+}
+
+// pullModel pulls m with a progress bar. When Ollama cannot reach its
+// registry the error says how to install the model without it: a pull asks
+// the registry even for a model that is present, so an air-gapped server
+// gets its models by copying or building them.
+func pullModel(cmd *cobra.Command, c *llm.OllamaClient, m string) error {
+	fmt.Fprintf(cmd.ErrOrStderr(), "pulling %s from Ollama at %s\n", m, c.URL())
+	var bar *progress.Bar
+	var total int64
+	err := c.Pull(cmd.Context(), m, func(done, all int64, status string) {
+		if all > 0 && all != total {
+			bar.Done()
+			total = all
+			bar = progress.New(os.Stderr, fmt.Sprintf("%-12.12s MiB", status), int(all>>20))
+		}
+		bar.Set(int(done >> 20))
+	})
+	bar.Done()
+	if errors.Is(err, llm.ErrRegistryUnreachable) {
+		return fmt.Errorf(`%w
+
+%s is not in Ollama at %s and Ollama cannot download it: its registry is out of reach
+(no internet access, a firewall, or a proxy it cannot use). To install it without the registry:
+  - on a machine with internet access, run `+"`ollama pull %s`"+`, then copy that
+    machine's models directory (~/.ollama/models, or $OLLAMA_MODELS; for the Linux service
+    /usr/share/ollama/.ollama/models) to this server's: all of it, or only the model's
+    manifests/registry.ollama.ai/library/%s/ directory and the blobs/ files its manifest
+    names; then restart Ollama; or
+  - build it from weights you have (GGUF or safetensors) with `+"`ollama create %s -f Modelfile`"+`.
+Then run docsift models pull again: it skips models Ollama already has.`, err, m, c.URL(), m, strings.SplitN(m, ":", 2)[0], m)
+	}
+	return err
 }

@@ -36,6 +36,27 @@ func TestModelsPull(t *testing.T) {
 	}
 }
 
+// TestModelsPullSkipsPresent: models Ollama has are not pulled again (a
+// pull asks the registry, which an air-gapped server cannot reach), unless
+// --update says so.
+func TestModelsPullSkipsPresent(t *testing.T) {
+	ol := ollamatest.New(t, ollamatest.Model{Name: testEmbedModel, Dim: 32}, ollamatest.Model{Name: testChatModel})
+	args := []string{"models", "pull", "--ollama-url", ol.URL, "--embed-model", testEmbedModel, "--chat-model", testChatModel}
+	out := mustCLI(t, args...)
+	if !strings.Contains(out, testEmbedModel+": already in Ollama") || !strings.Contains(out, testChatModel+": already in Ollama") {
+		t.Fatalf("models pull printed %q", out)
+	}
+	if n := ol.Calls("/api/pull"); n != 0 {
+		t.Fatalf("%d pulls of present models", n)
+	}
+	ol.AddLibrary(ollamatest.Model{Name: testEmbedModel, Dim: 32})
+	ol.AddLibrary(ollamatest.Model{Name: testChatModel})
+	mustCLI(t, append(args, "--update")...)
+	if n := ol.Calls("/api/pull"); n != 2 {
+		t.Fatalf("--update pulled %d models, want 2", n)
+	}
+}
+
 // indexWithBuiltin makes a data dir whose project has one text indexed by
 // the built-in embedder, and returns the project id.
 func indexWithBuiltin(t *testing.T, dir string) string {

@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/metrics"
+	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/webhook"
 	"github.com/docsift/docsift/websearch"
@@ -46,6 +48,7 @@ type serveOptions struct {
 	maxAttempts         int
 	retryMax            time.Duration
 	extractTimeout      time.Duration
+	ocrLanguages        string
 	rateLimit           float64
 	sessionRateLimit    float64
 	searxngURL          string
@@ -86,6 +89,7 @@ project named "default" is created and its API key printed once.`,
 	f.IntVar(&o.maxAttempts, "max-attempts", ingest.DefaultMaxAttempts, "runs of an indexing job that fails for a passing reason (Ollama down) before it is FAILED")
 	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
 	f.DurationVar(&o.extractTimeout, "extract-timeout", ingest.DefaultExtractTimeout, "longest text extraction of one document before its job fails")
+	f.StringVar(&o.ocrLanguages, "ocr-languages", pdf.DefaultOCRLanguages, "languages OCR reads scans and images in: Tesseract codes joined by +, e.g. eng+deu; each needs its Debian package (tesseract-ocr-deu)")
 	f.Float64Var(&o.rateLimit, "rate-limit", server.DefaultRateLimit, "API requests per second per project (0: unlimited); over it: 429 with Retry-After")
 	f.Float64Var(&o.sessionRateLimit, "session-rate-limit", server.DefaultSessionRateLimit, "requests per second per upload session URL (0: unlimited)")
 	f.StringVar(&o.searxngURL, "searxng-url", "", "SearxNG-compatible search endpoint for POST /search/internet (unset: internet search is off)")
@@ -123,6 +127,10 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if o.baseURL == "" {
 		o.baseURL = defaultBaseURL(o.addr)
 	}
+	ocr, err := o.ocrConfig(ctx, log)
+	if err != nil {
+		return err
+	}
 	driveClient, err := o.driveClient(log)
 	if err != nil {
 		return err
@@ -155,7 +163,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return err
 	}
 	m := metrics.New()
-	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax, ExtractTimeout: o.extractTimeout, Metrics: m}
+	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax, ExtractTimeout: o.extractTimeout, Metrics: m, OCR: ocr}
 	if _, isOllama := embedder.(*llm.OllamaEmbedder); !isOllama && o.models.embedder != llm.ModeBuiltin {
 		// Ollama was not usable at start: owners whose vectors came from
 		// it keep it, and their jobs wait for it to come back.
@@ -306,4 +314,22 @@ func (o serveOptions) driveClient(log *slog.Logger) (*drive.Client, error) {
 	}
 	log.Info("Google Drive import is on; the OAuth client must list this authorized redirect URI", "redirect_uri", redirect)
 	return c, nil
+}
+
+// ocrConfig checks --ocr-languages against the installed Tesseract: a
+// language whose pack is missing stops the start with the package to
+// install, while no Tesseract at all is a warning, since text documents
+// do not need it (scans and images then fail, saying what to install).
+func (o serveOptions) ocrConfig(ctx context.Context, log *slog.Logger) (pdf.OCR, error) {
+	cfg := pdf.OCR{Languages: o.ocrLanguages}
+	installed, err := pdf.CheckOCR(ctx, cfg)
+	switch {
+	case errors.Is(err, pdf.ErrOCRUnavailable):
+		log.Warn("OCR is off: scanned PDFs and images fail until Tesseract is installed", "err", err)
+		return cfg, nil
+	case err != nil:
+		return cfg, fmt.Errorf("--ocr-languages: %w", err)
+	}
+	log.Info("OCR reads pages without a text layer and images", "languages", o.ocrLanguages, "installed", strings.Join(installed, ","))
+	return cfg, nil
 }

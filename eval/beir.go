@@ -19,6 +19,9 @@ type Doc struct {
 	Title string `json:"title"`
 	Text  string `json:"text"`
 	Data  []byte `json:"-"` // a file's bytes, uploaded instead of Text
+	// Metadata is uploaded with the document (bench filter labels the
+	// passages with it); a corpus file's own is not read.
+	Metadata map[string]string `json:"-"`
 }
 
 // Query is one test query.

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
 )
 
@@ -27,6 +28,59 @@ type IngestResult struct {
 	DocumentsPerSecond float64 `json:"documents_per_second"`
 	Workers            int     `json:"workers"`
 	Embedder           string  `json:"embedder"`
+	Rounds             int     `json:"rounds"` // the figures are per round, averaged
+	// EmbedCalls and EmbedTexts are the engine's calls of the embedder and
+	// the texts in them (fewer than chunks when texts repeat: the
+	// embedding cache). EmbedRequests is Ollama's share: /api/embed
+	// requests, each of at most the embedder's batch size.
+	EmbedCalls    int `json:"embed_calls"`
+	EmbedTexts    int `json:"embed_texts"`
+	EmbedRequests int `json:"embed_requests,omitempty"`
+	// Raw is Ollama alone on the same requests, sent straight to it in the
+	// same run; RawRatio is docsift's throughput over Raw's on the same
+	// texts (Raw's seconds over docsift's): what is left of the model
+	// server's speed once extraction, chunking, the store and the index
+	// have had their share.
+	Raw      *RawResult `json:"raw,omitempty"`
+	RawRatio float64    `json:"docsift_raw_ratio,omitempty"`
+	// Again is every document uploaded a second time after the first pass,
+	// when asked: what the embedding cache saves.
+	Again *AgainResult `json:"again,omitempty"`
+}
+
+// AgainResult is the second upload of the same documents.
+type AgainResult struct {
+	Seconds         float64 `json:"seconds"`
+	ChunksPerSecond float64 `json:"chunks_per_second"`
+	EmbedCalls      int     `json:"embed_calls"`
+	EmbedTexts      int     `json:"embed_texts"`
+}
+
+// IngestConfig says what BenchIngest runs.
+type IngestConfig struct {
+	Corpus   string       // a BEIR corpus.jsonl, or ""
+	Files    []string     // files of any supported type
+	Embedder llm.Embedder // nil: the built-in embedder
+	Workers  int          // indexing workers; default: number of CPUs
+
+	// Recorder, when set, is the HTTP transport of Embedder's Ollama
+	// client; the /api/embed requests it records during the run are then
+	// replayed straight to OllamaURL for the raw figure.
+	Recorder  *EmbedRecorder
+	OllamaURL string
+
+	// Rounds repeats the run, each time in a fresh data dir, and with
+	// Recorder alternates which of docsift and raw Ollama goes first
+	// (docsift, raw, raw, docsift, …), so that a machine whose load drifts
+	// slows both alike; the figures are the rounds' totals. Default 1.
+	Rounds int
+
+	// Again uploads every document a second time once the first pass has
+	// ended.
+	Again bool
+
+	Progress io.Writer // progress bars; nil for none
+	Log      *slog.Logger
 }
 
 // BenchIngest runs documents through the whole pipeline (store, job queue,
@@ -35,41 +89,152 @@ type IngestResult struct {
 // store syncs to disk as a server's does, so the figure includes the cost of
 // durability. The documents are a BEIR corpus file's (corpus) and/or files
 // of any supported type (files).
-func BenchIngest(corpus string, files []string, embedder llm.Embedder, workers int, progress io.Writer, log *slog.Logger) (*IngestResult, error) {
-	if embedder == nil {
-		embedder = llm.NewBuiltin()
+func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
+	if cfg.Embedder == nil {
+		cfg.Embedder = llm.NewBuiltin()
 	}
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if workers <= 0 {
-		workers = runtime.NumCPU() // the engine's default, reported as such
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.NumCPU() // the engine's default, reported as such
 	}
 	var docs []Doc
-	if corpus != "" {
+	if cfg.Corpus != "" {
 		var err error
-		if docs, err = ReadCorpus(corpus); err != nil {
+		if docs, err = ReadCorpus(cfg.Corpus); err != nil {
 			return nil, err
 		}
 	}
-	for _, f := range files {
+	for _, f := range cfg.Files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("eval: %w", err)
 		}
 		docs = append(docs, Doc{ID: f, Title: filepath.Base(f), Data: data})
 	}
-	run, err := ingestCorpus(docs, embedder, workers, false, progress, log)
-	if err != nil {
-		return nil, err
+	rounds := max(cfg.Rounds, 1)
+	counted := &countingEmbedder{Embedder: cfg.Embedder}
+	res := &IngestResult{Documents: len(docs), Workers: cfg.Workers, Embedder: cfg.Embedder.Model(), Rounds: rounds}
+	var rec *Recording
+	var raw RawResult
+	var docsift time.Duration
+	var last *corpusRun
+	defer func() {
+		if last != nil {
+			last.Close()
+		}
+	}()
+	for round := range rounds {
+		rawFirst := cfg.Recorder != nil && round%2 == 1
+		if rawFirst {
+			if err := replayInto(ctx, &raw, rec, cfg.OllamaURL); err != nil {
+				return nil, err
+			}
+		}
+		if cfg.Recorder != nil {
+			cfg.Recorder.Take() // the start-up probe and earlier rounds are not this run's
+		}
+		if last != nil {
+			last.Close()
+		}
+		run, err := ingestCorpus(docs, counted, cfg.Workers, false, cfg.Progress, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		last = run
+		docsift += run.took
+		res.Chunks = run.chunks
+		res.EmbedCalls, res.EmbedTexts = counted.take()
+		if cfg.Recorder != nil {
+			rec = cfg.Recorder.Take()
+			res.EmbedRequests, _ = rec.Requests()
+			if !rawFirst && res.EmbedRequests > 0 {
+				if err := replayInto(ctx, &raw, rec, cfg.OllamaURL); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
-	defer run.Close()
-	s := run.took.Seconds()
-	return &IngestResult{
-		Documents: len(docs), Chunks: run.chunks, Seconds: s,
-		ChunksPerSecond: float64(run.chunks) / s, DocumentsPerSecond: float64(len(docs)) / s,
-		Workers: workers, Embedder: embedder.Model(),
-	}, nil
+	s := docsift.Seconds() / float64(rounds)
+	res.Seconds, res.ChunksPerSecond, res.DocumentsPerSecond = s, float64(res.Chunks)/s, float64(len(docs))/s
+	if raw.Requests > 0 {
+		raw.Requests, raw.Texts, raw.Seconds = raw.Requests/rounds, raw.Texts/rounds, raw.Seconds/float64(rounds)
+		raw.TextsPerSecond = float64(raw.Texts) / raw.Seconds
+		res.Raw, res.RawRatio = &raw, raw.Seconds/s
+	}
+	if cfg.Again {
+		took, chunks, err := last.uploadAgain(docs)
+		if err != nil {
+			return nil, err
+		}
+		calls, texts := counted.take()
+		res.Again = &AgainResult{Seconds: took.Seconds(), ChunksPerSecond: float64(chunks) / took.Seconds(), EmbedCalls: calls, EmbedTexts: texts}
+	}
+	return res, nil
+}
+
+// replayInto replays rec and adds its figures to sum.
+func replayInto(ctx context.Context, sum *RawResult, rec *Recording, url string) error {
+	r, err := rec.Replay(ctx, url)
+	if err != nil {
+		return err
+	}
+	sum.Requests += r.Requests
+	sum.Texts += r.Texts
+	sum.Seconds += r.Seconds
+	sum.Concurrency = r.Concurrency
+	return nil
+}
+
+// uploadAgain uploads docs once more into the run's owner and waits for
+// their jobs, returning the time it took and the chunks indexed.
+func (r *corpusRun) uploadAgain(docs []Doc) (time.Duration, int, error) {
+	start := time.Now()
+	var jobs []string
+	for _, d := range docs {
+		data := d.Data
+		if data == nil {
+			data = []byte(d.Text)
+		}
+		job, _, err := r.engine.Submit(ingest.Upload{ProjectID: r.owner, OwnerID: r.owner, Name: d.Title, Data: data})
+		if err != nil {
+			return 0, 0, fmt.Errorf("eval: document %s again: %w", d.ID, err)
+		}
+		jobs = append(jobs, job.ID)
+	}
+	chunks := 0
+	for _, id := range jobs {
+		j, err := r.engine.WaitJob(context.Background(), id)
+		if err != nil {
+			return 0, 0, err
+		}
+		chunks += j.Chunks
+	}
+	return time.Since(start), chunks, nil
+}
+
+// countingEmbedder counts an embedder's calls and texts.
+type countingEmbedder struct {
+	llm.Embedder
+	mu           sync.Mutex
+	calls, texts int
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.mu.Lock()
+	c.calls++
+	c.texts += len(texts)
+	c.mu.Unlock()
+	return c.Embedder.Embed(ctx, texts)
+}
+
+// take returns the calls and texts since the last take.
+func (c *countingEmbedder) take() (calls, texts int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	calls, texts, c.calls, c.texts = c.calls, c.texts, 0, 0
+	return calls, texts
 }
 
 // LoadConfig describes a query load against a running server.
@@ -81,7 +246,17 @@ type LoadConfig struct {
 	Concurrency int
 	Requests    int
 	TopK        int
+	// Stream asks for server-sent events ("stream": true) and times the
+	// first piece of the answer as well as the whole.
+	Stream bool
+	// Timeout bounds each request, a streamed answer's last event
+	// included; default DefaultQueryTimeout.
+	Timeout time.Duration
 }
+
+// DefaultQueryTimeout is how long bench query waits for one answer: a
+// chat model on a CPU writes a long answer in tens of seconds.
+const DefaultQueryTimeout = 2 * time.Minute
 
 // LoadResult is what `docsift bench query` prints.
 type LoadResult struct {
@@ -92,7 +267,12 @@ type LoadResult struct {
 	RequestsPerSecond float64 `json:"requests_per_second"`
 	P50Ms             float64 `json:"p50_ms"`
 	P99Ms             float64 `json:"p99_ms"`
-	FirstError        string  `json:"first_error,omitempty"`
+	// With Stream: time to the first "answer" event (the first token a
+	// user sees) and to the "done" event (the whole answer; P50Ms and
+	// P99Ms are then the same).
+	FirstTokenP50Ms float64 `json:"first_token_p50_ms,omitempty"`
+	FirstTokenP99Ms float64 `json:"first_token_p99_ms,omitempty"`
+	FirstError      string  `json:"first_error,omitempty"`
 }
 
 // BenchQuery sends cfg.Requests queries, cfg.Concurrency at a time, through
@@ -109,10 +289,14 @@ func BenchQuery(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		path, field = "/query/customer", "customer_id"
 	}
 	url := strings.TrimRight(cfg.URL, "/") + path
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency}}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultQueryTimeout
+	}
+	client := &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency}}
 	var (
 		mu       sync.Mutex
 		lat      []float64
+		first    []float64
 		errs     int
 		firstErr string
 		wg       sync.WaitGroup
@@ -124,9 +308,15 @@ func BenchQuery(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				body, _ := json.Marshal(map[string]any{field: cfg.OwnerID, "query": cfg.Queries[i%len(cfg.Queries)], "top_k": max(cfg.TopK, 1)})
+				body, _ := json.Marshal(map[string]any{field: cfg.OwnerID, "query": cfg.Queries[i%len(cfg.Queries)], "top_k": max(cfg.TopK, 1), "stream": cfg.Stream})
 				t := time.Now()
-				err := post(ctx, client, url, cfg.APIKey, body)
+				var firstToken time.Duration
+				var err error
+				if cfg.Stream {
+					firstToken, err = postStream(ctx, client, url, cfg.APIKey, body)
+				} else {
+					err = post(ctx, client, url, cfg.APIKey, body)
+				}
 				ms := float64(time.Since(t).Microseconds()) / 1000
 				mu.Lock()
 				if err != nil {
@@ -136,6 +326,9 @@ func BenchQuery(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 					}
 				} else {
 					lat = append(lat, ms)
+					if cfg.Stream {
+						first = append(first, float64(firstToken.Microseconds())/1000)
+					}
 				}
 				mu.Unlock()
 			}
@@ -150,6 +343,7 @@ func BenchQuery(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	return &LoadResult{
 		Requests: cfg.Requests, Errors: errs, Concurrency: cfg.Concurrency, Seconds: secs,
 		RequestsPerSecond: float64(len(lat)) / secs, P50Ms: percentile(lat, 0.50), P99Ms: percentile(lat, 0.99),
+		FirstTokenP50Ms: percentile(first, 0.50), FirstTokenP99Ms: percentile(first, 0.99),
 		FirstError: firstErr,
 	}, nil
 }

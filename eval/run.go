@@ -103,7 +103,7 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool
 		if data == nil {
 			data = []byte(d.Text)
 		}
-		job, doc, err := r.engine.Submit(ingest.Upload{ProjectID: p.ID, OwnerID: p.ID, Name: d.Title, Data: data})
+		job, doc, err := r.engine.Submit(ingest.Upload{ProjectID: p.ID, OwnerID: p.ID, Name: d.Title, Data: data, Metadata: d.Metadata})
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("eval: document %s: %w", d.ID, err)

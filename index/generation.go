@@ -10,6 +10,13 @@ type generation struct {
 	n     uint32 // slots appended
 	lex   *lexicon
 	graph *hnsw // nil: vectors are scanned
+
+	// The documents of the slots (see docs.go): the writer's directory,
+	// how many there are, and, for the writer only, each one's live slots.
+	docs     docPages
+	nDocs    uint32
+	docLive  []uint32
+	interned map[string]string // writer only: see intern
 }
 
 func newGeneration(dim int, graph *hnsw) *generation {
@@ -60,11 +67,16 @@ func (g *generation) scope() *scope {
 // deleted by epoch.
 type view struct {
 	scope
-	gen *generation
+	gen  *generation
+	docs docScope // the documents of the slots below n
 
-	live     int    // entries: slots below n alive at epoch
-	dead     int    // slots below n deleted by epoch
-	totalLen uint64 // sum of the live docs' lengths, for BM25
+	// superseded is closed when the next version is published.
+	superseded chan struct{}
+
+	live     int      // entries: slots below n alive at epoch
+	dead     int      // slots below n deleted by epoch
+	totalLen uint64   // sum of the live docs' lengths, for BM25
+	lex      lexStats // head lengths and languages, for BM25F and queries
 
 	// The graph's entry point and top layer when the view was published:
 	// the writer moves them when a new node rises above the top.

@@ -108,6 +108,14 @@ type searchCtx struct {
 	res     topK
 	nbuf    []uint32
 	sel     []scored
+	// allow, during a filtered search, is the set of slots it may keep.
+	allow slotSet
+}
+
+// keeps reports whether a search with liveOnly may return slot s: alive
+// in sc and, in a filtered search, allowed.
+func (c *searchCtx) keeps(sc *scope, s uint32) bool {
+	return sc.alive(s) && (c.allow == nil || c.allow.has(s))
 }
 
 // getCtx returns scratch for a walk over n slots.
@@ -327,8 +335,9 @@ func (g *hnsw) greedy(c *searchCtx, sc *scope, qv []float32, cur scored, layer i
 
 // searchLayer is the paper's SEARCH-LAYER: a best-first walk from eps that
 // keeps the ef best nodes seen and stops when the best unexpanded candidate
-// is worse than all of them. With liveOnly, nodes not alive in sc are
-// walked through but not kept. The result is sorted best first.
+// is worse than all of them. With liveOnly, nodes not alive in sc (or not
+// in c.allow, when set) are walked through but not kept. The result is
+// sorted best first.
 func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv []float32, eps []scored, ef, layer int, locked, liveOnly bool) []scored {
 	c.epoch++
 	if c.epoch == 0 {
@@ -343,7 +352,7 @@ func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv []float32, eps []scored, 
 			continue
 		}
 		c.cand.push(ep)
-		if !liveOnly || sc.alive(ep.slot) {
+		if !liveOnly || c.keeps(sc, ep.slot) {
 			c.res.push(ep.slot, ep.score)
 		}
 	}
@@ -360,7 +369,7 @@ func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv []float32, eps []scored, 
 			s := sc.pages.dot(qv, n)
 			if len(c.res.heap) < ef || s > c.res.heap[0].score {
 				c.cand.push(scored{n, s})
-				if !liveOnly || sc.alive(n) {
+				if !liveOnly || c.keeps(sc, n) {
 					c.res.push(n, s)
 				}
 			}

@@ -23,7 +23,16 @@ import (
 type Entry struct {
 	ID     uint64    // chunk sequence number, unique in the store
 	Vector []float32 // unit length, len == Dim()
-	Text   string    // text for lexical search (document name + chunk text)
+	Text   string    // the chunk's text, for lexical search
+	// Doc is the document the chunk belongs to, for filtered searches;
+	// nil leaves the entry out of every filtered search. Chunks of one
+	// document share one Document (see docs.go).
+	Doc *Document
+	// Name and Title are the document's name (a file name, or the name
+	// given at upload) and title: searched with the text, as a field of
+	// their own (see fields.go).
+	Name  string
+	Title string
 }
 
 // Query is one search. Either side may be absent: a nil Vector searches text
@@ -32,6 +41,14 @@ type Query struct {
 	Vector []float32
 	Text   string
 	K      int
+
+	// Filter, when set, restricts the search to the chunks of the
+	// documents it allows, inside retrieval: K hits come back whenever K
+	// allowed chunks match, however few of the owner's chunks those are.
+	Filter Filter
+	// At, when set, is the version to search (see Current); otherwise
+	// the latest.
+	At Version
 }
 
 // Hit is one result; Score is the fused relevance, higher is better.
@@ -88,16 +105,21 @@ type OwnerIndex struct {
 	mu       sync.Mutex // writers only
 	gen      *generation
 	slotOf   map[uint64]uint32 // live entry -> slot in gen
+	docOf    map[string]uint32 // live document -> ordinal in gen
 	epoch    uint64            // the current view's
 	live     int               // entries, as of the writer's last change
 	dead     int               // deleted slots in gen
 	totalLen uint64            // sum of live doc lengths
+	lex      lexStats          // head lengths and languages of live docs
 	open     int               // Commit calls running
 	changed  bool              // since the current view was published
 	// graphFrom is the size from which vectors go through the graph:
 	// graphThreshold, but tests lower it to exercise the graph on few
 	// entries.
 	graphFrom int
+	// scanAllowedMax is the largest allowed set a filtered search scans:
+	// filterScanMax, but tests lower it to exercise the filtered graph walk.
+	scanAllowedMax int
 }
 
 // New returns an empty index for vectors of dim dimensions from model.
@@ -106,7 +128,10 @@ func New(model string, dim int) *OwnerIndex {
 		model: model, dim: dim,
 		gen:       newGeneration(dim, nil),
 		slotOf:    make(map[uint64]uint32),
+		docOf:     make(map[string]uint32),
 		graphFrom: graphThreshold,
+
+		scanAllowedMax: filterScanMax,
 	}
 	x.publish()
 	return x
@@ -123,8 +148,10 @@ func (x *OwnerIndex) Dim() int { return x.dim }
 // costly analysis happens outside the writer lock.
 type analysed struct {
 	Entry
-	counts []termCount
-	length uint32
+	counts  []termCount
+	length  uint32 // of the text, in terms
+	lang    analysis.Lang
+	headLen uint32
 }
 
 // Add inserts entries; an entry whose ID is already present replaces it. A
@@ -138,8 +165,7 @@ func (x *OwnerIndex) Add(entries ...Entry) error {
 	prepared := make([]analysed, len(entries))
 	var counter termCounter
 	for i, e := range entries {
-		counts, length := counter.count(withPairs(analysis.Terms(e.Text)))
-		prepared[i] = analysed{e, counts, length}
+		prepared[i] = counter.analyse(e)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -151,6 +177,9 @@ func (x *OwnerIndex) Add(entries ...Entry) error {
 			x.remove(e.ID)
 			s := x.gen.appendSlot(e.ID, e.Vector, e.length)
 			x.gen.indexTerms(s, e.counts)
+			x.gen.pages.setLex(s, e.lang, e.headLen)
+			x.lex.add(e.lang, e.headLen, 1)
+			x.attachDoc(x.gen, s, e.Doc)
 			x.slotOf[e.ID] = s
 			x.live++
 			x.totalLen += uint64(e.length)
@@ -217,9 +246,11 @@ func (x *OwnerIndex) remove(id uint64) bool {
 	}
 	delete(x.slotOf, id)
 	x.gen.pages.deadAt(s).Store(x.epoch + 1)
+	x.detachDoc(s)
 	x.live--
 	x.dead++
 	x.totalLen -= uint64(x.gen.pages.docLen(s))
+	x.lex.add(x.gen.pages.slotLang(s), x.gen.pages.headLen(s), -1)
 	return true
 }
 
@@ -247,11 +278,16 @@ func (x *OwnerIndex) rebuild() {
 	}
 	gen := newGeneration(x.dim, graph)
 	renum := make([]uint32, old.n) // old slot -> new slot, for live slots
+	clear(x.docOf)                 // documents are renumbered as their slots are copied
 	for s := range old.n {
 		if old.pages.deadAt(s).Load() != 0 {
 			continue
 		}
 		renum[s] = gen.appendSlot(old.pages.id(s), old.pages.vec(s), old.pages.docLen(s))
+		gen.pages.setLex(renum[s], old.pages.slotLang(s), old.pages.headLen(s))
+		if o, ok := old.pages.slotDoc(s); ok {
+			x.attachDoc(gen, renum[s], old.docs.doc(o))
+		}
 	}
 	// Postings are renumbered list by list; renumbering keeps slot order,
 	// so every list stays sorted. Terms left with no live doc are dropped.
@@ -296,18 +332,24 @@ func (x *OwnerIndex) publish() {
 	g.lex.flush()
 	x.epoch++
 	v := &view{
-		scope:    scope{pages: g.pages, n: g.n, epoch: x.epoch},
-		gen:      g,
-		live:     x.live,
-		dead:     x.dead,
-		totalLen: x.totalLen,
-		entry:    noNode,
+		scope:      scope{pages: g.pages, n: g.n, epoch: x.epoch},
+		gen:        g,
+		docs:       docScope{pages: g.docs, n: g.nDocs},
+		superseded: make(chan struct{}),
+		live:       x.live,
+		dead:       x.dead,
+		totalLen:   x.totalLen,
+		lex:        x.lex,
+		entry:      noNode,
 	}
 	if g.graph != nil {
 		v.entry, v.maxLevel = g.graph.entry, g.graph.maxLevel
 	}
-	x.current.Store(v)
+	old := x.current.Swap(v)
 	x.changed = false
+	if old != nil {
+		close(old.superseded)
+	}
 }
 
 // Has reports whether id is in the index as its writers see it: including

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/docsift/docsift/analysis"
 )
 
 // BM25 parameters. docsift scores chunks, not whole documents: chunks are
@@ -41,31 +43,34 @@ const pairPrefix = "\x01"
 // its two words, so its own weight stays small.
 const pairWeight = 0.2
 
-// withPairs returns terms followed by every adjacent pair as a term of its
-// own. Pairs are not counted in a doc's length: length normalisation is
-// about how much text there is, which the words already measure.
-func withPairs(terms []string) []string {
-	if len(terms) < 2 {
-		return terms
+// pairing collects the terms of one field, each followed by the pair it
+// makes with the term before it, all behind the field's prefix. Pairs are
+// not counted in the field's length, nor are alternative forms (a
+// compound's joined form), which take no position and make no pairs:
+// length normalisation is about how much text there is, which the words
+// already measure.
+type pairing struct {
+	prefix string
+	terms  []string
+	prev   string
+	length uint32
+}
+
+func (f *pairing) add(t analysis.Term) {
+	f.terms = append(f.terms, f.prefix+t.Text)
+	if t.Alt {
+		return
 	}
-	out := make([]string, len(terms), 2*len(terms)-1)
-	copy(out, terms)
-	for i := 1; i < len(terms); i++ {
-		out = append(out, pairPrefix+terms[i-1]+" "+terms[i])
+	f.length++
+	if f.prev != "" {
+		f.terms = append(f.terms, f.prefix+pairPrefix+f.prev+" "+t.Text)
 	}
-	return out
+	f.prev = t.Text
 }
 
 func isPair(term string) bool { return len(term) > 0 && term[0] == pairPrefix[0] }
 
-// countTerms turns analysed terms into distinct terms with frequencies, in
-// first-seen order.
-func countTerms(terms []string) (counts []termCount, length uint32) {
-	var c termCounter
-	return c.count(terms)
-}
-
-// termCounter does countTerms for one text after another with one map: Add
+// termCounter counts the terms of one text after another with one map: Add
 // counts thousands of texts per call, outside the writer lock, and a map
 // per text was most of what a commit allocated, so most of the garbage
 // collections that searches share the CPU with.
@@ -242,11 +247,16 @@ func (t *termPostings) upTo(n uint32) []posting {
 	return ps[:sort.Search(len(ps), func(i int) bool { return ps[i].doc >= n })]
 }
 
-// lexScores is the BM25 score of every doc matching a query, kept dense so
+// lexScores is the BM25F score of every doc matching a query, kept dense so
 // that fusion can look up any candidate's exact score, not only the top ones.
 type lexScores struct {
 	score   []float32 // doc number -> score; valid for docs in matched
 	matched []uint32
+
+	// Scratch for one query term: its weighted, normalised frequency in
+	// each doc that has it (zero elsewhere), and those docs.
+	tf      []float32
+	touched []uint32
 }
 
 var lexScoresPool = sync.Pool{New: func() any { return new(lexScores) }}
@@ -259,58 +269,86 @@ func (s *lexScores) release() {
 	lexScoresPool.Put(s)
 }
 
-// scoreAll computes BM25 (Okapi, with Lucene's non-negative IDF) for every
-// doc of v containing a query term. Query terms repeated in the query count
-// once per occurrence, as in classic BM25. Postings of deleted docs stay in
-// the lists until compaction and are skipped here.
-func (v *view) scoreAll(query []termCount) *lexScores {
+// scoreAll computes BM25F (see fields.go; Okapi BM25 with Lucene's
+// non-negative IDF when a doc has no head) for every doc of v containing
+// a query term in its text or head, counting each term only for the docs
+// whose language's analysis of the query gave it (see queryTerms). Query
+// terms repeated in the query count once per occurrence, as in classic
+// BM25. Postings of deleted docs stay in the lists until compaction and are
+// skipped here.
+func (v *view) scoreAll(query []queryTerm) *lexScores {
 	s := lexScoresPool.Get().(*lexScores)
 	if cap(s.score) < int(v.n) {
 		s.score = make([]float32, v.n)
+		s.tf = make([]float32, v.n)
 	}
-	s.score = s.score[:v.n]
+	s.score, s.tf = s.score[:v.n], s.tf[:v.n]
 	n := v.live
 	if n == 0 {
 		return s
 	}
-	avgLen := float64(v.totalLen) / float64(n)
-	if avgLen == 0 {
-		avgLen = 1
-	}
+	avgLen := max(float64(v.totalLen)/float64(n), 1)
+	avgHead := max(float64(v.lex.headLen)/float64(n), 1)
+	present := v.lex.present()
+	oneLang := present&(present-1) == 0
 	table := v.gen.lex.table.Load()
 	for _, q := range query {
-		t := table.find(q.term)
-		if t == nil {
+		var body, head []posting
+		if t := table.find(q.term); t != nil {
+			body = t.upTo(v.n)
+		}
+		if t := table.find(headPrefix + q.term); t != nil {
+			head = t.upTo(v.n)
+		}
+		if len(body)+len(head) == 0 {
 			continue
 		}
-		ps := t.upTo(v.n)
-		df := len(ps)
-		if v.dead > 0 {
-			df = 0
-			for _, p := range ps {
-				if v.alive(p.doc) {
-					df++
-				}
+		// Each field's frequency, normalised by its length, summed
+		// with the field weights, for the docs of the term's languages;
+		// df is the docs with either field.
+		s.touched = s.touched[:0]
+		for _, p := range body {
+			if v.dead > 0 && !v.alive(p.doc) || !oneLang && !q.langs.has(v.pages.slotLang(p.doc)) {
+				continue
 			}
+			norm := 1 - bm25B + bm25B*float64(v.pages.docLen(p.doc))/avgLen
+			s.tf[p.doc] = float32(float64(p.tf) / norm)
+			s.touched = append(s.touched, p.doc)
 		}
-		if df == 0 {
+		for _, p := range head {
+			if v.dead > 0 && !v.alive(p.doc) || !oneLang && !q.langs.has(v.pages.slotLang(p.doc)) {
+				continue
+			}
+			if s.tf[p.doc] == 0 {
+				s.touched = append(s.touched, p.doc)
+			}
+			norm := 1 - headB + headB*float64(v.pages.headLen(p.doc))/avgHead
+			s.tf[p.doc] += float32(headWeight * float64(p.tf) / norm)
+		}
+		if len(s.touched) == 0 {
 			continue
 		}
-		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+		// The term's IDF is that of the docs analysed in its languages:
+		// a term is a string of one language's rules ("typ" is French
+		// for "types"), so only those docs could have it, and among all
+		// docs it would look rarer than it is. In an owner of one
+		// language this is plain BM25.
+		df, docs := len(s.touched), n
+		if !oneLang {
+			docs = v.lex.count(q.langs)
+		}
+		idf := math.Log(1 + (float64(docs)-float64(df)+0.5)/(float64(df)+0.5))
 		w := float64(q.tf) * idf
 		if isPair(q.term) {
 			w *= pairWeight
 		}
-		for _, p := range ps {
-			if v.dead > 0 && !v.alive(p.doc) {
-				continue
+		for _, d := range s.touched {
+			tf := float64(s.tf[d])
+			s.tf[d] = 0
+			if s.score[d] == 0 {
+				s.matched = append(s.matched, d)
 			}
-			tf := float64(p.tf)
-			norm := bm25K1 * (1 - bm25B + bm25B*float64(v.pages.docLen(p.doc))/avgLen)
-			if s.score[p.doc] == 0 {
-				s.matched = append(s.matched, p.doc)
-			}
-			s.score[p.doc] += float32(w * tf * (bm25K1 + 1) / (tf + norm))
+			s.score[d] += float32(w * tf * (bm25K1 + 1) / (tf + bm25K1))
 		}
 	}
 	return s

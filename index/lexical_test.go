@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/docsift/docsift/analysis"
 )
 
 // textIndex returns an index of texts under IDs 1, 2, … with no vectors,
@@ -27,8 +25,7 @@ func textIndex(t testing.TB, texts ...string) *OwnerIndex {
 // bm25 scores query against x's current version, by entry ID.
 func bm25(x *OwnerIndex, query string) map[uint64]float32 {
 	v := x.current.Load()
-	q, _ := countTerms(withPairs(analysis.Terms(query)))
-	s := v.scoreAll(q)
+	s := v.scoreAll(v.queryTerms(query))
 	defer s.release()
 	out := map[uint64]float32{}
 	for _, d := range s.matched {
@@ -38,7 +35,10 @@ func bm25(x *OwnerIndex, query string) map[uint64]float32 {
 }
 
 func TestBM25HandExample(t *testing.T) {
-	// Three docs, query "apple", k1=0.9, b=0.4. N=3, df=2, avgdl=7/3.
+	// Three docs, query "101", k1=0.9, b=0.4. N=3, df=2, avgdl=7/3.
+	// Numbers, because a text of words this short is a coin toss for
+	// language detection, and docs analysed in different languages
+	// stem "apple" differently; digits are the same in every language.
 	// idf = ln(1 + (3-2+0.5)/(2+0.5)) = ln 1.6
 	// d1 (tf 1, len 2): idf·1·1.9/(1 + 0.9·(0.6+0.4·2/(7/3)))
 	// d2 (tf 2, len 3): idf·2·1.9/(2 + 0.9·(0.6+0.4·3/(7/3)))
@@ -47,13 +47,13 @@ func TestBM25HandExample(t *testing.T) {
 	if bm25K1 != 0.9 || bm25B != 0.4 {
 		t.Fatal("hand example assumes k1=0.9, b=0.4")
 	}
-	x := textIndex(t, "apple banana", "apple apple cherry", "cherry date")
+	x := textIndex(t, "101 202", "101 101 303", "303 404")
 	idf := math.Log(1.6)
 	want := map[uint64]float64{
 		1: idf * 1.9 / (1 + 0.9*(0.6+0.4*2/(7.0/3))),
 		2: idf * 2 * 1.9 / (2 + 0.9*(0.6+0.4*3/(7.0/3))),
 	}
-	got := bm25(x, "apple")
+	got := bm25(x, "101")
 	if len(got) != 2 {
 		t.Fatalf("%d matches, want 2", len(got))
 	}
@@ -62,7 +62,7 @@ func TestBM25HandExample(t *testing.T) {
 			t.Errorf("doc %d: score %.6f, want %.6f", id, got[id], w)
 		}
 	}
-	if hits := x.Search(Query{Text: "apple", K: 10}); hits[0].ID != 2 {
+	if hits := x.Search(Query{Text: "101", K: 10}); hits[0].ID != 2 {
 		t.Fatalf("doc %d first, want 2", hits[0].ID)
 	}
 	// Deleting doc 3 changes N and avgdl; scores follow.
@@ -70,7 +70,7 @@ func TestBM25HandExample(t *testing.T) {
 	// N=2, df=2: idf = ln(1 + 0.5/2.5); avgdl = 2.5
 	idf2 := math.Log(1.2)
 	want1 := idf2 * 1.9 / (1 + 0.9*(0.6+0.4*2/2.5))
-	if got := bm25(x, "apple")[1]; math.Abs(float64(got)-want1) > 1e-5 {
+	if got := bm25(x, "101")[1]; math.Abs(float64(got)-want1) > 1e-5 {
 		t.Errorf("after delete: doc 1 score %.6f, want %.6f", got, want1)
 	}
 }
@@ -147,7 +147,7 @@ func BenchmarkLexicalScore(b *testing.B) {
 		texts[i] = strings.Join(words, " ")
 	}
 	v := textIndex(b, texts...).current.Load()
-	q, _ := countTerms(withPairs([]string{"w3", "w40", "w700"}))
+	q := v.queryTerms("w3 w40 w700")
 	for b.Loop() {
 		s := v.scoreAll(q)
 		s.top(minCandidates)

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-
-	"github.com/docsift/docsift/analysis"
 )
 
 // Fusion constants. Each side contributes its top candidates; every
@@ -62,9 +60,10 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 	if q.K <= 0 {
 		return nil
 	}
-	var query []termCount
+	v := q.viewOf(x)
+	var query []queryTerm
 	if q.Text != "" {
-		query, _ = countTerms(withPairs(analysis.Terms(q.Text)))
+		query = v.queryTerms(q.Text)
 	}
 	useVec := q.Vector != nil && len(q.Vector) == x.dim && x.dim > 0
 	useLex := len(query) > 0
@@ -76,17 +75,24 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 		pool = max(minCandidates, 2*q.K)
 	}
 
-	v := x.current.Load()
+	var allow *allowed // nil: no filter
+	if q.Filter != nil {
+		allow = v.allow(q.Filter, x.scanAllowedMax)
+		defer allow.release()
+		if allow.count == 0 {
+			return nil
+		}
+	}
 	var vecTop []scored
 	if useVec {
-		vecTop = v.searchVectors(q.Vector, pool)
+		vecTop = v.searchVectorsAllowed(q.Vector, pool, allow)
 	}
 	var lex *lexScores
 	var lexTop []scored
 	if useLex {
 		lex = v.scoreAll(query)
 		defer lex.release()
-		lexTop = lex.top(pool)
+		lexTop = lex.topAllowed(pool, allow)
 	}
 
 	// Vector slots and lexical docs share numbers, so a candidate from

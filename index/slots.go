@@ -55,6 +55,11 @@ type page struct {
 	vecs   []float32 // slot i's vector is vecs[i*dim : (i+1)*dim]
 	ids    []uint64  // entry ID
 	docLen []uint32  // lexical doc length in terms
+	// The language the slot's text was analysed in, and the length of
+	// its head (document name and title; see fields.go).
+	lang    []uint8
+	headLen []uint32
+	doc     []uint32 // document ordinal+1, 0 for none (see docs.go)
 	// deadAt is the first epoch at which the slot is deleted; 0 = live.
 	deadAt []atomic.Uint64
 
@@ -67,11 +72,14 @@ type page struct {
 func newPage(p, dim int, graph bool) *page {
 	n := pageSlots(p)
 	pg := &page{
-		dim:    dim,
-		vecs:   make([]float32, n*dim),
-		ids:    make([]uint64, n),
-		docLen: make([]uint32, n),
-		deadAt: make([]atomic.Uint64, n),
+		dim:     dim,
+		vecs:    make([]float32, n*dim),
+		ids:     make([]uint64, n),
+		docLen:  make([]uint32, n),
+		lang:    make([]uint8, n),
+		headLen: make([]uint32, n),
+		doc:     make([]uint32, n),
+		deadAt:  make([]atomic.Uint64, n),
 	}
 	if graph {
 		pg.addGraph()

@@ -10,14 +10,27 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/docsift/docsift/analysis"
 )
 
 // Snapshot layout: magic, version, then the fields below, then a CRC-32C of
 // everything before it. The whole file is read and checked before any field
 // is trusted, so a torn or bit-flipped file is rejected, never half-loaded.
+//
+// Version 2 added the document table (see docs.go). A version 1 file is
+// refused like a corrupt one: the owner is rebuilt from the store once,
+// which fills in the documents its filters need.
+//
+// Version 3 added, after the version, the version of the analysis rules
+// the terms were cut by (analysis.Version), and at the end each slot's
+// language and head length (see fields.go). A snapshot of other rules is
+// refused too: its terms would not match the queries' (a German chunk
+// indexed as English stems, say), so the owner is rebuilt under the
+// current rules.
 const (
 	snapshotMagic   = "DSFTIDX\x00"
-	snapshotVersion = 1
+	snapshotVersion = 3
 	// maxSnapshotDim rejects absurd dimensions before allocating for them.
 	maxSnapshotDim = 1 << 16
 )
@@ -140,6 +153,7 @@ func isSnapshotTemp(name string) bool {
 func (v *view) encode(e *encoder, model string, dim int, lastSeq uint64) {
 	e.bytes([]byte(snapshotMagic))
 	e.u32(snapshotVersion)
+	e.str(analysis.Version)
 	e.str(model)
 	e.u32(uint32(dim))
 	e.u64(lastSeq)
@@ -189,6 +203,9 @@ func (v *view) encode(e *encoder, model string, dim int, lastSeq uint64) {
 	} else {
 		e.u8(kindExact)
 	}
+
+	v.encodeDocs(e)
+	v.encodeLex(e)
 }
 
 func (v *view) deadFlag(s uint32) uint8 {
@@ -249,6 +266,9 @@ func parseSnapshot(b []byte) (*OwnerIndex, uint64, error) {
 func decodeSnapshot(d *decoder) (*OwnerIndex, uint64, error) {
 	if v := d.u32(); d.err == nil && v != snapshotVersion {
 		return nil, 0, fmt.Errorf("unsupported version %d", v)
+	}
+	if rules := d.str(); d.err == nil && rules != analysis.Version {
+		return nil, 0, fmt.Errorf("terms cut by analysis rules %q, not the current %q", rules, analysis.Version)
 	}
 	model := d.str()
 	dim := int(d.u32())
@@ -349,6 +369,12 @@ func decodeSnapshot(d *decoder) (*OwnerIndex, uint64, error) {
 	}
 	if d.err != nil {
 		return nil, 0, d.err
+	}
+	if err := decodeDocs(d, x); err != nil {
+		return nil, 0, err
+	}
+	if err := decodeLex(d, x); err != nil {
+		return nil, 0, err
 	}
 	if len(d.b) != 0 {
 		return nil, 0, fmt.Errorf("%d trailing bytes", len(d.b))

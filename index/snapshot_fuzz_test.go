@@ -38,6 +38,16 @@ func fuzzSeeds(f *testing.F) [][]byte {
 			must(f, x.Add(Entry{ID: 7, Vector: []float32{}, Text: "only words here"}))
 			return x
 		},
+		func() *OwnerIndex { // with documents, one of them deleted
+			x := New("m", 4)
+			es := textEntries(1, 9, 4, "walrus")
+			for i := range es {
+				es[i].Doc = &Document{ID: fmt.Sprint("doc_", i%3), Metadata: map[string]string{"dept": "legal"}}
+			}
+			must(f, x.Add(es...))
+			x.Delete(1, 4, 7)
+			return x
+		},
 	}
 	var seeds [][]byte
 	for i, fn := range build {

@@ -22,10 +22,14 @@ import (
 	"github.com/docsift/docsift/store"
 )
 
-// Defaults of Config.
+// Defaults of Config. DefaultExtractTimeout bounds the extraction of one
+// document, OCR included: a text PDF of hundreds of pages takes seconds,
+// but a scan takes 1.5–4 s a page on one core (see `docsift bench ocr`),
+// so 30 minutes reads a scan of about 500 pages on a modest machine, while
+// each page's OCR is bounded on its own (pdf.DefaultOCRPageTimeout).
 const (
 	DefaultEmbedBatch       = 32
-	DefaultExtractTimeout   = 5 * time.Minute
+	DefaultExtractTimeout   = 30 * time.Minute
 	DefaultSnapshotInterval = 5 * time.Minute
 	DefaultRetryBase        = 2 * time.Second
 	DefaultRetryMax         = 5 * time.Minute
@@ -50,6 +54,10 @@ type Config struct {
 	// can run: an owner whose vectors came from one of them keeps using
 	// it until reindexed. The built-in embedder is always available.
 	Embedders []llm.Embedder
+
+	// OCR configures how pages without a text layer (scans, images) are
+	// read; the zero value reads English with the tesseract in PATH.
+	OCR pdf.OCR
 }
 
 func (c Config) withDefaults() Config {
@@ -85,6 +93,7 @@ type Engine struct {
 	embedder  llm.Embedder            // for owners with no vectors yet, and reindexing
 	embedders map[string]llm.Embedder // by model: every embedder this server can run
 	log       *slog.Logger
+	progress  progressState // running jobs' progress reports (progress.go)
 
 	ended    chan struct{} // closed and replaced whenever a job ends or is requeued
 	endedMu  sync.Mutex
@@ -149,6 +158,10 @@ type Upload struct {
 	Metadata  map[string]string
 	Data      []byte
 	Format    pdf.Format // empty: detected from Data
+	// ExternalID, when set, is the caller's id for the document: the
+	// upload replaces the owner's document with that id once its job
+	// succeeds (see store/external.go).
+	ExternalID string
 }
 
 // Submit stores an upload and queues its job. The content type is detected
@@ -164,7 +177,7 @@ func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
 	}
 	doc := &store.Document{
 		ProjectID: u.ProjectID, OwnerID: u.OwnerID, Name: u.Name,
-		Metadata: u.Metadata, Format: string(format),
+		Metadata: u.Metadata, Format: string(format), ExternalID: u.ExternalID,
 	}
 	job, err := e.store.CreateDocument(doc, u.Data)
 	if err != nil {
@@ -468,8 +481,13 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// errDocumentDeleted ends a job whose document was deleted while it ran.
+// errDocumentDeleted ends a job whose document was deleted while it ran
+// (or replaced by a newer upload with its external id).
 var errDocumentDeleted = errors.New("the document was deleted while it was being processed")
+
+// errSuperseded ends a job whose upload a later one with the same
+// external_id replaced before it finished: the later upload wins.
+var errSuperseded = errors.New("a newer upload with the same external_id replaced this one before it finished; it was not indexed")
 
 // process extracts, chunks, embeds and indexes one document and returns the
 // number of chunks and pages. Errors are written for the uploader: they end
@@ -480,10 +498,15 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 		return 0, 0, fmt.Errorf("the uploaded file is missing from the data directory: %w", err)
 	}
 	extractCtx, cancel := context.WithTimeout(ctx, e.cfg.ExtractTimeout)
-	extracted, err := pdf.ExtractAs(extractCtx, pdf.Format(doc.Format), data)
+	report, stopReports := e.progressReporter(doc.JobID)
+	extracted, err := pdf.ExtractWith(extractCtx, pdf.Format(doc.Format), data, pdf.Options{OCR: e.cfg.OCR, Progress: report})
+	stopReports()
 	cancel()
 	if err != nil {
 		return 0, 0, err
+	}
+	if len(extracted.Unread) > 0 {
+		e.log.Warn("pages left without text: OCR gave up on them", "document", doc.ID, "pages", unreadPages(extracted.Unread), "reason", extracted.Unread[0].Reason)
 	}
 	pages := 0
 	if extracted.Paged {
@@ -496,6 +519,7 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 	texts := make([]string, len(chunks))
 	for i, c := range chunks {
 		texts[i] = entryText(doc.Name, c.Text)
+		chunks[i].TextHash = store.TextHash(texts[i]) // the embedding cache's key
 	}
 	model, err := e.ownerModel(doc.OwnerID)
 	if err != nil {
@@ -505,7 +529,7 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 	if err != nil {
 		return 0, pages, err
 	}
-	vectors, err := e.embed(ctx, embedder, texts)
+	vectors, err := e.embedCached(ctx, doc.OwnerID, embedder, texts)
 	if err != nil {
 		return 0, pages, err
 	}
@@ -513,17 +537,24 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 		if x.Model() != model {
 			return 0, fmt.Errorf("this owner was reindexed with %s while the document was processed; upload it again", x.Model())
 		}
+		// A replacement under an external id removes the old version in
+		// the store's transaction; its chunks are among removed, so that
+		// this one commit swaps the versions for searches.
 		removed, err := e.store.ReplaceChunks(doc.ID, model, chunks, vectors)
-		if errors.Is(err, store.ErrNotFound) {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			return 0, errDocumentDeleted
-		}
-		if err != nil {
+		case errors.Is(err, store.ErrSuperseded):
+			return 0, errSuperseded
+		case err != nil:
 			return 0, err
 		}
 		x.Delete(removed...)
+		idoc := indexDocument(doc)
+		title := documentTitle(chunks[0].Text)
 		entries := make([]index.Entry, len(chunks))
 		for i, c := range chunks {
-			entries[i] = index.Entry{ID: c.Seq, Vector: vectors[i], Text: texts[i]}
+			entries[i] = index.Entry{ID: c.Seq, Vector: vectors[i], Text: c.Text, Doc: idoc, Name: doc.Name, Title: chunkTitle(title, c.Text)}
 		}
 		return chunks[len(chunks)-1].Seq, x.Add(entries...)
 	})

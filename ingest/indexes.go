@@ -218,7 +218,12 @@ func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) 
 			return added, err
 		}
 		seqs = seqs[n:]
-		names, err := r.store.DocumentNames(chunks)
+		docs, err := r.store.DocumentsOf(chunks)
+		if err != nil {
+			return added, err
+		}
+		idocs := indexDocuments(docs)
+		titles, err := titlesOf(r.store, chunks)
 		if err != nil {
 			return added, err
 		}
@@ -232,7 +237,7 @@ func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) 
 				r.log.Warn("stored vector does not fit the index, skipped", "chunk", c.ID, "dim", len(vec), "index_dim", x.Dim())
 				continue
 			}
-			entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: entryText(names[c.DocumentID], c.Text)})
+			entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: c.Text, Doc: idocs[c.DocumentID], Name: docName(docs[c.DocumentID]), Title: chunkTitle(titles[c.DocumentID], c.Text)})
 		}
 		if err := x.Add(entries...); err != nil {
 			return added, err
@@ -242,8 +247,32 @@ func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) 
 	return added, nil
 }
 
-// entryText is what the lexical index sees of a chunk: its document's name
-// (often the best summary of what it is about) and its text.
+// indexDocument is what the index keeps of a document for filters.
+func indexDocument(d *store.Document) *index.Document {
+	return &index.Document{ID: d.ID, CreatedAt: d.CreatedAt, Metadata: d.Metadata}
+}
+
+// indexDocuments is indexDocument of each of docs, by id: one per
+// document, shared by its chunks.
+func indexDocuments(docs map[string]*store.Document) map[string]*index.Document {
+	out := make(map[string]*index.Document, len(docs))
+	for id, d := range docs {
+		out[id] = indexDocument(d)
+	}
+	return out
+}
+
+// docName is a document's name, empty for one deleted meanwhile (nil).
+func docName(d *store.Document) string {
+	if d == nil {
+		return ""
+	}
+	return d.Name
+}
+
+// entryText is what an embedder sees of a chunk: its document's name (often
+// the best summary of what it is about) and its text. The lexical index
+// takes the two apart, as fields of their own (index.Entry).
 func entryText(docName, text string) string {
 	if docName == "" {
 		return text

@@ -51,7 +51,7 @@ func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, 
 	x := index.New(target.Model(), target.Dim())
 	done := 0
 	for start := 0; start < len(seqs); start += reindexBatch {
-		if err := e.reembed(ctx, x, seqs[start:min(start+reindexBatch, len(seqs))]); err != nil {
+		if err := e.reembed(ctx, owner, x, seqs[start:min(start+reindexBatch, len(seqs))]); err != nil {
 			return done, err
 		}
 		done = min(start+reindexBatch, len(seqs))
@@ -66,7 +66,7 @@ func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, 
 		if err != nil {
 			return nil, err
 		}
-		if err := e.reembed(ctx, x, missing); err != nil {
+		if err := e.reembed(ctx, owner, x, missing); err != nil {
 			return nil, err
 		}
 		now, err := e.store.OwnerSeqs(owner)
@@ -97,8 +97,10 @@ func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, 
 }
 
 // reembed embeds the chunks of seqs with the engine's embedder, stages their
-// vectors in the store and adds them to x.
-func (e *Engine) reembed(ctx context.Context, x *index.OwnerIndex, seqs []uint64) error {
+// vectors in the store and adds them to x. Vectors staged by an earlier run
+// that did not finish come from the embedding cache, so a reindex cut short
+// by a crash resumes rather than starts over.
+func (e *Engine) reembed(ctx context.Context, owner string, x *index.OwnerIndex, seqs []uint64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
@@ -106,16 +108,22 @@ func (e *Engine) reembed(ctx context.Context, x *index.OwnerIndex, seqs []uint64
 	if err != nil {
 		return err
 	}
-	names, err := e.store.DocumentNames(chunks)
+	docs, err := e.store.DocumentsOf(chunks)
+	if err != nil {
+		return err
+	}
+	idocs := indexDocuments(docs)
+	titles, err := titlesOf(e.store, chunks)
 	if err != nil {
 		return err
 	}
 	texts := make([]string, len(chunks))
 	found := make([]uint64, len(chunks))
+	docOf := make([]*index.Document, len(chunks))
 	for i, c := range chunks {
-		texts[i], found[i] = entryText(names[c.DocumentID], c.Text), c.Seq
+		texts[i], found[i], docOf[i] = entryText(docName(docs[c.DocumentID]), c.Text), c.Seq, idocs[c.DocumentID]
 	}
-	vecs, err := e.embed(ctx, e.embedder, texts)
+	vecs, err := e.embedCached(ctx, owner, e.embedder, texts)
 	if err != nil {
 		return err
 	}
@@ -123,8 +131,9 @@ func (e *Engine) reembed(ctx context.Context, x *index.OwnerIndex, seqs []uint64
 		return err
 	}
 	entries := make([]index.Entry, len(found))
-	for i := range found {
-		entries[i] = index.Entry{ID: found[i], Vector: vecs[i], Text: texts[i]}
+	for i, c := range chunks {
+		d := c.DocumentID
+		entries[i] = index.Entry{ID: found[i], Vector: vecs[i], Text: c.Text, Doc: docOf[i], Name: docName(docs[d]), Title: chunkTitle(titles[d], c.Text)}
 	}
 	return x.Add(entries...)
 }

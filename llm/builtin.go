@@ -9,15 +9,23 @@ import (
 )
 
 // Built-in embedder parameters. The vector is a signed feature hash: every
-// stemmed word and every pair of adjacent stemmed words adds ±weight to one
-// of builtinDim buckets. It knows no synonyms, but it needs no model files,
-// is deterministic across machines, and complements BM25 in fusion with
-// phrase (bigram) evidence that a bag of words lacks.
+// analysed term (a stemmed word, or a character bigram of CJK text; see
+// package analysis) and every pair of adjacent terms adds ±weight to one of
+// builtinDim buckets, and so do the character 4-grams of each word. It
+// knows no synonyms, but it needs no model files, is deterministic across
+// machines, and complements BM25 in fusion with phrase (bigram) and
+// sub-word evidence that a bag of words lacks.
+//
+// A text's terms are those of the language it is written in (as detected
+// by analysis.Detect), as the lexical index cuts it. A query too short to
+// detect is cut in the language of the owner's chunks (EmbedQueryFor).
 const (
 	// builtinModel names the feature set. Bump the version whenever the
-	// features, weights or hash change: vectors of two versions are not
-	// comparable and must never share an index.
-	builtinModel = "builtin-v1"
+	// features, weights, hash or the analysis rules change (v2: language
+	// aware analysis, analysis.Version 2): vectors of two versions are not
+	// comparable and must never share an index; an owner on another
+	// version is re-embedded by `docsift reindex`.
+	builtinModel = "builtin-v2"
 	builtinDim   = 384
 
 	unigramWeight = 1.0
@@ -28,6 +36,16 @@ const (
 	charGramLen    = 4
 	charGramWeight = 0.3
 )
+
+// LanguageQueryEmbedder is a QueryEmbedder that cuts text by its language,
+// and can be told the language of the chunks a query searches, for a query
+// too short to tell its own.
+type LanguageQueryEmbedder interface {
+	QueryEmbedder
+	EmbedQueryFor(ctx context.Context, query string, likely analysis.Lang) ([]float32, error)
+}
+
+var _ LanguageQueryEmbedder = (*Builtin)(nil)
 
 // Builtin is the embedder that always works: feature hashing of analysed
 // terms, no network, no files.
@@ -52,9 +70,32 @@ func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error
 				return nil, fmt.Errorf("llm: builtin embed: %w", err)
 			}
 		}
-		out[i] = embedText(t)
+		lang, _ := analysis.Detect(t)
+		out[i] = embedText(t, lang)
 	}
 	return out, nil
+}
+
+// EmbedQuery embeds a query in the language detection finds for it.
+func (b *Builtin) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
+	lang, _ := analysis.Detect(query)
+	return b.EmbedQueryFor(ctx, query, lang)
+}
+
+// EmbedQueryFor embeds a query in its own language when detection is sure
+// of it, and otherwise in likely, the language of the chunks it is
+// searched against: a few words are often too few to tell English from
+// French, and cut in the wrong language they share fewer features with
+// the chunks they are about.
+func (b *Builtin) EmbedQueryFor(ctx context.Context, query string, likely analysis.Lang) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("llm: builtin embed: %w", err)
+	}
+	lang, sure := analysis.Detect(query)
+	if !sure {
+		lang = likely
+	}
+	return embedText(query, lang), nil
 }
 
 // feature is one hashed feature of a text: how often it occurs and how
@@ -64,9 +105,15 @@ type feature struct {
 	weight float64
 }
 
-// embedText hashes the features of one text into a unit vector.
-func embedText(text string) []float32 {
-	terms := analysis.Terms(text)
+// embedText hashes the features of one text, analysed in lang, into a
+// unit vector.
+func embedText(text string, lang analysis.Lang) []float32 {
+	var terms []string
+	var alt []bool
+	analysis.Analyze(text, lang, func(t analysis.Term) {
+		terms = append(terms, t.Text)
+		alt = append(alt, t.Alt)
+	})
 	feats := make(map[uint64]feature, 2*len(terms))
 	add := func(h uint64, w float64) {
 		f := feats[h]
@@ -74,7 +121,8 @@ func embedText(text string) []float32 {
 	}
 	if charGramWeight > 0 {
 		analysis.Words(text, func(w string) {
-			if len(w) < charGramLen {
+			// A run of CJK text is already cut into character bigrams.
+			if len(w) < charGramLen || !analysis.Spaced(w) {
 				return
 			}
 			// Boundary marks make a word's first and last grams distinct
@@ -85,12 +133,17 @@ func embedText(text string) []float32 {
 			}
 		})
 	}
+	prev := ""
 	for i, t := range terms {
 		add(fnvString(fnvOffset, t), unigramWeight)
-		if i > 0 {
-			// A separator byte keeps ("ab","c") and ("a","bc") apart.
-			add(fnvString(fnvByte(fnvString(fnvOffset, terms[i-1]), 0), t), bigramWeight)
+		if alt[i] {
+			continue // a compound's joined form pairs with nothing
 		}
+		if prev != "" {
+			// A separator byte keeps ("ab","c") and ("a","bc") apart.
+			add(fnvString(fnvByte(fnvString(fnvOffset, prev), 0), t), bigramWeight)
+		}
+		prev = t
 	}
 	v := make([]float32, builtinDim)
 	for h, f := range feats {

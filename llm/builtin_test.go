@@ -3,7 +3,10 @@ package llm
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
+
+	"github.com/docsift/docsift/analysis"
 )
 
 var _ Embedder = (*Builtin)(nil)
@@ -54,7 +57,7 @@ func TestBuiltinEmbed(t *testing.T) {
 			t.Fatal("embedding is not deterministic")
 		}
 	}
-	if e.Model() != "builtin-v1" {
+	if e.Model() != "builtin-v2" {
 		t.Errorf("model %q", e.Model())
 	}
 }
@@ -87,5 +90,38 @@ func BenchmarkBuiltinEmbed(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		e.Embed(context.Background(), []string{text})
+	}
+}
+
+func TestBuiltinCJK(t *testing.T) {
+	e := NewBuiltin()
+	vs, _ := e.Embed(context.Background(), []string{"北京是中国的首都", "中国的首都是北京", "今天天气很好，适合散步"})
+	if related, unrelated := dot(vs[0], vs[1]), dot(vs[0], vs[2]); related <= unrelated+0.3 {
+		t.Errorf("Chinese: related %.3f not clearly above unrelated %.3f", related, unrelated)
+	}
+}
+
+// TestBuiltinQueryLanguage checks that a query is cut in its own language
+// when detection is sure of it, and otherwise in the language of the
+// chunks it searches.
+func TestBuiltinQueryLanguage(t *testing.T) {
+	e := NewBuiltin()
+	ctx := context.Background()
+	for _, c := range []struct {
+		query  string
+		likely analysis.Lang
+		want   analysis.Lang
+	}{
+		{"wie setze ich mein Passwort zurück", analysis.English, analysis.German},
+		{"ventricular hypertrophy", analysis.English, analysis.English},
+		{"ventricular hypertrophy", analysis.French, analysis.French},
+	} {
+		got, err := e.EmbedQueryFor(ctx, c.query, c.likely)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := embedText(c.query, c.want); !slices.Equal(got, want) {
+			t.Errorf("%q with %v likely: not embedded in %v", c.query, c.likely, c.want)
+		}
 	}
 }

@@ -23,8 +23,8 @@ func TestChooseEmbedderAndAnswerer(t *testing.T) {
 		whyContains string
 	}{
 		{"auto with Ollama up", llm.ModeAuto, up, "ollama:embed", "ollama:chat", "has"},
-		{"auto with the model missing", llm.ModeAuto, missing, "builtin-v1", "extractive", "docsift models pull"},
-		{"auto with Ollama down", llm.ModeAuto, down, "builtin-v1", "extractive", "not usable"},
+		{"auto with the model missing", llm.ModeAuto, missing, "builtin-v2", "extractive", "docsift models pull"},
+		{"auto with Ollama down", llm.ModeAuto, down, "builtin-v2", "extractive", "not usable"},
 		{"ollama forced while down", llm.ModeOllama, down, "ollama:embed", "ollama:chat", "check failed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestChooseEmbedderAndAnswerer(t *testing.T) {
 			}
 		})
 	}
-	if em, _, _ := llm.ChooseEmbedder(context.Background(), llm.ModeBuiltin, down); em.Model() != "builtin-v1" {
+	if em, _, _ := llm.ChooseEmbedder(context.Background(), llm.ModeBuiltin, down); em.Model() != "builtin-v2" {
 		t.Errorf("builtin mode chose %s", em.Model())
 	}
 	if a, _, _ := llm.ChooseAnswerer(context.Background(), llm.ModeExtractive, up); a.Model() != llm.ExtractiveModel {

@@ -92,7 +92,8 @@ func extractAnswer(query string, sources []Source) string {
 	if len(sources) == 0 {
 		return NoSourcesAnswer
 	}
-	qterms := termSet(query)
+	lang := answerLanguage(query, sources)
+	qterms := termSet(query, lang)
 	if len(qterms) == 0 {
 		return NoMatchAnswer
 	}
@@ -106,12 +107,11 @@ func extractAnswer(query string, sources []Source) string {
 	}
 	var all []sentence
 	totalWords := 0
-	stems := make(stemCache)
 	df := make(map[string]int, len(qterms))
 	for i, s := range sources {
 		inSource := make(map[string]bool)
 		for j, sent := range splitSentences(s.Text) {
-			terms := stems.set(sent)
+			terms := termSet(sent, lang)
 			for t := range qterms {
 				if _, ok := terms[t]; ok && !inSource[t] {
 					inSource[t] = true
@@ -172,7 +172,7 @@ func extractAnswer(query string, sources []Source) string {
 	for t := range cands[0].terms {
 		covered[t] = true
 	}
-	length := utf8.RuneCountInString(clipSentence(cands[0].text, qterms))
+	length := utf8.RuneCountInString(clipSentence(cands[0].text, qterms, lang))
 	best := cands[0].score
 	for len(picked) < maxExtractSentences {
 		next, gain := -1, 0.0
@@ -199,7 +199,7 @@ func extractAnswer(query string, sources []Source) string {
 		}
 		c := cands[next]
 		cands[next].score = 0 // never pick twice
-		n := utf8.RuneCountInString(clipSentence(c.text, qterms))
+		n := utf8.RuneCountInString(clipSentence(c.text, qterms, lang))
 		if length+n > maxExtractAnswerRunes {
 			break
 		}
@@ -212,39 +212,27 @@ func extractAnswer(query string, sources []Source) string {
 
 	parts := make([]string, len(picked))
 	for k, c := range picked {
-		parts[k] = clipSentence(c.text, qterms) + " [" + strconv.Itoa(c.source+1) + "]"
+		parts[k] = clipSentence(c.text, qterms, lang) + " [" + strconv.Itoa(c.source+1) + "]"
 	}
 	return strings.Join(parts, " ")
 }
 
-// stemCache remembers the analysed term of each word seen in one answer:
-// stemming dominates the cost, and words repeat a lot across sources.
-type stemCache map[string]string // word → term, "" for a stop word
-
-// set returns the set of analysed terms of text, as termSet does.
-func (c stemCache) set(text string) map[string]struct{} {
-	set := make(map[string]struct{})
-	analysis.Words(text, func(w string) {
-		t, ok := c[w]
-		if !ok {
-			if ts := analysis.Terms(w); len(ts) == 1 {
-				t = ts[0]
-			}
-			c[w] = t
-		}
-		if t != "" {
-			set[t] = struct{}{}
-		}
-	})
-	return set
+// answerLanguage is the language the query and its sources are compared
+// in: the query's own when detection is sure of it, otherwise the first
+// source's (a chunk is long enough to tell), so that every word of both is
+// cut by the same rules.
+func answerLanguage(query string, sources []Source) analysis.Lang {
+	if lang, sure := analysis.Detect(query); sure {
+		return lang
+	}
+	lang, _ := analysis.Detect(sources[0].Text)
+	return lang
 }
 
-// termSet returns the set of analysed terms of text.
-func termSet(text string) map[string]struct{} {
+// termSet returns the set of terms of text analysed in lang.
+func termSet(text string, lang analysis.Lang) map[string]struct{} {
 	set := make(map[string]struct{})
-	for _, t := range analysis.Terms(text) {
-		set[t] = struct{}{}
-	}
+	analysis.Analyze(text, lang, func(t analysis.Term) { set[t.Text] = struct{}{} })
 	return set
 }
 
@@ -279,7 +267,7 @@ func nearDuplicate(c extractCandidate, picked []extractCandidate) bool {
 // clipSentence bounds s to maxExtractSentenceRunes, keeping a window that
 // starts a little before the first word matching a query term, cut at word
 // boundaries and marked with "…" where text was dropped.
-func clipSentence(s string, qterms map[string]struct{}) string {
+func clipSentence(s string, qterms map[string]struct{}, lang analysis.Lang) string {
 	runes := []rune(s)
 	if len(runes) <= maxExtractSentenceRunes {
 		return s
@@ -295,7 +283,7 @@ func clipSentence(s string, qterms map[string]struct{}) string {
 		for j < len(runes) && isWordRune(runes[j]) {
 			j++
 		}
-		if ts := analysis.Terms(string(runes[i:j])); len(ts) == 1 {
+		if ts := analysis.TermsIn(string(runes[i:j]), lang); len(ts) == 1 {
 			if _, ok := qterms[ts[0]]; ok {
 				hit = i
 				break

@@ -235,9 +235,10 @@ func TestExtractiveNeverEmptyOnSharedTerm(t *testing.T) {
 		}
 		query := words(1 + rng.IntN(4))
 		shared := false
-		for q := range termSet(query) {
+		lang := answerLanguage(query, sources)
+		for q := range termSet(query, lang) {
 			for _, s := range sources {
-				if _, ok := termSet(s.Text)[q]; ok {
+				if _, ok := termSet(s.Text, lang)[q]; ok {
 					shared = true
 				}
 			}

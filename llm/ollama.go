@@ -217,6 +217,8 @@ func (c *OllamaClient) Pull(ctx context.Context, model string, progress func(com
 		// comes as an error line of the stream (a plain error from the
 		// client), not as a StatusError; a 500 when not streaming.
 		err = permanentError{fmt.Errorf("no model named %s in the Ollama library (check the spelling and tag): %w", model, err)}
+	} else if err != nil && registryUnreachable(err) {
+		err = fmt.Errorf("%w: %w", ErrRegistryUnreachable, err)
 	}
 	if err != nil {
 		// The client stops reading quietly when its context ends; say why.
@@ -226,6 +228,29 @@ func (c *OllamaClient) Pull(ctx context.Context, model string, progress func(com
 		return c.wrap("pull "+model, err)
 	}
 	return nil
+}
+
+// ErrRegistryUnreachable is a pull that failed because the Ollama server
+// could not reach its model registry: offline, firewalled, or behind a proxy
+// it cannot use. Ollama asks the registry even for a model it has, so a
+// pull offline fails whatever is present; callers check HasModel first.
+var ErrRegistryUnreachable = errors.New("the Ollama server cannot reach its model registry")
+
+// registryUnreachable reports whether a pull's error is Ollama failing to
+// fetch the manifest over the network. The server sends it as text (an
+// error line in a 200 stream), "pull model manifest: Get \"https://…\":
+// dial tcp …" or the like, so the text is all there is to go by.
+func registryUnreachable(err error) bool {
+	msg := err.Error()
+	if !strings.Contains(msg, "pull model manifest") {
+		return false
+	}
+	for _, s := range []string{"dial tcp", "proxyconnect", "lookup ", "no such host", "connection refused", "i/o timeout", "network is unreachable", "TLS handshake", "Client.Timeout"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // errIncompleteStream is a streamed response that ended without its final

@@ -432,6 +432,9 @@ func TestRealOllamaPullOffline(t *testing.T) {
 	if errors.As(err, &se) || !strings.Contains(err.Error(), "pull model manifest") {
 		t.Errorf("offline pull error: %#v", err)
 	}
+	if !errors.Is(err, ErrRegistryUnreachable) {
+		t.Errorf("offline pull error %v is not ErrRegistryUnreachable", err)
+	}
 	// The model already present is no exception: a pull always asks the
 	// registry.
 	if err := c.Pull(ctx, realEmbedModel, nil); err == nil {

@@ -25,6 +25,9 @@ const (
 	FormatDOCX     Format = "docx"
 	FormatXLSX     Format = "xlsx"
 	FormatPPTX     Format = "pptx"
+	FormatPNG      Format = "png"
+	FormatJPEG     Format = "jpeg"
+	FormatTIFF     Format = "tiff"
 	FormatText     Format = "text"
 	FormatMarkdown Format = "markdown"
 	FormatHTML     Format = "html"
@@ -59,6 +62,7 @@ var supportedTypes = []string{
 	"Word (DOCX)",
 	"Excel (XLSX)",
 	"PowerPoint (PPTX)",
+	"PNG, JPEG and TIFF images (read with OCR)",
 	"plain text (UTF-8, UTF-16 with BOM, or Windows-1252)",
 	"Markdown",
 	"HTML",
@@ -81,6 +85,38 @@ func (f Format) Paged() bool {
 	return true
 }
 
+// IsImage reports whether the format is a raster image, whose text can only
+// be read with OCR.
+func (f Format) IsImage() bool {
+	switch f {
+	case FormatPNG, FormatJPEG, FormatTIFF:
+		return true
+	}
+	return false
+}
+
+// mayHoldScans reports whether pages of the format can be images of text,
+// which are read with OCR: fixed-layout documents (PDF, and XPS, which is
+// what Windows' scan-to-file writes) and images. Reflowable formats are
+// laid out from their text, so a page of them without text has none.
+func (f Format) mayHoldScans() bool {
+	return f == FormatPDF || f == FormatXPS || f.IsImage()
+}
+
+// imageMagics are the signatures of the images docsift reads with OCR:
+// those scanners and phones write, and MuPDF opens (TIFF with all its
+// pages). Each is binary (a NUL or a byte above 0x7f in its first four),
+// so no text starts with one.
+var imageMagics = []struct {
+	prefix string
+	format Format
+}{
+	{"\x89PNG\r\n\x1a\n", FormatPNG},
+	{"\xff\xd8\xff", FormatJPEG},
+	{"II*\x00", FormatTIFF},
+	{"MM\x00*", FormatTIFF},
+}
+
 // magic is a binary signature Detect refuses by name, so the message says
 // what the user sent ("PNG image") rather than "binary data".
 type magic struct {
@@ -94,19 +130,16 @@ type magic struct {
 	valid func(data []byte) bool
 }
 
-const needsOCR = "images need OCR, which is not supported"
+// otherImage is why images other than PNG, JPEG and TIFF are refused.
+const otherImage = "only PNG, JPEG and TIFF images are read with OCR: convert it to PNG"
 
 var refusedMagics = []magic{
-	{"\x89PNG\r\n\x1a\n", "PNG image", needsOCR, nil},
-	{"\xff\xd8\xff", "JPEG image", needsOCR, nil},
-	{"GIF87a", "GIF image", needsOCR, isGIF},
-	{"GIF89a", "GIF image", needsOCR, isGIF},
-	{"II*\x00", "TIFF image", needsOCR, nil},
-	{"MM\x00*", "TIFF image", needsOCR, nil},
-	{"BM", "BMP image", needsOCR, isBMP},
+	{"GIF87a", "GIF image", otherImage, isGIF},
+	{"GIF89a", "GIF image", otherImage, isGIF},
+	{"BM", "BMP image", otherImage, isBMP},
 	{"RIFF", "WAV audio", "", isRIFF("WAVE")},
 	{"RIFF", "AVI video", "", isRIFF("AVI ")},
-	{"RIFF", "WebP image", needsOCR, isRIFF("WEBP")},
+	{"RIFF", "WebP image", otherImage, isRIFF("WEBP")},
 	{"RIFF", "RIFF media file", "", isRIFF("")},
 	{"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "legacy Microsoft Office file (.doc/.xls/.ppt)", "save it as PDF or DOCX", nil},
 	{"{\\rtf", "RTF document", "save it as PDF or DOCX", nil},
@@ -191,6 +224,11 @@ func Detect(data []byte) (Format, error) {
 	}
 	if isMOBI(data) {
 		return FormatMOBI, nil
+	}
+	for _, m := range imageMagics {
+		if bytes.HasPrefix(data, []byte(m.prefix)) {
+			return m.format, nil
+		}
 	}
 	text, ok := decodeText(data[:min(len(data), sniffWindow)], len(data) > sniffWindow)
 	for _, m := range refusedMagics {
@@ -305,7 +343,7 @@ func detectZip(data []byte) (Format, error) {
 	case contentTypes && ppt:
 		return officeFormat(FormatPPTX, "PowerPoint presentation")
 	case all > 0 && images == all:
-		return "", &UnsupportedError{Found: "comic book archive (CBZ)", Reason: "it holds only page images, and images need OCR, which is not supported"}
+		return "", &UnsupportedError{Found: "comic book archive (CBZ)", Reason: "it holds only page images: upload them as PNG or JPEG files, or as one PDF"}
 	}
 	return "", &UnsupportedError{Found: "ZIP archive"}
 }

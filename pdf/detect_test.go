@@ -29,6 +29,10 @@ func TestDetect(t *testing.T) {
 		{"fb2", makeFB2(txt), FormatFB2},
 		{"mobi", makeMOBI(txt, true), FormatMOBI},
 		{"palmdoc", makeMOBI(txt, false), FormatMOBI},
+		{"png", pngPixel, FormatPNG},
+		{"jpeg", []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00"), FormatJPEG},
+		{"tiff little-endian", []byte("II*\x00\x08\x00\x00\x00"), FormatTIFF},
+		{"tiff big-endian", []byte("MM\x00*\x00\x00\x00\x08"), FormatTIFF},
 		{"html doctype", []byte("<!DOCTYPE html><html><body><p>hi</p></body></html>"), FormatHTML},
 		{"html fragment", []byte("\n  <div class=x>hello</div>"), FormatHTML},
 		{"html after comment", []byte("<!-- generated --><html><p>hi</p></html>"), FormatHTML},
@@ -58,7 +62,8 @@ func TestDetectRefuses(t *testing.T) {
 		data  []byte
 		found string // expected in the message
 	}{
-		{"png", pngPixel, "PNG image"},
+		{"gif", gifPixel(t), "GIF image"},
+		{"bmp", bmpPixel(), "BMP image"},
 		{"cbz", makeZip(t, zipFile{name: "p1.png", body: string(pngPixel)}, zipFile{name: "p2.jpg", body: "x"}), "CBZ"},
 		{"odt", makeZip(t, zipFile{name: "mimetype", body: "application/vnd.oasis.opendocument.text", store: true}), "OpenDocument"},
 		{"plain zip", makeZip(t, zipFile{name: "notes.txt", body: "hi"}), "ZIP archive"},

@@ -18,9 +18,10 @@ var (
 	// ErrEncrypted means the document needs a password to open.
 	ErrEncrypted = errors.New("password-protected PDFs are not supported")
 
-	// ErrNoText means the document opened but holds no extractable text,
-	// which for a PDF almost always means scanned page images.
-	ErrNoText = errors.New("no text layer; scanned PDFs need OCR, which is not supported")
+	// ErrNoText means the document opened but holds no extractable text:
+	// no text layer, and (for PDFs, XPS and images) no text that OCR could
+	// read. Errors wrapping it say which, and what OCR did.
+	ErrNoText = errors.New("the document has no text layer, and OCR found no text in it")
 
 	// ErrEmpty means the file has zero bytes.
 	ErrEmpty = errors.New("the file is empty")
@@ -52,6 +53,24 @@ func errStopped(ctx context.Context) error {
 	return fmt.Errorf("pdf: extract: %w: %w", ErrTooSlow, err)
 }
 
+// errStoppedAt is errStopped for an extraction that had read done of its
+// total pages when ctx ended past its deadline: the message says how far
+// it got, which tells a scan that is merely long from one that is stuck.
+func errStoppedAt(ctx context.Context, done, total int) error {
+	if total <= 0 || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errStopped(ctx)
+	}
+	return fmt.Errorf("pdf: extract: %w", &tooSlowError{msg: fmt.Sprintf(
+		"the document took too long to process: %d of its %d pages were read in the time allowed; it may be too large or too complex, so try splitting it into smaller files", done, total)})
+}
+
+// tooSlowError is ErrTooSlow with a message of its own.
+type tooSlowError struct{ msg string }
+
+func (e *tooSlowError) Error() string { return e.msg }
+
+func (e *tooSlowError) Is(target error) bool { return target == ErrTooSlow }
+
 // UnsupportedError reports content that Detect recognised (or did not) but
 // docsift cannot index. Its message names what was found and lists what is
 // supported, so a 415 response or a FAILED job tells the user what to send
@@ -76,15 +95,28 @@ func (e *UnsupportedError) Error() string {
 // Is makes errors.Is(err, ErrUnsupported) true.
 func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
 
-// noTextError is ErrNoText for formats other than PDF, whose message would
-// otherwise talk about scanned PDFs: an empty Word document or a blank
-// text file has nothing to do with scanning. It also reports, for any
-// format, a text layer that holds nothing but page numbers, which cleaning
-// removes (see removeRunningLines): "no text layer" would be untrue there.
+// noTextError is ErrNoText with a message that fits the format and what
+// OCR did. An empty Word document or a blank text file has nothing to do
+// with scanning, so only the formats that hold scans (PDF, XPS, images)
+// speak of it. It also reports, for any format, a text layer that holds
+// nothing but page numbers, which cleaning removes (see
+// removeRunningLines): "no text layer" would be untrue there.
 type noTextError struct {
 	format          Format
 	pageNumbersOnly bool
+	ocr             ocrOutcome
+	detail          string // why OCR was unavailable or failed
 }
+
+// ocrOutcome is what OCR did for a document without text.
+type ocrOutcome int
+
+const (
+	ocrNotRun       ocrOutcome = iota // the format is not read with OCR, or no page needed it
+	ocrFoundNothing                   // OCR read the pages and found no words
+	ocrUnavailable                    // Tesseract is not installed
+	ocrFailed                         // Tesseract failed on every page it tried
+)
 
 // formatNames are how the no-text message refers to each format.
 var formatNames = map[Format]string{
@@ -96,6 +128,9 @@ var formatNames = map[Format]string{
 	FormatDOCX:     "Word document",
 	FormatXLSX:     "Excel workbook",
 	FormatPPTX:     "PowerPoint presentation",
+	FormatPNG:      "PNG image",
+	FormatJPEG:     "JPEG image",
+	FormatTIFF:     "TIFF image",
 	FormatText:     "text file",
 	FormatMarkdown: "Markdown file",
 	FormatHTML:     "HTML page",
@@ -106,36 +141,45 @@ func (e *noTextError) Error() string {
 	if name == "" {
 		name = string(e.format) + " document"
 	}
-	if e.pageNumbersOnly {
-		if e.format == FormatPDF || e.format == FormatXPS {
-			return "the " + name + "'s only text is its page numbers, so its pages are probably scanned images; OCR is not supported"
+	if !e.format.mayHoldScans() {
+		switch {
+		case e.pageNumbersOnly:
+			return "the " + name + " contains no text to index besides page numbers"
+		case !e.format.Paged():
+			return "the " + name + " contains no words to index, only blank space or punctuation"
 		}
-		return "the " + name + " contains no text to index besides page numbers"
+		return "the " + name + " contains no text to index"
 	}
-	if e.format == FormatXPS {
-		// XPS is fixed-layout like PDF and is what Windows' scan-to-file
-		// writes, so a textless one is most likely scanned pages too.
-		return "the " + name + " has no text layer; scanned pages need OCR, which is not supported"
+	var what string
+	switch {
+	case e.pageNumbersOnly:
+		what = "the " + name + "'s only text is its page numbers, so its pages are probably scanned images"
+	case e.format.IsImage():
+		what = "the " + name + " has no text layer: it can only be read with OCR"
+	default:
+		what = "the " + name + " has no text layer: its pages are probably scanned images"
 	}
-	if !e.format.Paged() {
-		return "the " + name + " contains no words to index, only blank space or punctuation"
+	switch e.ocr {
+	case ocrFoundNothing:
+		if e.format.IsImage() {
+			return "OCR found no text in the " + name + "; it may be blank, or its text too small, faint or blurred to read"
+		}
+		return what + ", and OCR found no text on them; they may be blank, or their text too small, faint or blurred to read"
+	case ocrUnavailable:
+		return what + ", and " + e.detail
+	case ocrFailed:
+		return what + ", and OCR failed on them: " + e.detail
 	}
-	return "the " + name + " contains no text to index"
+	return what
 }
 
-func (e *noTextError) Is(target error) bool { return target == ErrNoText }
+// Is makes errors.Is true for ErrNoText and, when Tesseract was missing,
+// ErrOCRUnavailable.
+func (e *noTextError) Is(target error) bool {
+	return target == ErrNoText || target == ErrOCRUnavailable && e.ocr == ocrUnavailable
+}
 
-// errNoText returns the ErrNoText flavour that fits the format: ErrNoText
-// itself, which speaks of scanned PDFs, only for PDF.
+// errNoText returns the ErrNoText flavour that fits the format.
 func errNoText(f Format) error {
-	if f == FormatPDF {
-		return ErrNoText
-	}
 	return &noTextError{format: f}
-}
-
-// errOnlyPageNumbers is ErrNoText for a document whose extracted text was
-// nothing but page numbers.
-func errOnlyPageNumbers(f Format) error {
-	return &noTextError{format: f, pageNumbersOnly: true}
 }

@@ -10,12 +10,14 @@ import (
 // allFormats lists every Format Detect can return.
 var allFormats = []Format{
 	FormatPDF, FormatEPUB, FormatXPS, FormatFB2, FormatMOBI, FormatDOCX,
-	FormatXLSX, FormatPPTX, FormatText, FormatMarkdown, FormatHTML,
+	FormatXLSX, FormatPPTX, FormatPNG, FormatJPEG, FormatTIFF, FormatText,
+	FormatMarkdown, FormatHTML,
 }
 
 // TestNoTextMessageFitsFormat checks that the no-text error speaks of
-// scanned pages and OCR only for the fixed-layout formats that can hold
-// scans, and otherwise names the kind of file the user sent.
+// scanned pages and OCR only for the formats that can hold scans
+// (fixed-layout documents and images), and otherwise names the kind of
+// file the user sent.
 func TestNoTextMessageFitsFormat(t *testing.T) {
 	names := map[Format]string{
 		FormatPDF:      "PDF",
@@ -26,6 +28,9 @@ func TestNoTextMessageFitsFormat(t *testing.T) {
 		FormatDOCX:     "Word document",
 		FormatXLSX:     "Excel workbook",
 		FormatPPTX:     "PowerPoint presentation",
+		FormatPNG:      "PNG image",
+		FormatJPEG:     "JPEG image",
+		FormatTIFF:     "TIFF image",
 		FormatText:     "text file",
 		FormatMarkdown: "Markdown file",
 		FormatHTML:     "HTML page",
@@ -40,7 +45,7 @@ func TestNoTextMessageFitsFormat(t *testing.T) {
 			if !strings.Contains(msg, names[f]) {
 				t.Errorf("message %q does not name %q", msg, names[f])
 			}
-			scans := f == FormatPDF || f == FormatXPS
+			scans := f == FormatPDF || f == FormatXPS || f.IsImage()
 			if got := strings.Contains(msg, "OCR") || strings.Contains(msg, "scanned"); got != scans {
 				t.Errorf("message %q mentions scans/OCR: %v, want %v", msg, got, scans)
 			}
@@ -84,7 +89,10 @@ func TestNoTextMessageNamesPageNumbers(t *testing.T) {
 		t.Errorf("message %q should say the only text is page numbers", msg)
 	}
 	_, err = Extract(context.Background(), makeImagePDF())
-	if msg := err.Error(); msg != ErrNoText.Error() {
-		t.Errorf("image-only PDF: got %q, want %q", msg, ErrNoText.Error())
+	if !errors.Is(err, ErrNoText) {
+		t.Fatalf("image-only PDF: got %v, want ErrNoText", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "no text layer") || !strings.Contains(msg, "OCR") {
+		t.Errorf("image-only PDF: message %q should say it has no text layer and what OCR did", msg)
 	}
 }

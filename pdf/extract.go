@@ -16,6 +16,30 @@ type Document struct {
 	Format Format
 	Paged  bool
 	Pages  []Page
+
+	// OCRPages counts the pages whose text came from OCR.
+	OCRPages int
+	// Unread lists the pages that needed OCR but got no text from it
+	// (Tesseract missing, failing or too slow on them); they are in Pages
+	// without text. The rest of the document was read.
+	Unread []UnreadPage
+}
+
+// UnreadPage is a page left without text, and why.
+type UnreadPage struct {
+	Number int
+	Reason string
+}
+
+// Options tune ExtractWith. The zero value reads pages without a text layer
+// with OCR in English (when Tesseract is installed) and reports no progress.
+type Options struct {
+	OCR OCR
+	// Progress, when set, is called as the pages of a paged document are
+	// read, with the pages done and the page count: once when the count is
+	// known and after each page. It runs on the extracting goroutine, so a
+	// slow Progress slows extraction.
+	Progress func(done, total int)
 }
 
 // Extract detects the format of data, extracts its text per page and cleans
@@ -38,6 +62,16 @@ func Extract(ctx context.Context, data []byte) (*Document, error) {
 // when it was uploaded, or declared by the caller, as a text upload is text
 // whatever its first bytes look like.
 func ExtractAs(ctx context.Context, f Format, data []byte) (*Document, error) {
+	return ExtractWith(ctx, f, data, Options{})
+}
+
+// ExtractWith is ExtractAs with options: how OCR reads pages without a text
+// layer (PDF, XPS and images), and a progress report. ctx bounds the whole
+// document; each page's OCR also has o.OCR.PageTimeout. A page OCR gives up
+// on is left without text and listed in Document.Unread; only when no page
+// has any text is it an error (wrapping ErrNoText, and ErrOCRUnavailable
+// when Tesseract is not installed, or ErrTooSlow when OCR timed out).
+func ExtractWith(ctx context.Context, f Format, data []byte, o Options) (*Document, error) {
 	if len(data) == 0 {
 		return nil, ErrEmpty
 	}
@@ -50,7 +84,7 @@ func ExtractAs(ctx context.Context, f Format, data []byte) (*Document, error) {
 	case FormatHTML:
 		return extractHTML(data)
 	}
-	return extractFitz(ctx, f, data)
+	return extractFitz(ctx, f, data, o)
 }
 
 // PageCount returns the number of pages MuPDF sees in a paged document, the

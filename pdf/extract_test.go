@@ -153,8 +153,12 @@ func TestErrorMessages(t *testing.T) {
 		t.Errorf("encrypted: %v", err)
 	}
 	_, err = Extract(context.Background(), makeImagePDF())
-	if !strings.Contains(err.Error(), "no text layer; scanned PDFs need OCR") {
-		t.Errorf("image-only: %v", err)
+	want := "no text layer: its pages are probably scanned images, and OCR found no text on them"
+	if !tesseractInstalled() {
+		want = "no text layer: its pages are probably scanned images, and OCR is not available"
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("image-only: %v, want %q", err, want)
 	}
 	_, err = Extract(context.Background(), []byte{})
 	if err.Error() != "the file is empty" {

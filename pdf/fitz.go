@@ -29,73 +29,149 @@ const (
 )
 
 // extractFitz extracts the text of every page with MuPDF, in a worker
-// process (see worker.go), and cleans it.
-func extractFitz(ctx context.Context, f Format, data []byte) (*Document, error) {
+// process (see worker.go), reading pages without a text layer with OCR
+// when the format can hold scans, and cleans it.
+func extractFitz(ctx context.Context, f Format, data []byte, o Options) (*Document, error) {
 	if f == FormatPDF && !hasPDFTrailer(data) {
 		return nil, fmt.Errorf("pdf: no end-of-file marker, the PDF is truncated: %w", ErrCorrupt)
 	}
-	res, err := runInWorker(ctx, workerModeExtract, fitzInput(f, data))
+	job := workerJob{mode: workerModeExtract, opts: workerOptions{Format: f}, progress: o.Progress}
+	if f.mayHoldScans() {
+		ocr := o.OCR.withDefaults()
+		job.opts.OCR = &ocr
+	}
+	res, err := runWorkerJob(ctx, job, bytes.NewReader(fitzInput(f, data)))
 	if err != nil {
 		return nil, err
 	}
 	if len(res.Pages) == 0 {
 		return nil, fmt.Errorf("pdf: extract %s: document has no pages: %w", f, ErrCorrupt)
 	}
-	texts := cleanPages(res.Pages)
+	raw := make([]string, len(res.Pages))
+	for i, p := range res.Pages {
+		raw[i] = p.Text
+	}
+	texts := cleanPages(raw)
 	doc := &Document{Format: f, Paged: true, Pages: make([]Page, len(texts))}
 	anyText := false
 	for i, t := range texts {
 		doc.Pages[i] = Page{Number: i + 1, Text: t}
 		anyText = anyText || hasWordChar(t)
+		if p := res.Pages[i]; p.OCR {
+			doc.OCRPages++
+		} else if p.Problem != "" {
+			doc.Unread = append(doc.Unread, UnreadPage{Number: i + 1, Reason: p.Detail})
+		}
 	}
 	if !anyText {
-		// Cleaning removes words only with page numbers, so words in the
-		// raw text mean the document's only text was page numbers.
-		for _, raw := range res.Pages {
-			if hasWordChar(raw) {
-				return nil, errOnlyPageNumbers(f)
-			}
-		}
-		return nil, errNoText(f)
+		return nil, noTextAfterOCR(f, job.opts.OCR, res.Pages)
 	}
 	return doc, nil
 }
 
-// readPages opens data with MuPDF in this process and returns the raw text
-// of each page; the worker process calls it. A Go panic (in go-fitz or
-// here) becomes ErrCorrupt; ctx is checked between pages.
-func readPages(ctx context.Context, data []byte) (pages []string, err error) {
+// noTextAfterOCR is the error for a document in which neither the text
+// layer nor OCR found words: it says what OCR did, since that decides
+// what the uploader (or the operator) can do about it.
+func noTextAfterOCR(f Format, ocr *OCR, pages []workerPage) error {
+	// Cleaning removes words only with page numbers, so words in the raw
+	// text mean the document's only text was page numbers.
+	numbersOnly := false
+	outcome := ocrNotRun
+	var timedOut, failed *workerPage
+	timedOutPage := 0
+	for i := range pages {
+		p := &pages[i]
+		numbersOnly = numbersOnly || hasWordChar(p.Text)
+		switch p.Problem {
+		case ocrProblemMissing:
+			outcome = ocrUnavailable
+		case ocrProblemTimeout:
+			if timedOut == nil {
+				timedOut, timedOutPage = p, i+1
+			}
+		case ocrProblemFailed:
+			if failed == nil {
+				failed = p
+			}
+		}
+		if p.OCRTried && outcome == ocrNotRun {
+			outcome = ocrFoundNothing
+		}
+	}
+	switch {
+	case ocr == nil:
+		outcome = ocrNotRun
+	case outcome == ocrUnavailable:
+		return &noTextError{format: f, pageNumbersOnly: numbersOnly, ocr: ocrUnavailable, detail: errOCRUnavailable(*ocr, "").Error()}
+	case timedOut != nil:
+		return &tooSlowError{msg: fmt.Sprintf("OCR could not read page %d in time (%s), and no page had text", timedOutPage, timedOut.Detail)}
+	case failed != nil:
+		return &noTextError{format: f, pageNumbersOnly: numbersOnly, ocr: ocrFailed, detail: failed.Detail}
+	}
+	return &noTextError{format: f, pageNumbersOnly: numbersOnly, ocr: outcome}
+}
+
+// readDocument opens data with MuPDF in this process and sends the page
+// count, then each page's raw text (and OCR's, see pageOCR) as soon as it
+// is read; the worker process calls it. A Go panic (in go-fitz or here)
+// becomes ErrCorrupt; ctx is checked between pages.
+func readDocument(ctx context.Context, data []byte, opts workerOptions, send func(workerMessage)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			pages, err = nil, fmt.Errorf("pdf: extraction failed: %v: %w", r, ErrCorrupt)
+			err = fmt.Errorf("pdf: extraction failed: %v: %w", r, ErrCorrupt)
 		}
 	}()
 	doc, err := openFitz(data)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer doc.Close()
 	n := doc.NumPage()
 	if n < 0 {
-		return nil, fmt.Errorf("pdf: count pages: %w", ErrCorrupt)
+		return fmt.Errorf("pdf: count pages: %w", ErrCorrupt)
 	}
-	pages = make([]string, n)
+	send(workerMessage{PageCount: n})
+	var ocr *pageOCR
+	if opts.OCR != nil {
+		ocr = newPageOCR(*opts.OCR, opts.Format)
+	}
 	failed := 0
 	for i := range n {
 		if ctx.Err() != nil {
-			return nil, errStopped(ctx)
+			return errStopped(ctx)
 		}
+		var page workerPage
 		text, err := doc.Text(i)
 		if err != nil {
 			// A page MuPDF cannot load keeps its number with no text, so
 			// the pages after it are still cited correctly.
 			failed++
+			send(workerMessage{Page: &page})
 			continue
 		}
-		pages[i] = text
+		page.Text = text
+		if ocr != nil {
+			ocr.read(ctx, doc, data, i, &page)
+		}
+		send(workerMessage{Page: &page})
 	}
 	if n > 0 && failed == n {
-		return nil, fmt.Errorf("pdf: no page could be read: %w", ErrCorrupt)
+		return fmt.Errorf("pdf: no page could be read: %w", ErrCorrupt)
+	}
+	return nil
+}
+
+// readPages opens data with MuPDF in this process and returns the raw text
+// of each page's text layer, without OCR.
+func readPages(ctx context.Context, data []byte) ([]string, error) {
+	var pages []string
+	err := readDocument(ctx, data, workerOptions{}, func(m workerMessage) {
+		if m.Page != nil {
+			pages = append(pages, m.Page.Text)
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return pages, nil
 }

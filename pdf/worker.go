@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,7 @@ const (
 	workerEnv          = "DOCSIFT_PDF_WORKER"
 	workerModeExtract  = "extract-v1"
 	workerModeCount    = "count-v1"
+	workerModeScan     = "scan-v1"
 	workerStderrTail   = 2048 // bytes of MuPDF's stderr kept for error details
 	workerKillGrace    = 2 * time.Second
 	workerExitUncaught = 3 // exit status when the worker fails in Go code
@@ -53,11 +55,14 @@ const (
 	// workerParentEnv carries the server's pid to the worker, which exits
 	// at start when its parent is not that process (see parentGone).
 	workerParentEnv = "DOCSIFT_PDF_WORKER_PARENT"
+
+	// workerOptionsEnv carries a workerOptions, as JSON, to the worker.
+	workerOptionsEnv = "DOCSIFT_PDF_WORKER_OPTIONS"
 )
 
 func init() {
 	switch mode := os.Getenv(workerEnv); mode {
-	case workerModeExtract, workerModeCount:
+	case workerModeExtract, workerModeCount, workerModeScan:
 		if parentGone(os.Getenv(workerParentEnv), os.Getppid()) {
 			os.Exit(workerExitOrphaned)
 		}
@@ -77,10 +82,42 @@ func parentGone(want string, ppid int) bool {
 	return want == "" || want != strconv.Itoa(ppid)
 }
 
-// workerResult is what the child sends back on stdout.
+// workerOptions is what an extraction worker is told besides the
+// document, in workerOptionsEnv as JSON.
+type workerOptions struct {
+	Format Format `json:"format,omitempty"`
+	// OCR, when set, reads pages without a text layer with Tesseract.
+	OCR *OCR `json:"ocr,omitempty"`
+	// Scan is what a scan-mode worker renders (see ScanPages).
+	Scan *scanRequest `json:"scan,omitempty"`
+}
+
+// workerPage is one page as the worker read it. The worker sends each page
+// as soon as it is read, so the parent can report progress.
+type workerPage struct {
+	Text     string // raw text: the text layer's, or OCR's when OCR is true
+	OCR      bool   // Text came from OCR
+	OCRTried bool   // OCR ran on the page (its text layer was too thin)
+	// Problem says why a page that needed OCR got none (ocrProblem…),
+	// and Detail how, in words for the log and the uploader.
+	Problem, Detail string
+}
+
+// workerMessage is one message of the worker's stream on stdout: the page
+// count, then each page, then the result. The parent reads them as they
+// come, and a stream that ends before its result is a crash.
+type workerMessage struct {
+	PageCount int // set in the first message of an extraction
+	Page      *workerPage
+	Result    *workerResult // the last message
+}
+
+// workerResult is how a worker's job ended. Pages is filled in by the
+// parent from the page messages.
 type workerResult struct {
-	Pages     []string
+	Pages     []workerPage
 	PageCount int
+	Scan      []byte // a scan-mode worker's output
 	Fail      string // "", failEncrypted or failCorrupt
 	Detail    string
 }
@@ -91,19 +128,37 @@ const (
 )
 
 // runWorker is the child's side: read the document from stdin, run MuPDF
-// in process, write a workerResult to stdout, return the exit status.
+// in process, write workerMessages to stdout, return the exit status.
 func runWorker(mode string, in io.Reader, out io.Writer) int {
 	limitWorkerMemory()
+	var opts workerOptions
+	if v := os.Getenv(workerOptionsEnv); v != "" {
+		if json.Unmarshal([]byte(v), &opts) != nil {
+			return workerExitUncaught
+		}
+	}
 	data, err := io.ReadAll(in)
 	if err != nil {
 		return workerExitUncaught
 	}
+	enc := gob.NewEncoder(out)
+	var sendErr error
+	send := func(m workerMessage) {
+		if sendErr == nil {
+			sendErr = enc.Encode(&m)
+		}
+	}
 	var res workerResult
 	switch mode {
 	case workerModeExtract:
-		res.Pages, err = readPages(context.Background(), data)
+		err = readDocument(context.Background(), data, opts, send)
 	case workerModeCount:
 		res.PageCount, err = readPageCount(data)
+	case workerModeScan:
+		if opts.Scan == nil {
+			return workerExitUncaught
+		}
+		res.Scan, err = renderScan(data, *opts.Scan)
 	}
 	switch {
 	case errors.Is(err, ErrEncrypted):
@@ -111,31 +166,55 @@ func runWorker(mode string, in io.Reader, out io.Writer) int {
 	case err != nil:
 		res.Fail, res.Detail = failCorrupt, err.Error()
 	}
-	if err := gob.NewEncoder(out).Encode(&res); err != nil {
+	send(workerMessage{Result: &res})
+	if sendErr != nil {
 		return workerExitUncaught
 	}
 	return 0
 }
 
+// workerJob is one run of a worker: what it does and how the parent
+// follows it.
+type workerJob struct {
+	mode string
+	opts workerOptions
+	// progress, when set, is called with the pages read so far and the
+	// page count, as the worker sends them.
+	progress func(done, total int)
+}
+
 // runInWorker runs MuPDF on data in a child process (see the comment at
 // the top of this file) and maps its outcome onto the package's errors.
 func runInWorker(ctx context.Context, mode string, data []byte) (*workerResult, error) {
-	return runWorkerProcess(ctx, mode, bytes.NewReader(data))
+	return runWorkerJob(ctx, workerJob{mode: mode}, bytes.NewReader(data))
 }
 
 // runWorkerProcess is runInWorker reading the document from stdin, which
 // the child gets as its own standard input when it is an *os.File.
 func runWorkerProcess(ctx context.Context, mode string, stdin io.Reader) (*workerResult, error) {
+	return runWorkerJob(ctx, workerJob{mode: mode}, stdin)
+}
+
+// runWorkerJob runs job in a child process reading the document from
+// stdin, following its stream of messages.
+func runWorkerJob(ctx context.Context, job workerJob, stdin io.Reader) (*workerResult, error) {
 	exe, err := workerExecutable()
 	if err != nil {
 		return nil, fmt.Errorf("pdf: start extraction worker: %w", err)
 	}
+	opts, err := json.Marshal(job.opts)
+	if err != nil {
+		return nil, fmt.Errorf("pdf: start extraction worker: %w", err)
+	}
 	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), workerEnv+"="+mode, workerParentEnv+"="+strconv.Itoa(os.Getpid()))
+	cmd.Env = append(os.Environ(), workerEnv+"="+job.mode, workerParentEnv+"="+strconv.Itoa(os.Getpid()), workerOptionsEnv+"="+string(opts))
 	cmd.Stdin = stdin
-	var stdout bytes.Buffer
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("pdf: start extraction worker: %w", err)
+	}
 	stderr := &tailBuffer{max: workerStderrTail}
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	cmd.Stderr = stderr
 	cmd.WaitDelay = workerKillGrace
 	cmd.SysProcAttr = workerSysProcAttr()
 	// Linux's parent-death signal fires when the *thread* that started the
@@ -144,18 +223,29 @@ func runWorkerProcess(ctx context.Context, mode string, stdin io.Reader) (*worke
 	// dependency's, may do that; golang/go#27505). Locking this goroutine to
 	// its thread from start to wait keeps every other goroutine off it, so
 	// nothing can end the thread while the worker runs. The cost is one OS
-	// thread per running extraction, blocked in wait.
+	// thread per running extraction, blocked in reading and waiting.
 	runtime.LockOSThread()
-	runErr := cmd.Run()
-	runtime.UnlockOSThread()
-	if ctx.Err() != nil {
-		return nil, errStopped(ctx)
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("pdf: start extraction worker: %w", err)
 	}
-	var res workerResult
-	if runErr != nil || gob.NewDecoder(&stdout).Decode(&res) != nil {
+	res, streamErr := readWorkerStream(stdout, job.progress)
+	if streamErr != nil {
+		// Drain what is left, so a worker still writing is not blocked
+		// on a full pipe while Wait waits for it to exit.
+		_, _ = io.Copy(io.Discard, stdout)
+	}
+	runErr := cmd.Wait()
+	if ctx.Err() != nil {
+		return nil, errStoppedAt(ctx, len(res.Pages), res.PageCount)
+	}
+	if runErr != nil || streamErr != nil {
 		detail := lastLine(stderr.String())
 		if detail == "" && runErr != nil {
 			detail = runErr.Error()
+		}
+		if detail == "" {
+			detail = streamErr.Error()
 		}
 		return nil, fmt.Errorf("pdf: the document crashed the reader (%s): %w", detail, ErrCorrupt)
 	}
@@ -165,7 +255,37 @@ func runWorkerProcess(ctx context.Context, mode string, stdin io.Reader) (*worke
 	case failCorrupt:
 		return nil, fmt.Errorf("%s: %w", strings.TrimSuffix(res.Detail, ": "+ErrCorrupt.Error()), ErrCorrupt)
 	}
-	return &res, nil
+	return res, nil
+}
+
+// readWorkerStream decodes a worker's messages until its result, calling
+// progress after the page count and after each page. It returns what it
+// has read so far (never nil) with an error when the stream ends early.
+func readWorkerStream(r io.Reader, progress func(done, total int)) (*workerResult, error) {
+	dec := gob.NewDecoder(r)
+	var pages []workerPage
+	count := 0
+	for {
+		var m workerMessage
+		if err := dec.Decode(&m); err != nil {
+			return &workerResult{Pages: pages, PageCount: count}, fmt.Errorf("the worker's output ended early: %w", err)
+		}
+		switch {
+		case m.Result != nil:
+			res := m.Result
+			res.Pages, res.PageCount = pages, max(res.PageCount, count)
+			return res, nil
+		case m.Page != nil:
+			pages = append(pages, *m.Page)
+		case m.PageCount > 0:
+			count = m.PageCount
+		default:
+			continue
+		}
+		if progress != nil {
+			progress(len(pages), count)
+		}
+	}
 }
 
 // workerExecutable returns the running binary. On Linux /proc/self/exe

@@ -35,13 +35,14 @@ type Response struct {
 // streamed: the client has the beginning and should be told it is cut.
 var ErrAnswerBroken = errors.New("the answer model failed mid-answer")
 
-// Query finds an owner's k best chunks for query and answers from them.
-// With a stream, the chunks and the answer's pieces are also handed over as
-// they come. The error is the search's, the client's own going away
-// (ctx.Err()), or ErrAnswerBroken: a query never fails because the chat
-// model is down before it said anything.
-func (s *Service) Query(ctx context.Context, owner, query string, k int, stream *Stream) (*Response, error) {
-	results, warnings, err := s.Search(ctx, owner, query, k)
+// Query finds an owner's k best chunks for query, within the documents
+// filter allows (nil: all), and answers from them. With a stream, the
+// chunks and the answer's pieces are also handed over as they come. The
+// error is the search's, the client's own going away (ctx.Err()), or
+// ErrAnswerBroken: a query never fails because the chat model is down
+// before it said anything.
+func (s *Service) Query(ctx context.Context, owner, query string, k int, filter *Filter, stream *Stream) (*Response, error) {
+	results, warnings, err := s.SearchFiltered(ctx, owner, query, k, filter)
 	if err != nil {
 		return nil, err
 	}

@@ -70,16 +70,39 @@ type Result struct {
 // from the lexical index and says why in warnings: a degraded answer beats
 // none.
 func (s *Service) Search(ctx context.Context, owner, query string, k int) ([]Result, []string, error) {
+	return s.SearchFiltered(ctx, owner, query, k, nil)
+}
+
+// Waiting for the index to catch up with the store. A commit writes the
+// store first and publishes the index version with the same change right
+// after; a search that read the index before the publish and the store
+// after finds some of its chunks gone (a replaced document's, a deleted
+// one's). It then searches again on the version that follows, so that its
+// results are one version's: a replaced document's old chunks or its new
+// ones, never neither.
+const (
+	// staleRetries bounds the searches again; a version is only behind
+	// while one commit runs, so one is nearly always enough.
+	staleRetries = 3
+	// staleWait bounds each wait for the next version; past it the
+	// search answers with the chunks it found.
+	staleWait = 2 * time.Second
+)
+
+// SearchFiltered is Search within the documents filter allows (nil: all of
+// them). The filter is applied inside retrieval, so k chunks come back
+// whenever k allowed chunks match.
+func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int, filter *Filter) ([]Result, []string, error) {
 	x, err := s.indexes.Index(owner)
 	if err != nil {
 		return nil, nil, err
 	}
 	var warnings []string
-	q := index.Query{Text: query, K: k}
+	q := index.Query{Text: query, K: k, Filter: filter.indexFilter()}
 	embedder, err := s.indexes.Embedder(x.Model())
 	if err != nil {
 		warnings = append(warnings, "results are lexical only: "+err.Error())
-	} else if vec, err := s.embedQuery(ctx, embedder, query); err != nil {
+	} else if vec, err := s.embedQuery(ctx, embedder, query, x); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
@@ -88,16 +111,29 @@ func (s *Service) Search(ctx context.Context, owner, query string, k int) ([]Res
 	} else {
 		q.Vector = vec
 	}
-	hits := x.Search(q)
-	seqs := make([]uint64, len(hits))
-	score := make(map[uint64]float64, len(hits))
-	for i, h := range hits {
-		seqs[i] = h.ID
-		score[h.ID] = h.Score
+	var hits []index.Hit
+	var chunks []store.Chunk
+	for attempt := 0; ; attempt++ {
+		ver := x.Current()
+		q.At = ver
+		hits = x.Search(q)
+		seqs := make([]uint64, len(hits))
+		for i, h := range hits {
+			seqs[i] = h.ID
+		}
+		if chunks, err = s.store.ChunksBySeq(seqs); err != nil {
+			return nil, nil, fmt.Errorf("search: read chunks: %w", err)
+		}
+		if len(chunks) == len(hits) || attempt == staleRetries || !s.awaitNext(ctx, ver) {
+			break
+		}
 	}
-	chunks, err := s.store.ChunksBySeq(seqs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("search: read chunks: %w", err)
+	if ctx.Err() != nil {
+		return nil, nil, ctx.Err()
+	}
+	score := make(map[uint64]float64, len(hits))
+	for _, h := range hits {
+		score[h.ID] = h.Score
 	}
 	names, err := s.store.DocumentNames(chunks)
 	if err != nil {
@@ -110,10 +146,30 @@ func (s *Service) Search(ctx context.Context, owner, query string, k int) ([]Res
 	return results, warnings, nil
 }
 
-// embedQuery embeds a query the way the embedder's model wants queries.
-func (s *Service) embedQuery(ctx context.Context, em llm.Embedder, query string) ([]float32, error) {
+// awaitNext waits until a version newer than ver is published, and
+// reports whether one was within staleWait (and before ctx ended).
+func (s *Service) awaitNext(ctx context.Context, ver index.Version) bool {
+	t := time.NewTimer(staleWait)
+	defer t.Stop()
+	select {
+	case <-ver.Superseded():
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+		s.log.Warn("the index did not catch up with the store in time; answering with the chunks found")
+	}
+	return false
+}
+
+// embedQuery embeds a query the way the embedder's model wants queries,
+// and, for an embedder that cuts text by language, in the language of the
+// owner's chunks when the query is too short to tell its own.
+func (s *Service) embedQuery(ctx context.Context, em llm.Embedder, query string, x *index.OwnerIndex) ([]float32, error) {
 	start := time.Now()
 	defer func() { s.metrics.Embedded(em.Model(), "query", time.Since(start)) }()
+	if le, ok := em.(llm.LanguageQueryEmbedder); ok {
+		return le.EmbedQueryFor(ctx, query, x.Language())
+	}
 	if qe, ok := em.(llm.QueryEmbedder); ok {
 		return qe.EmbedQuery(ctx, query)
 	}

@@ -345,8 +345,9 @@ func TestUploadText(t *testing.T) {
 	}.defaults(a.key, "/upload/text"))
 }
 
-// pngBytes is the start of a PNG image.
-var pngBytes = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), make([]byte, 64)...)
+// gifBytes is an empty 1×1 GIF: header, screen descriptor and trailer.
+// GIF is refused (only PNG, JPEG and TIFF images are read with OCR).
+var gifBytes = []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;")
 
 // binaryBytes is reproducible noise, the kind of file nobody can index.
 func binaryBytes(n int) []byte {
@@ -425,7 +426,7 @@ func TestUploadFile(t *testing.T) {
 		{name: "customer of another project", parts: []part{txt, owner(b.customers[0])}, status: 404},
 		{name: "project of another key", parts: []part{txt, owner(b.projectID)}, status: 403},
 		{name: "empty file", parts: []part{filePart("empty.txt", nil), owner(a.projectID)}, status: 400, want: []string{"empty"}},
-		{name: "PNG image", parts: []part{filePart("notes.txt", pngBytes), owner(a.projectID)}, status: 415, want: []string{"PNG"}},
+		{name: "GIF image", parts: []part{filePart("notes.txt", gifBytes), owner(a.projectID)}, status: 415, want: []string{"GIF", "PNG, JPEG and TIFF"}},
 		{name: "random binary", parts: []part{filePart("notes.md", binaryBytes(2048)), owner(a.projectID)}, status: 415, want: []string{"unsupported"}},
 		{name: "executable", parts: []part{filePart("run", append([]byte("\x7fELF"), make([]byte, 100)...)), owner(a.projectID)}, status: 415},
 		// A damaged ZIP is the uploader's fault, not a server bug.

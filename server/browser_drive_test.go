@@ -22,7 +22,7 @@ func TestBrowserDriveImport(t *testing.T) {
 		Exports: map[string][]byte{"application/pdf": testPDF(reportPages)}})
 	g.AddFile(drivetest.File{Name: "tide-notes.md", MimeType: "text/markdown", Parents: []string{field.ID},
 		Content: []byte("# Tides\n\nSpring tides reach the second step of the north pier.\n")})
-	g.AddFile(drivetest.File{Name: "pier photo.jpg", MimeType: "image/jpeg", Content: []byte("\xff\xd8\xff not really")})
+	g.AddFile(drivetest.File{Name: "pier photo.gif", MimeType: "image/gif", Content: []byte("GIF89a not really")})
 	g.AddFile(drivetest.File{Name: "survey scan.pdf", MimeType: "application/pdf", Size: 2 << 30})
 
 	e := newUIEnv(t, func(o *uiOptions) { o.drive = g })
@@ -60,7 +60,7 @@ func TestBrowserDriveImport(t *testing.T) {
 		refused: (tr.querySelector('.refused') || {}).textContent || ''}))`)
 	want := map[string]itemRow{
 		"Field work":      {Kind: "folder"},
-		"pier photo.jpg":  {Kind: "refused", Disabled: true, Refused: "OCR"},
+		"pier photo.gif":  {Kind: "refused", Disabled: true, Refused: "PNG, JPEG and TIFF"},
 		"survey scan.pdf": {Kind: "refused", Disabled: true, Refused: "over the limit of 1 MiB"},
 	}
 	for _, r := range rows {

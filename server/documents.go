@@ -19,16 +19,27 @@ type jobResponse struct {
 	Chunks      int       `json:"chunks"`
 	Attempts    int       `json:"attempts"`
 	NextAttempt time.Time `json:"next_attempt_at,omitzero"`
+	Progress    *progress `json:"progress,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 }
 
+// progress is how far a running job has read its document.
+type progress struct {
+	PagesDone int `json:"pages_done"`
+	Pages     int `json:"pages"`
+}
+
 func jobOf(j *store.Job) jobResponse {
-	return jobResponse{
+	r := jobResponse{
 		JobID: j.ID, OwnerID: j.OwnerID, DocumentID: j.DocumentID, Status: j.Status,
 		Error: j.Error, Chunks: j.Chunks, Attempts: j.Attempts, NextAttempt: j.NotBefore,
 		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
 	}
+	if p := j.Progress; p != nil && j.Status == store.StatusProcessing {
+		r.Progress = &progress{PagesDone: p.PagesDone, Pages: p.Pages}
+	}
+	return r
 }
 
 // documentResponse is a document as the /documents routes show it.
@@ -47,6 +58,7 @@ type documentResponse struct {
 	Chunks     int               `json:"chunks"`
 	CreatedAt  time.Time         `json:"created_at"`
 	UpdatedAt  time.Time         `json:"updated_at"`
+	ExternalID string            `json:"external_id,omitempty"`
 }
 
 func documentOf(d *store.Document) documentResponse {
@@ -54,7 +66,7 @@ func documentOf(d *store.Document) documentResponse {
 		DocumentID: d.ID, ProjectID: d.ProjectID, OwnerID: d.OwnerID, Name: d.Name,
 		Metadata: d.Metadata, Format: d.Format, Size: d.Size, Pages: d.Pages,
 		JobID: d.JobID, Status: d.Status, Error: d.Error, Chunks: d.Chunks,
-		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, ExternalID: d.ExternalID,
 	}
 }
 
@@ -70,10 +82,15 @@ func (s *Server) getJob(c echo.Context) error {
 	return c.JSON(http.StatusOK, jobOf(j))
 }
 
+// listDocuments lists an owner's documents, or, with external_id, the one
+// document holding that external id (none when no document does).
 func (s *Server) listDocuments(c echo.Context) error {
 	owner, err := s.ownerOf(c, c.QueryParam("owner_id"))
 	if err != nil {
 		return err
+	}
+	if c.QueryParams().Has("external_id") {
+		return s.documentByExternalID(c, owner, c.QueryParam("external_id"))
 	}
 	docs, err := s.store.Documents(owner)
 	if err != nil {
@@ -82,6 +99,24 @@ func (s *Server) listDocuments(c echo.Context) error {
 	out := make([]documentResponse, len(docs))
 	for i := range docs {
 		out[i] = documentOf(&docs[i])
+	}
+	return c.JSON(http.StatusOK, map[string]any{"documents": out})
+}
+
+func (s *Server) documentByExternalID(c echo.Context, owner, externalID string) error {
+	if externalID == "" {
+		return badRequest("external_id is empty: give the id the document was uploaded with")
+	}
+	if err := checkExternalID("external_id", externalID); err != nil {
+		return err
+	}
+	out := []documentResponse{}
+	d, err := s.store.DocumentByExternalID(owner, externalID)
+	switch {
+	case err == nil:
+		out = append(out, documentOf(d))
+	case !errors.Is(err, store.ErrNotFound):
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"documents": out})
 }

@@ -409,6 +409,7 @@ var driveImportTypes = []string{
 	"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 	"application/vnd.openxmlformats-officedocument.presentationml.presentation",
 	"application/xhtml+xml",
+	"image/png", "image/jpeg", "image/tiff", // read through OCR
 	"application/octet-stream",
 }
 
@@ -424,7 +425,7 @@ func driveTypeRefusal(mimeType string) string {
 	case strings.HasPrefix(mt, "text/"):
 		return ""
 	case strings.HasPrefix(mt, "image/"):
-		return "images need OCR, which is not supported"
+		return "of images, only PNG, JPEG and TIFF are read (through OCR)"
 	case strings.HasPrefix(mt, "audio/"), strings.HasPrefix(mt, "video/"):
 		return "audio and video are not documents"
 	case mt == "application/msword", mt == "application/vnd.ms-excel", mt == "application/vnd.ms-powerpoint":

@@ -350,7 +350,7 @@ func TestDriveImportGoogleDocIsIndexed(t *testing.T) {
 func TestDriveRefusesBeforeDownloading(t *testing.T) {
 	e, g := newDriveEnv(t) // 4 KiB file limit
 	huge := g.AddFile(drivetest.File{Name: "archive scan.pdf", MimeType: "application/pdf", Size: 2 << 30})
-	photo := g.AddFile(drivetest.File{Name: "pier.jpg", MimeType: "image/jpeg", Content: []byte("\xff\xd8\xff jpeg")})
+	photo := g.AddFile(drivetest.File{Name: "pier.gif", MimeType: "image/gif", Content: []byte("GIF89a")})
 	legacy := g.AddFile(drivetest.File{Name: "old.doc", MimeType: "application/msword", Content: []byte("doc")})
 	form := g.AddFile(drivetest.File{Name: "Survey", MimeType: "application/vnd.google-apps.form"})
 	folder := g.AddFile(drivetest.File{Name: "Archive", MimeType: drivetest.FolderType})
@@ -363,7 +363,7 @@ func TestDriveRefusesBeforeDownloading(t *testing.T) {
 	items := byName(v.list(s, "").Files)
 	for name, want := range map[string]string{
 		"archive scan.pdf": "the file is 2.0 GiB, over the limit of 4 KiB",
-		"pier.jpg":         "OCR",
+		"pier.gif":         "PNG, JPEG and TIFF",
 		"old.doc":          "legacy Microsoft Office",
 		"Survey":           "Google Form files cannot be imported",
 	} {
@@ -381,7 +381,7 @@ func TestDriveRefusesBeforeDownloading(t *testing.T) {
 
 	e.unchanged(t, func() {
 		wantError(t, v.importFile(s, huge.ID), http.StatusRequestEntityTooLarge, "2.0 GiB", "over the limit of 4 KiB")
-		wantError(t, v.importFile(s, photo.ID), http.StatusUnsupportedMediaType, "OCR")
+		wantError(t, v.importFile(s, photo.ID), http.StatusUnsupportedMediaType, "PNG, JPEG and TIFF")
 		wantError(t, v.importFile(s, legacy.ID), http.StatusUnsupportedMediaType, "PDF or DOCX")
 		wantError(t, v.importFile(s, form.ID), http.StatusUnsupportedMediaType, "cannot be imported")
 		wantError(t, v.importFile(s, folder.ID), http.StatusBadRequest, "folder")

@@ -33,7 +33,7 @@ func TestOpenAPIDriveResponsesMatchSchemas(t *testing.T) {
 	folder := g.AddFile(drivetest.File{Name: "Reports", MimeType: drivetest.FolderType})
 	notes := g.AddFile(drivetest.File{Name: "notes.txt", MimeType: "text/plain", Content: []byte("The pier opens at eight.")})
 	g.AddFile(drivetest.File{Name: "Plan", MimeType: drivetest.DocumentType, Exports: map[string][]byte{"application/pdf": openAPITestPDF([]string{"Plan."})}})
-	photo := g.AddFile(drivetest.File{Name: "pier.png", MimeType: "image/png", Content: []byte("\x89PNG")})
+	photo := g.AddFile(drivetest.File{Name: "pier.gif", MimeType: "image/gif", Content: []byte("GIF89a")})
 
 	dir := t.TempDir()
 	st, err := store.Open(dir)

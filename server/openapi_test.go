@@ -531,7 +531,8 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 
 	up := call("POST", "/upload/text", "/upload/text", map[string]any{
 		"owner_id": customerID, "name": "refunds", "metadata": map[string]string{"dept": "support"},
-		"text": "Refunds are issued within 14 days of a return.\n\nShipping is free for orders over 50 euros.",
+		"text":        "Refunds are issued within 14 days of a return.\n\nShipping is free for orders over 50 euros.",
+		"external_id": "handbook/refunds.md",
 	}, 200)
 	jobID, _ := up["job_id"].(string)
 	docID, _ := up["document_id"].(string)
@@ -542,6 +543,10 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 	}
 	call("GET", "/jobs/{job_id}", "/jobs/"+jobID, nil, 200)
 	call("GET", "/documents", "/documents?owner_id="+customerID, nil, 200)
+	byExternal := call("GET", "/documents", "/documents?owner_id="+customerID+"&external_id=handbook/refunds.md", nil, 200)
+	if docs, _ := byExternal["documents"].([]any); len(docs) != 1 {
+		t.Fatalf("the upload is not found by its external_id: %v", byExternal)
+	}
 	call("GET", "/documents/{document_id}", "/documents/"+docID, nil, 200)
 
 	q := call("POST", "/query/customer", "/query/customer", map[string]any{"customer_id": customerID, "query": "how long do refunds take", "top_k": 3.0}, 200)
@@ -551,6 +556,14 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 	}
 	chunkID, _ := chunks[0].(map[string]any)["chunk_id"].(string)
 	call("POST", "/query/customer", "/query/customer", map[string]any{"customer_id": customerID, "query": "refunds", "stream": true}, 200)
+	filtered := call("POST", "/query/customer", "/query/customer", map[string]any{"customer_id": customerID, "query": "refunds", "filter": map[string]any{"and": []any{
+		map[string]any{"metadata.dept": map[string]any{"in": []string{"support", "sales"}}},
+		map[string]any{"created_at": map[string]any{"gte": "2020-01-01T00:00:00Z", "lt": "2100-01-01T00:00:00Z"}},
+		map[string]any{"or": []any{map[string]any{"document_id": map[string]any{"eq": docID}}, map[string]any{"metadata.x": map[string]any{"eq": "y"}}}},
+	}}}, 200)
+	if chunks, _ := filtered["chunks"].([]any); len(chunks) == 0 {
+		t.Fatalf("the filtered query found nothing: %v", filtered)
+	}
 	call("POST", "/query/project", "/query/project", map[string]any{"project_id": f.projectID, "query": "refunds", "top_k": 5}, 200)
 	call("POST", "/subpage", "/subpage", map[string]any{"chunk_id": chunkID, "owner_id": customerID, "varience": 2.0}, 400)
 	call("POST", "/search/internet", "/search/internet", map[string]any{"query": "refunds"}, 503)

@@ -21,6 +21,9 @@ type queryFields struct {
 	Query  *string  `json:"query"`
 	TopK   *float64 `json:"top_k"`
 	Stream bool     `json:"stream"`
+	// Filter restricts the query to some documents; its grammar is
+	// search.ParseFilter's.
+	Filter json.RawMessage `json:"filter"`
 }
 
 type customerQueryRequest struct {
@@ -72,21 +75,30 @@ func (s *Server) queryProject(c echo.Context) error {
 	return s.query(c, req.ProjectID, req.queryFields)
 }
 
-// validate returns the query text and top_k, or a 400 naming the field.
-func (q queryFields) validate() (string, int, error) {
-	return checkQuery(q.Query, q.TopK, defaultTopK, maxTopK)
+// validate returns the query text, top_k and filter, or a 400 naming the
+// field (and, for the filter, the part of it that is wrong).
+func (q queryFields) validate() (string, int, *search.Filter, error) {
+	text, k, err := checkQuery(q.Query, q.TopK, defaultTopK, maxTopK)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	filter, err := search.ParseFilter(q.Filter)
+	if err != nil {
+		return "", 0, nil, badRequest("%v", err)
+	}
+	return text, k, filter, nil
 }
 
 func (s *Server) query(c echo.Context, owner string, q queryFields) error {
-	text, k, err := q.validate()
+	text, k, filter, err := q.validate()
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	if q.Stream {
-		return s.streamQuery(c, owner, text, k)
+		return s.streamQuery(c, owner, text, k, filter)
 	}
-	resp, err := s.search.Query(ctx, owner, text, k, nil)
+	resp, err := s.search.Query(ctx, owner, text, k, filter, nil)
 	if err != nil {
 		return err
 	}
@@ -117,7 +129,7 @@ func queryChunks(results []search.Result) []queryChunk {
 // model fails midway. A client that disconnects cancels the model call
 // through the request's context. A search that fails before the chunks are
 // sent is an ordinary JSON error.
-func (s *Server) streamQuery(c echo.Context, owner, query string, k int) error {
+func (s *Server) streamQuery(c echo.Context, owner, query string, k int, filter *search.Filter) error {
 	w := c.Response()
 	send := func(event string, v any) {
 		data, _ := json.Marshal(v)
@@ -125,7 +137,7 @@ func (s *Server) streamQuery(c echo.Context, owner, query string, k int) error {
 		w.Flush()
 	}
 	var chunks []queryChunk
-	resp, err := s.search.Query(c.Request().Context(), owner, query, k, &search.Stream{
+	resp, err := s.search.Query(c.Request().Context(), owner, query, k, filter, &search.Stream{
 		Chunks: func(results []search.Result, warnings []string) {
 			w.Header().Set(echo.HeaderContentType, "text/event-stream")
 			w.Header().Set("Cache-Control", "no-store")

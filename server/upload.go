@@ -35,6 +35,9 @@ type uploadData struct {
 	Text     *string           `json:"text,omitempty"`
 	Name     string            `json:"name"`
 	Metadata map[string]string `json:"metadata"`
+	// ExternalID is the caller's id for the document: uploading again
+	// with it replaces the document once the new upload is indexed.
+	ExternalID string `json:"external_id"`
 }
 
 func (s *Server) uploadText(c echo.Context) error {
@@ -197,8 +200,12 @@ func (s *Server) submit(c echo.Context, req uploadData, content []byte, format p
 	if err := checkMetadata(req.Metadata); err != nil {
 		return err
 	}
+	if err := checkExternalID("external_id", req.ExternalID); err != nil {
+		return err
+	}
 	job, _, err := s.engine.Submit(ingest.Upload{
 		ProjectID: project(c).ID, OwnerID: owner, Name: req.Name, Metadata: req.Metadata, Data: content, Format: format,
+		ExternalID: req.ExternalID,
 	})
 	switch {
 	case errors.Is(err, pdf.ErrUnsupported):

@@ -187,6 +187,26 @@ func checkName(field, name string, required bool) error {
 	return nil
 }
 
+// maxExternalIDLen bounds an external id: long enough for a path or a
+// URL, short enough to stay a key.
+const maxExternalIDLen = 256
+
+// checkExternalID accepts an absent (empty) external id, or one of at
+// most maxExternalIDLen printable ASCII characters without spaces: ids
+// callers already have (paths, URLs, database keys) fit, and none can look
+// like another through Unicode lookalikes or invisible characters.
+func checkExternalID(field, id string) error {
+	if len(id) > maxExternalIDLen {
+		return badRequest("%s is %d characters, over the limit of %d", field, len(id), maxExternalIDLen)
+	}
+	for i, r := range id {
+		if r < 0x21 || r > 0x7e {
+			return badRequest("%s must be printable ASCII without spaces (letters, digits and punctuation such as - _ . : /); character %d is %q", field, i+1, r)
+		}
+	}
+	return nil
+}
+
 func checkMetadata(m map[string]string) error {
 	if len(m) > maxMetadataKeys {
 		return badRequest("metadata has %d keys, over the limit of %d", len(m), maxMetadataKeys)

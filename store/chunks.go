@@ -23,6 +23,10 @@ type Chunk struct {
 	Start      int    `json:"start"`          // character offsets in the extracted text of its page
 	End        int    `json:"end"`
 	Text       string `json:"text"`
+	// TextHash is TextHash of the text its vectors were made from: the
+	// embedding cache's key (see embedcache.go). Empty for chunks written
+	// before the cache, which are then not cached.
+	TextHash string `json:"text_hash,omitempty"`
 }
 
 // ReplaceChunks writes a document's chunks and their vectors, embedded by
@@ -31,14 +35,25 @@ type Chunk struct {
 // chunks, which the caller drops from the index. A deleted document is
 // ErrNotFound; vectors of another model than the owner's are
 // ErrModelMismatch.
+//
+// A document with an external id takes it over in the same transaction
+// (see external.go): the document holding it is removed and its chunks'
+// sequences are returned with the others, so that one index commit swaps
+// the old version for the new. A document created before the holder is
+// ErrSuperseded and writes nothing.
 func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors [][]float32) ([]uint64, error) {
 	if len(chunks) != len(vectors) {
 		return nil, fmt.Errorf("store: replace chunks: %d chunks but %d vectors", len(chunks), len(vectors))
 	}
-	var removed []uint64
+	var removed, replaced []uint64
+	var owner, orphan string
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		d, err := getDoc(tx, documentID)
 		if err != nil {
+			return err
+		}
+		owner = d.OwnerID
+		if replaced, orphan, err = s.takeOverExternalID(tx, d); err != nil {
 			return err
 		}
 		if len(vectors) > 0 {
@@ -60,6 +75,9 @@ func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors 
 			if err := put(cb, c.ID, c); err != nil {
 				return err
 			}
+			if err := cacheChunk(tx, c); err != nil {
+				return err
+			}
 			if err := sb.Put(seq, []byte(c.ID)); err != nil {
 				return err
 			}
@@ -75,10 +93,17 @@ func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors 
 	if err != nil {
 		return nil, fmt.Errorf("store: replace chunks of %s: %w", documentID, err)
 	}
-	return removed, nil
+	if orphan != "" {
+		// The records are committed, and the caller must apply them to
+		// the index whatever happens to the file: one left behind is
+		// swept at next start.
+		_ = s.removeOrphanFile(owner, orphan)
+	}
+	return append(removed, replaced...), nil
 }
 
-// deleteChunks removes every chunk of d with its sequence entries and vector.
+// deleteChunks removes every chunk of d with its sequence entries, vectors
+// and embedding cache entry.
 func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
 	cb, sb, ob, vb := tx.Bucket(bucketChunks), tx.Bucket(bucketSeqs), tx.Bucket(bucketOwnerSeqs), tx.Bucket(bucketVectors)
 	prefix := []byte(chunkPrefix(d.ID))
@@ -88,13 +113,17 @@ func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
 	c := cb.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var ch struct {
-			Seq uint64 `json:"seq"`
+			Seq      uint64 `json:"seq"`
+			TextHash string `json:"text_hash"`
 		}
 		if err := jsonUnmarshal(v, &ch); err != nil {
 			return nil, err
 		}
 		ids = append(ids, bytes.Clone(k))
 		seqs = append(seqs, ch.Seq)
+		if err := uncacheChunk(tx, d.OwnerID, ch.TextHash, ch.Seq); err != nil {
+			return nil, err
+		}
 	}
 	for i, id := range ids {
 		seq := u64(seqs[i])

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -36,6 +37,13 @@ type Document struct {
 	Chunks    int               `json:"chunks"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
+	// ExternalID is the caller's own id for the document, unique per
+	// owner among the documents that hold it (see external.go).
+	ExternalID string `json:"external_id,omitempty"`
+	// Seq numbers documents in the order they were created: of two
+	// uploads with one external id, the later one wins. 0 for documents
+	// created before it was recorded, which are older than any other.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // Job is the durable record of the work of indexing one document.
@@ -52,6 +60,9 @@ type Job struct {
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	QueueKey   []byte    `json:"queue_key,omitempty"` // its key in the queue while PENDING
+	// Progress is how far the running attempt has read the document;
+	// set only while PROCESSING (see SetJobProgress).
+	Progress *JobProgress `json:"progress,omitempty"`
 }
 
 func getDoc(tx *bolt.Tx, id string) (*Document, error) {
@@ -89,6 +100,13 @@ func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
 	d.JobID = job.ID
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		if err := s.enqueue(tx, job, now); err != nil {
+			return err
+		}
+		var err error
+		if d.Seq, err = tx.Bucket(bucketDocuments).NextSequence(); err != nil {
+			return err
+		}
+		if err := claimExternalID(tx, d); err != nil {
 			return err
 		}
 		if err := putDoc(tx, d); err != nil {
@@ -130,9 +148,9 @@ func (s *Store) Documents(ownerID string) ([]Document, error) {
 }
 
 // DeleteDocument removes a document, its chunks and vectors, and its job
-// from the queue if it has not run. It returns the chunk sequences removed
-// (for the caller to drop from the index). The original file is removed
-// once no document of the owner refers to it.
+// from the queue if it has not run, and frees its external id. It returns
+// the chunk sequences removed (for the caller to drop from the index). The
+// original file is removed once no document of the owner refers to it.
 func (s *Store) DeleteDocument(id string) ([]uint64, error) {
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
@@ -145,25 +163,8 @@ func (s *Store) DeleteDocument(id string) ([]uint64, error) {
 			return err
 		}
 		owner = d.OwnerID
-		if removed, err = deleteChunks(tx, d); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketDocuments).Delete([]byte(id)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketOwnerDocs).Delete(ownerKey(d.OwnerID, []byte(id))); err != nil {
-			return err
-		}
-		if err := s.cancelJob(tx, d.JobID); err != nil {
-			return err
-		}
-		if err := addFileRef(tx, d.OwnerID, d.FileHash, -1); err != nil {
-			return err
-		}
-		if fileRefs(tx, d.OwnerID, d.FileHash) == 0 {
-			orphan = d.FileHash
-		}
-		return nil
+		removed, orphan, err = s.removeDocument(tx, d, "the document was deleted before it was processed")
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: delete document %s: %w", id, err)
@@ -179,9 +180,40 @@ func (s *Store) DeleteDocument(id string) ([]uint64, error) {
 	return removed, nil
 }
 
-// cancelJob takes a deleted document's job out of the queue. A job already
-// running notices the document is gone when it commits.
-func (s *Store) cancelJob(tx *bolt.Tx, jobID string) error {
+// removeDocument deletes d's record, chunks and vectors, frees its external
+// id, and ends its job with reason if it has not run. It returns the chunk
+// sequences removed and, when d was the last reference to its original
+// file, the file's hash, for the caller to remove once the transaction
+// has committed.
+func (s *Store) removeDocument(tx *bolt.Tx, d *Document, reason string) (removed []uint64, orphan string, err error) {
+	if removed, err = deleteChunks(tx, d); err != nil {
+		return nil, "", err
+	}
+	if err := tx.Bucket(bucketDocuments).Delete([]byte(d.ID)); err != nil {
+		return nil, "", err
+	}
+	if err := tx.Bucket(bucketOwnerDocs).Delete(ownerKey(d.OwnerID, []byte(d.ID))); err != nil {
+		return nil, "", err
+	}
+	if err := releaseExternalID(tx, d); err != nil {
+		return nil, "", err
+	}
+	if err := s.cancelJob(tx, d.JobID, reason); err != nil {
+		return nil, "", err
+	}
+	if err := addFileRef(tx, d.OwnerID, d.FileHash, -1); err != nil {
+		return nil, "", err
+	}
+	if fileRefs(tx, d.OwnerID, d.FileHash) == 0 {
+		orphan = d.FileHash
+	}
+	return removed, orphan, nil
+}
+
+// cancelJob takes a removed document's job out of the queue, ending it
+// with reason. A job already running notices the document is gone when it
+// commits.
+func (s *Store) cancelJob(tx *bolt.Tx, jobID, reason string) error {
 	j, err := getJob(tx, jobID)
 	if err != nil {
 		return err
@@ -192,6 +224,32 @@ func (s *Store) cancelJob(tx *bolt.Tx, jobID string) error {
 	if err := tx.Bucket(bucketQueue).Delete(j.QueueKey); err != nil {
 		return err
 	}
-	j.Status, j.Error, j.UpdatedAt = StatusFailed, "the document was deleted before it was processed", s.now().UTC()
+	j.Status, j.Error, j.UpdatedAt = StatusFailed, reason, s.now().UTC()
 	return putJob(tx, j)
+}
+
+// DocumentsOf returns the document of every chunk, by document id, read in
+// one transaction. A document deleted meanwhile has no entry.
+func (s *Store) DocumentsOf(chunks []Chunk) (map[string]*Document, error) {
+	docs := make(map[string]*Document)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, c := range chunks {
+			if _, done := docs[c.DocumentID]; done {
+				continue
+			}
+			d, err := getDoc(tx, c.DocumentID)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			docs[c.DocumentID] = d
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: read documents of chunks: %w", err)
+	}
+	return docs, nil
 }

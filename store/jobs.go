@@ -78,7 +78,7 @@ func (s *Store) ClaimJob() (*Job, *Document, error) {
 			if err != nil {
 				return fmt.Errorf("document of job %s: %w", j.ID, err)
 			}
-			j.Status, j.Attempts, j.UpdatedAt, j.QueueKey = StatusProcessing, j.Attempts+1, now, nil
+			j.Status, j.Attempts, j.UpdatedAt, j.QueueKey, j.Progress = StatusProcessing, j.Attempts+1, now, nil, nil
 			doc.Status, doc.UpdatedAt = StatusProcessing, now
 			if err := putDoc(tx, doc); err != nil {
 				return err
@@ -119,12 +119,42 @@ func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error 
 		status = StatusFailed
 	}
 	return s.updateJob(jobID, func(tx *bolt.Tx, j *Job, d *Document) error {
-		j.Status, j.Error, j.Chunks = status, errMsg, chunks
+		j.Status, j.Error, j.Chunks, j.Progress = status, errMsg, chunks, nil
 		if d != nil {
 			d.Status, d.Error, d.Chunks, d.Pages = status, errMsg, chunks, pages
 		}
 		return s.queueEvent(tx, j.ProjectID, jobEvent(j, s.now().UTC()))
 	})
+}
+
+// JobProgress is how far a running job has read its document: pages done
+// of pages, as extraction reports them.
+type JobProgress struct {
+	PagesDone int `json:"pages_done"`
+	Pages     int `json:"pages"`
+}
+
+// SetJobProgress records how far a running job has got. It changes only a
+// PROCESSING job: a report that arrives after the job ended, or from an
+// attempt that was interrupted, is dropped (and reported as ErrNotFound
+// when the job is gone). Callers write it every few seconds at most: each
+// call is a transaction with an fsync.
+func (s *Store) SetJobProgress(jobID string, p JobProgress) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		j, err := getJob(tx, jobID)
+		if err != nil {
+			return err
+		}
+		if j.Status != StatusProcessing {
+			return nil
+		}
+		j.Progress, j.UpdatedAt = &p, s.now().UTC()
+		return putJob(tx, j)
+	})
+	if err != nil {
+		return fmt.Errorf("store: record progress of job %s: %w", jobID, err)
+	}
+	return nil
 }
 
 // RetryJob puts a job back in the queue, due at notBefore, keeping errMsg as
@@ -136,7 +166,7 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 			return err
 		}
 		now := s.now().UTC()
-		j.Status, j.Error, j.NotBefore, j.UpdatedAt = StatusPending, errMsg, notBefore.UTC(), now
+		j.Status, j.Error, j.NotBefore, j.UpdatedAt, j.Progress = StatusPending, errMsg, notBefore.UTC(), now, nil
 		if d, err := getDoc(tx, j.DocumentID); err == nil {
 			d.Status, d.Error, d.UpdatedAt = StatusPending, errMsg, now
 			if err := putDoc(tx, d); err != nil {
@@ -168,7 +198,7 @@ func (s *Store) RequeueInterrupted() (int, error) {
 		}
 		for _, id := range ids {
 			j, _ := getJob(tx, id)
-			j.Status, j.UpdatedAt = StatusPending, s.now().UTC()
+			j.Status, j.UpdatedAt, j.Progress = StatusPending, s.now().UTC(), nil
 			if d, err := getDoc(tx, j.DocumentID); err == nil {
 				d.Status = StatusPending
 				if err := putDoc(tx, d); err != nil {

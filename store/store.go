@@ -57,7 +57,8 @@ var (
 	allBuckets = [][]byte{bucketMeta, bucketProjects, bucketKeys, bucketCustomers,
 		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue,
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
-		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog}
+		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
+		bucketEmbedCache, bucketExternalIDs}
 
 	keySchemaVersion = []byte("schema_version")
 )

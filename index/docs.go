@@ -1,0 +1,279 @@
+package index
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Document is what a filter sees of the document a chunk belongs to. The
+// index keeps a copy of it, shared by every chunk of it and every version
+// that holds them; a Document the index returns must not be changed.
+type Document struct {
+	ID        string
+	CreatedAt time.Time
+	Metadata  map[string]string
+
+	// fields is Metadata as the index's copy holds it: a short list with
+	// each string shared by every document that has it. A filter asks
+	// every document of an owner for a key; looking through a few
+	// pairs whose strings stay in cache is several times faster than a
+	// map lookup per document (see Meta).
+	fields []metaField
+}
+
+type metaField struct{ key, value string }
+
+// Meta returns the value of a metadata key and whether the document has
+// it. Filters should use it: on the index's documents it is faster than
+// reading Metadata.
+func (d *Document) Meta(key string) (string, bool) {
+	if d.fields == nil {
+		v, ok := d.Metadata[key]
+		return v, ok
+	}
+	for _, f := range d.fields {
+		if f.key == key {
+			return f.value, true
+		}
+	}
+	return "", false
+}
+
+// Filter reports whether a filtered search may return the chunks of d. It
+// is called concurrently, at most once per document and search, and must
+// not change d.
+type Filter func(d *Document) bool
+
+// The document table. Every generation numbers the documents of its slots
+// (ordinals, in the order their first chunk was added) and keeps them in
+// pages laid out as the slots' are (see pageOf), so that searches read the
+// documents of their view without a lock while the writer appends: a
+// document is appended before the first slot that refers to it, and a view
+// covers both, so a search never meets a slot whose document it cannot
+// read. A document is deleted, like a slot, by marking it with the epoch
+// of the version that no longer has any of its chunks.
+//
+// A slot refers to its document by ordinal+1 (page.doc); 0 is a slot with
+// no document (an entry added without one), which no filter allows.
+
+// docPage holds the documents of a run of consecutive ordinals.
+type docPage struct {
+	docs   []*Document
+	deadAt []atomic.Uint64 // first epoch without the document; 0 = live
+}
+
+// docPages is a directory of document pages; a view keeps the header it
+// was published with, as with pages.
+type docPages []*docPage
+
+func (dp docPages) doc(o uint32) *Document {
+	p, off := pageOf(o)
+	return dp[p].docs[off]
+}
+
+func (dp docPages) deadAt(o uint32) *atomic.Uint64 {
+	p, off := pageOf(o)
+	return &dp[p].deadAt[off]
+}
+
+// docScope is the part of the document table a view may read: ordinals
+// below n, of which those not deleted by the view's epoch are alive.
+type docScope struct {
+	pages docPages
+	n     uint32
+}
+
+// appendDoc stores a copy of d under the next ordinal and returns it. It
+// is not searchable before a view covering it is published.
+func (g *generation) appendDoc(d *Document) uint32 {
+	o := g.nDocs
+	p, off := pageOf(o)
+	if p == len(g.docs) {
+		n := pageSlots(p)
+		g.docs = append(g.docs, &docPage{docs: make([]*Document, n), deadAt: make([]atomic.Uint64, n)})
+	}
+	cp := &Document{ID: d.ID, CreatedAt: d.CreatedAt, Metadata: d.Metadata, fields: make([]metaField, 0, len(d.Metadata))}
+	for k, v := range d.Metadata {
+		cp.fields = append(cp.fields, metaField{g.intern(k), g.intern(v)})
+	}
+	g.docs[p].docs[off] = cp
+	g.docLive = append(g.docLive, 0)
+	g.nDocs++
+	return o
+}
+
+// intern returns the generation's one copy of s. Documents of an owner
+// mostly share their keys and many of their values.
+func (g *generation) intern(s string) string {
+	if is, ok := g.interned[s]; ok {
+		return is
+	}
+	if g.interned == nil {
+		g.interned = make(map[string]string)
+	}
+	g.interned[s] = s
+	return s
+}
+
+// slotDoc returns the ordinal of slot s's document, if it has one.
+func (ps pages) slotDoc(s uint32) (uint32, bool) {
+	p, off := pageOf(s)
+	ref := ps[p].doc[off]
+	return ref - 1, ref != 0
+}
+
+func (ps pages) setSlotDoc(s, o uint32) {
+	p, off := pageOf(s)
+	ps[p].doc[off] = o + 1
+}
+
+// attachDoc makes d the document of slot s, which the writer has just
+// appended to g (its generation, or the one a rebuild fills); a document
+// seen for the first time is appended to g's table. The caller holds mu.
+func (x *OwnerIndex) attachDoc(g *generation, s uint32, d *Document) {
+	if d == nil {
+		return
+	}
+	o, ok := x.docOf[d.ID]
+	if !ok {
+		o = g.appendDoc(d)
+		x.docOf[d.ID] = o
+	}
+	g.pages.setSlotDoc(s, o)
+	g.docLive[o]++
+}
+
+// detachDoc drops slot s, which the writer is deleting, from its
+// document's count, and deletes the document from the next version on
+// when that was its last chunk. The caller holds mu.
+func (x *OwnerIndex) detachDoc(s uint32) {
+	o, ok := x.gen.pages.slotDoc(s)
+	if !ok {
+		return
+	}
+	if x.gen.docLive[o]--; x.gen.docLive[o] == 0 {
+		x.gen.docs.deadAt(o).Store(x.epoch + 1)
+		delete(x.docOf, x.gen.docs.doc(o).ID)
+	}
+}
+
+// Document returns the document of entry id as the writer sees it, or nil
+// when id is absent or was added without one.
+func (x *OwnerIndex) Document(id uint64) *Document {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s, ok := x.slotOf[id]
+	if !ok {
+		return nil
+	}
+	o, ok := x.gen.pages.slotDoc(s)
+	if !ok {
+		return nil
+	}
+	return x.gen.docs.doc(o)
+}
+
+// encodeDocs writes the documents alive in v, renumbered densely, then
+// every slot's document (0 for none, else ordinal+1 in that numbering).
+// A slot alive in v always has its document alive; a deleted one may
+// not, and is written with none.
+func (v *view) encodeDocs(e *encoder) {
+	renum := make([]uint32, v.docs.n) // old ordinal -> new ordinal+1
+	var alive uint32
+	for o := range v.docs.n {
+		if v.docAlive(o) {
+			alive++
+			renum[o] = alive
+		}
+	}
+	e.u32(alive)
+	for o := range v.docs.n {
+		if renum[o] == 0 {
+			continue
+		}
+		d := v.docs.pages.doc(o)
+		e.str(d.ID)
+		e.u64(uint64(d.CreatedAt.Unix()))
+		e.u32(uint32(d.CreatedAt.Nanosecond()))
+		e.u32(uint32(len(d.Metadata)))
+		for k, val := range d.Metadata {
+			e.str(k)
+			e.str(val)
+		}
+	}
+	e.u32(v.n)
+	for s := range v.n {
+		var ref uint32
+		if o, ok := v.pages.slotDoc(s); ok {
+			ref = renum[o]
+		}
+		e.u32(ref)
+	}
+}
+
+// decodeDocs reads what encodeDocs wrote into x's generation, whose slots
+// are already decoded: every live slot that names a document counts
+// towards it, and a document no live slot names is dropped.
+func decodeDocs(d *decoder, x *OwnerIndex) error {
+	gen := x.gen
+	nd := d.count(20)
+	docs := make([]*Document, 0, nd)
+	for range nd {
+		doc := &Document{ID: d.str()}
+		sec, nsec := int64(d.u64()), d.u32()
+		if nsec >= 1e9 {
+			return fmt.Errorf("document %q: bad creation time", doc.ID)
+		}
+		doc.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
+		nm := d.count(8)
+		if nm > 0 {
+			doc.Metadata = make(map[string]string, nm)
+		}
+		for range nm {
+			k := d.str()
+			doc.Metadata[k] = d.str()
+		}
+		if d.err != nil {
+			return d.err
+		}
+		docs = append(docs, doc)
+	}
+	ns := d.count(4)
+	if d.err != nil {
+		return d.err
+	}
+	if ns != int(gen.n) {
+		return fmt.Errorf("documents given for %d slots of %d", ns, gen.n)
+	}
+	ord := make([]uint32, len(docs)) // file's ordinal -> ours+1
+	for s := range uint32(ns) {
+		ref := d.u32()
+		if d.err != nil {
+			return d.err
+		}
+		if ref == 0 || gen.pages.deadAt(s).Load() != 0 {
+			continue
+		}
+		if int(ref) > len(docs) {
+			return fmt.Errorf("slot %d names document %d of %d", s, ref, len(docs))
+		}
+		if ord[ref-1] == 0 {
+			doc := docs[ref-1]
+			if _, dup := x.docOf[doc.ID]; dup {
+				return fmt.Errorf("document %q listed twice", doc.ID)
+			}
+			ord[ref-1] = gen.appendDoc(doc) + 1
+			x.docOf[doc.ID] = ord[ref-1] - 1
+		}
+		gen.pages.setSlotDoc(s, ord[ref-1]-1)
+		gen.docLive[ord[ref-1]-1]++
+	}
+	return nil
+}
+
+// docAlive reports whether document o (below v.docs.n) is alive in v.
+func (v *view) docAlive(o uint32) bool {
+	dead := v.docs.pages.deadAt(o).Load()
+	return dead == 0 || dead > v.epoch
+}

@@ -1,0 +1,229 @@
+package index
+
+import (
+	"fmt"
+
+	"github.com/docsift/docsift/analysis"
+)
+
+// Fields. A chunk is searched as two fields scored together with BM25F
+// (Robertson, Zaragoza & Taylor, "Simple BM25 extension to multiple
+// weighted fields", CIKM 2004): its text (the body) and its head, the
+// document's name and title (Entry.Name, Entry.Title), which say in a few
+// words what the whole document is about. Each field's term frequency is
+// normalised by that field's own length, weighted, and only the sum is
+// saturated, so a word in both name and text counts more than in either,
+// but never as two independent matches.
+//
+// Head terms are stored as terms of their own, behind headPrefix; a byte
+// that analysis never produces, so they never collide with body terms.
+const headPrefix = "\x02"
+
+// BM25F field parameters.
+const (
+	// headWeight is the head's weight against the body's 1: the value
+	// the BM25F paper uses to explain the model ("a title weight of two
+	// is mapped to ... the title content repeated twice"), taken as is,
+	// not tuned on any of docsift's test sets.
+	headWeight = 2.0
+	// headB is the head's length normalisation: the classic BM25
+	// default (Robertson et al., Okapi at TREC-3), so a word of a
+	// two-word name counts more than one of a twelve-word title. The
+	// body keeps bm25B.
+	headB = 0.75
+)
+
+// langMask is a set of analysis.Lang, one bit each.
+type langMask uint32
+
+// Every analysis.Lang has a bit.
+var _ [32 - analysis.NumLangs]struct{}
+
+func (m langMask) has(l analysis.Lang) bool { return m&(1<<l) != 0 }
+
+// lexStats are the totals BM25F and query analysis need beyond the body
+// lengths: the head lengths, and how many live entries each language has.
+type lexStats struct {
+	headLen uint64
+	langs   [analysis.NumLangs]int32
+}
+
+func (s *lexStats) add(lang analysis.Lang, headLen uint32, sign int) {
+	s.headLen += uint64(int64(sign) * int64(headLen))
+	s.langs[lang] += int32(sign)
+}
+
+// present is the set of languages with live entries.
+func (s *lexStats) present() langMask {
+	var m langMask
+	for l, n := range s.langs {
+		if n > 0 {
+			m |= 1 << l
+		}
+	}
+	return m
+}
+
+// count is the number of live entries in the languages of m.
+func (s *lexStats) count(m langMask) int {
+	n := 0
+	for l, c := range s.langs {
+		if m.has(analysis.Lang(l)) {
+			n += int(c)
+		}
+	}
+	return n
+}
+
+// dominant is the language of the most live entries (the first of a tie).
+func (s *lexStats) dominant() analysis.Lang {
+	best := analysis.Neutral
+	for l, n := range s.langs {
+		if n > s.langs[best] {
+			best = analysis.Lang(l)
+		}
+	}
+	return best
+}
+
+// slotLang is the language slot s's text was analysed in.
+func (ps pages) slotLang(s uint32) analysis.Lang {
+	p, off := pageOf(s)
+	return analysis.Lang(ps[p].lang[off])
+}
+
+func (ps pages) headLen(s uint32) uint32 {
+	p, off := pageOf(s)
+	return ps[p].headLen[off]
+}
+
+// setLex records how slot s's text was analysed: its language and the
+// length of its head.
+func (ps pages) setLex(s uint32, lang analysis.Lang, headLen uint32) {
+	p, off := pageOf(s)
+	ps[p].lang[off] = uint8(lang)
+	ps[p].headLen[off] = headLen
+}
+
+// analyse cuts an entry into its fields' terms: the language of its name
+// and text is detected, and text, name and title are all cut by that
+// language's rules, as the query will be for this entry (see queryTerms).
+// The name goes first, as in the text embedders are given (ingest's
+// entryText), so that a built-in embedding of the same chunk finds its
+// language already detected.
+func (c *termCounter) analyse(e Entry) analysed {
+	lang, _ := analysis.Detect(langText(e))
+	body := pairing{}
+	analysis.Analyze(e.Text, lang, body.add)
+	head := pairing{prefix: headPrefix, terms: body.terms}
+	analysis.Analyze(e.Name, lang, head.add)
+	if e.Title != e.Name {
+		head.prev = "" // no pair across the name and the title
+		analysis.Analyze(e.Title, lang, head.add)
+	}
+	counts, _ := c.count(head.terms)
+	return analysed{Entry: e, counts: counts, length: body.length, lang: lang, headLen: head.length}
+}
+
+// langText is what an entry's language is detected in.
+func langText(e Entry) string {
+	if e.Name == "" {
+		return e.Text
+	}
+	return e.Name + "\n" + e.Text
+}
+
+// queryTerm is one term of a query: the languages whose analysis of the
+// query gave it, and how often.
+type queryTerm struct {
+	term  string
+	tf    uint32
+	langs langMask
+}
+
+// queryTerms analyses a query once for every language the view's entries
+// were analysed in, so that each entry is matched by the query cut exactly
+// as its own text was: a word the query shares with a chunk matches it,
+// whatever language detection makes of a three-word query. The stop words
+// of the languages the query is likely written in are dropped from every
+// analysis: its own when detection is sure of it, and the owner's dominant
+// language's. Terms that several languages agree on (most of them) are
+// kept once, with the set of those languages.
+func (v *view) queryTerms(text string) []queryTerm {
+	present := v.lex.present()
+	if present == 0 {
+		return nil
+	}
+	stop := []analysis.Lang{v.lex.dominant()}
+	if l, sure := analysis.Detect(text); sure && l != stop[0] {
+		stop = append(stop, l)
+	}
+	type key struct {
+		term string
+		tf   uint32
+	}
+	var out []queryTerm
+	at := map[key]int{}
+	var c termCounter
+	var f pairing
+	for l := range analysis.NumLangs {
+		if !present.has(l) {
+			continue
+		}
+		f = pairing{terms: f.terms[:0]}
+		analysis.AnalyzeQuery(text, l, stop, f.add)
+		counts, _ := c.count(f.terms)
+		for _, tc := range counts {
+			k := key{tc.term, tc.tf}
+			if i, ok := at[k]; ok {
+				out[i].langs |= 1 << l
+				continue
+			}
+			at[k] = len(out)
+			out = append(out, queryTerm{term: tc.term, tf: tc.tf, langs: 1 << l})
+		}
+	}
+	return out
+}
+
+// encodeLex writes every slot's language and head length.
+func (v *view) encodeLex(e *encoder) {
+	e.u32(v.n)
+	for s := range v.n {
+		e.u8(uint8(v.pages.slotLang(s)))
+		e.u32(v.pages.headLen(s))
+	}
+}
+
+// decodeLex reads what encodeLex wrote into x's generation, whose slots
+// are already decoded, and totals the live ones.
+func decodeLex(d *decoder, x *OwnerIndex) error {
+	gen := x.gen
+	n := d.count(5)
+	if d.err != nil {
+		return d.err
+	}
+	if n != int(gen.n) {
+		return fmt.Errorf("languages given for %d slots of %d", n, gen.n)
+	}
+	for s := range uint32(n) {
+		lang, headLen := analysis.Lang(d.u8()), d.u32()
+		if d.err != nil {
+			return d.err
+		}
+		if lang >= analysis.NumLangs {
+			return fmt.Errorf("slot %d: unknown language %d", s, lang)
+		}
+		gen.pages.setLex(s, lang, headLen)
+		if gen.pages.deadAt(s).Load() == 0 {
+			x.lex.add(lang, headLen, 1)
+		}
+	}
+	return nil
+}
+
+// Language is the language most of the index's entries are written in:
+// the one to read a query in when the query is too short to tell.
+func (x *OwnerIndex) Language() analysis.Lang {
+	return x.current.Load().lex.dominant()
+}

@@ -1,0 +1,164 @@
+package index
+
+import (
+	"bytes"
+	"errors"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/docsift/docsift/analysis"
+)
+
+// entryIndex returns an index of entries with no vectors, which stays a
+// scan however large.
+func entryIndex(t testing.TB, entries ...Entry) *OwnerIndex {
+	t.Helper()
+	x := New("m", 0)
+	x.graphFrom = math.MaxInt
+	for i := range entries {
+		entries[i].Vector = []float32{}
+	}
+	must(t, x.Add(entries...))
+	return x
+}
+
+func TestBM25FHandExample(t *testing.T) {
+	// Numbers, so that every text is Neutral to language detection. Query
+	// "7": N=3, df=2 (doc 1 by its name, doc 2 by its text).
+	// Body lengths 2, 2, 2 (avg 2); head lengths 2, 1, 0 (avg 1).
+	// doc 1: tf~ = 2·1/(0.25 + 0.75·2/1) = 2/1.75
+	// doc 2: tf~ = 1/(0.6 + 0.4·2/2) = 1
+	// score = idf·tf~·(k1+1)/(tf~+k1), idf = ln(1 + 1.5/2.5)
+	if bm25K1 != 0.9 || bm25B != 0.4 || headWeight != 2 || headB != 0.75 {
+		t.Fatal("hand example assumes k1=0.9, b=0.4, head weight 2, head b 0.75")
+	}
+	x := entryIndex(t,
+		Entry{ID: 1, Text: "101 202", Name: "7 8"},
+		Entry{ID: 2, Text: "7 303", Name: "9"},
+		Entry{ID: 3, Text: "404 505"},
+	)
+	idf := math.Log(1.6)
+	bm := func(tf float64) float64 { return idf * tf * 1.9 / (tf + 0.9) }
+	want := map[uint64]float64{1: bm(2 / 1.75), 2: bm(1)}
+	got := bm25(x, "7")
+	if len(got) != len(want) {
+		t.Fatalf("matches %v, want docs 1 and 2", got)
+	}
+	for id, w := range want {
+		if math.Abs(float64(got[id])-w) > 1e-5 {
+			t.Errorf("doc %d: score %.6f, want %.6f", id, got[id], w)
+		}
+	}
+}
+
+// TestNameAndTitleAreSearched checks the head field end to end: a file is
+// found by the words of its name however it was written, and a word in
+// the name counts more than the same word in someone else's text.
+func TestNameAndTitleAreSearched(t *testing.T) {
+	x := entryIndex(t,
+		Entry{ID: 1, Name: "acme-q3-report.pdf", Text: "Revenue grew in every region during the quarter, led by the new product line."},
+		Entry{ID: 2, Name: "minutes.txt", Text: "The report from the board mentioned that Acme would publish its accounts later."},
+		Entry{ID: 3, Name: "notes.md", Title: "Quarterly planning", Text: "We talked about hiring and the office move."},
+		Entry{ID: 4, Name: "holiday.txt", Text: "Plans for the summer holiday and the train tickets."},
+	)
+	for _, c := range []struct {
+		query string
+		want  uint64
+	}{
+		{"acme q3 report", 1},
+		{"acme-q3-report", 1},
+		{"quarterly planning", 3},
+	} {
+		hits := x.Search(Query{Text: c.query, K: 3})
+		if len(hits) == 0 || hits[0].ID != c.want {
+			t.Errorf("%q: hits %v, want %d first", c.query, hits, c.want)
+		}
+	}
+}
+
+// TestQueryIsCutAsEachEntryWas checks that a query matches a chunk in
+// another language by the words they share, and chunks of its own
+// language through their stems.
+func TestQueryIsCutAsEachEntryWas(t *testing.T) {
+	x := entryIndex(t,
+		Entry{ID: 1, Text: "Die Katzen schlafen den ganzen Tag auf dem Sofa und spielen in der Nacht mit ihren Spielzeugen im Garten."},
+		Entry{ID: 2, Text: "The cats are sleeping all day long on the sofa, and at night they play with their toys in the garden."},
+		Entry{ID: 3, Text: "Le chat dort toute la journée sur le canapé et joue la nuit avec ses jouets dans le jardin."},
+	)
+	v := x.current.Load()
+	for s, want := range []analysis.Lang{analysis.German, analysis.English, analysis.French} {
+		if got := v.pages.slotLang(uint32(s)); got != want {
+			t.Fatalf("slot %d analysed as %v, want %v", s, got, want)
+		}
+	}
+	for _, c := range []struct {
+		query string
+		want  uint64
+	}{
+		{"Katze", 1},        // German stem of Katzen
+		{"sleep cat", 2},    // English stems
+		{"chats", 3},        // French plural
+		{"jouet canape", 3}, // accents left out
+	} {
+		hits := x.Search(Query{Text: c.query, K: 3})
+		if len(hits) == 0 || hits[0].ID != c.want {
+			t.Errorf("%q: hits %v, want %d first", c.query, hits, c.want)
+		}
+	}
+	if got := len(x.Search(Query{Text: "Sofa", K: 3})); got != 2 {
+		t.Errorf("%q matches %d entries, want the German and the English one", "Sofa", got)
+	}
+	if got := x.Language(); got != analysis.English {
+		t.Errorf("Language() = %v, want the first of a three-way tie, English", got)
+	}
+}
+
+func TestSnapshotKeepsLanguagesAndHeads(t *testing.T) {
+	x := entryIndex(t,
+		Entry{ID: 1, Name: "katzen.txt", Text: "Die Katzen schlafen den ganzen Tag auf dem Sofa und spielen in der Nacht."},
+		Entry{ID: 2, Name: "cats.txt", Title: "Cats", Text: "The cats are sleeping all day long on the sofa, and at night they play."},
+		Entry{ID: 3, Name: "gone.txt", Text: "A deleted entry must not count in the totals."},
+	)
+	x.Delete(3)
+	path := filepath.Join(t.TempDir(), "o.idx")
+	must(t, x.WriteSnapshot(path, 7))
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	if a, b := x.current.Load().lex, y.current.Load().lex; a != b {
+		t.Errorf("totals after a round trip %+v, want %+v", b, a)
+	}
+	for _, q := range []string{"Katze", "cats", "cats.txt", "sofa"} {
+		a, b := x.Search(Query{Text: q, K: 3}), y.Search(Query{Text: q, K: 3})
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%q: %v after a round trip, want %v", q, b, a)
+		}
+	}
+}
+
+// TestSnapshotOfOtherRulesIsRefused checks that an index whose terms were
+// cut by other analysis rules is rebuilt rather than searched with
+// queries it cannot match.
+func TestSnapshotOfOtherRulesIsRefused(t *testing.T) {
+	x := entryIndex(t, Entry{ID: 1, Text: "some text"})
+	path := filepath.Join(t.TempDir(), "o.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	b, err := os.ReadFile(path)
+	must(t, err)
+	// The rules' version follows the magic and the format version, as a
+	// length-prefixed string; write another one and fix the checksum.
+	at := bytes.Index(b, []byte(analysis.Version))
+	if at < len(snapshotMagic)+4 {
+		t.Fatal("no analysis version in the header")
+	}
+	b[at] = 'x'
+	body := b[:len(b)-4]
+	putU32(b[len(b)-4:], crc32.Checksum(body, castagnoli))
+	must(t, os.WriteFile(path, b, 0o600))
+	if _, _, err := ReadSnapshot(path); !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("ReadSnapshot of other rules = %v, want ErrCorruptSnapshot", err)
+	}
+}
