@@ -28,6 +28,10 @@ func TestQAScoresHandComputed(t *testing.T) {
 	}
 }
 
+// qaLead is how far ahead of the BM25 reference docsift's hit@3 must be:
+// two of the 19 questions (0.737 against 0.632 when it was set).
+const qaLead = 0.10
+
 // TestQAOnSharedPDFs runs the questions about the shared PDFs through the
 // real pipeline and the BM25 reference in the same run, and keeps docsift
 // from falling behind the reference.
@@ -50,7 +54,7 @@ func TestQAOnSharedPDFs(t *testing.T) {
 	if res.BM25 == nil || res.BM25.Questions != 19 {
 		t.Fatalf("the BM25 reference answered %+v", res.BM25)
 	}
-	if res.Hit3 < res.BM25.Hit3 || res.MRR < res.BM25.MRR {
-		t.Errorf("docsift (hit@3 %.3f, MRR %.3f) falls behind BM25 (hit@3 %.3f, MRR %.3f)", res.Hit3, res.MRR, res.BM25.Hit3, res.BM25.MRR)
+	if res.Hit3 < res.BM25.Hit3+qaLead-1e-9 || res.MRR < res.BM25.MRR {
+		t.Errorf("docsift (hit@3 %.3f, MRR %.3f) is not %.2f ahead of BM25 (hit@3 %.3f, MRR %.3f)", res.Hit3, res.MRR, qaLead, res.BM25.Hit3, res.BM25.MRR)
 	}
 }

@@ -68,7 +68,10 @@ func (r *corpusRun) Close() {
 }
 
 // ingestCorpus uploads every document (title as the name, text as the
-// content) and waits until every job has ended.
+// content) and waits until every job has ended. As BEIR's own BM25 runs
+// do, the title is searched beside the text as a field of its own: the
+// index scores a document's name as a title field (BM25F, index/fields.go),
+// and embedders read it before the text.
 //
 // A throwaway run skips fsync: its data dir is deleted at the end, so
 // durability buys nothing and would only measure the disk.

@@ -9,8 +9,9 @@ import (
 // Fields. A chunk is searched as two fields scored together with BM25F
 // (Robertson, Zaragoza & Taylor, "Simple BM25 extension to multiple
 // weighted fields", CIKM 2004): its text (the body) and its head, the
-// document's name and title (Entry.Name, Entry.Title), which say in a few
-// words what the whole document is about. Each field's term frequency is
+// document's name and the chunk's title (Entry.Name, Entry.Title: the
+// document's title and its section headings), which say in a few words
+// what the chunk is about. Each field's term frequency is
 // normalised by that field's own length, weighted, and only the sum is
 // saturated, so a word in both name and text counts more than in either,
 // but never as two independent matches.

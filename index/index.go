@@ -28,9 +28,10 @@ type Entry struct {
 	// nil leaves the entry out of every filtered search. Chunks of one
 	// document share one Document (see docs.go).
 	Doc *Document
-	// Name and Title are the document's name (a file name, or the name
-	// given at upload) and title: searched with the text, as a field of
-	// their own (see fields.go).
+	// Name is the document's name (a file name, or the name given at
+	// upload) and Title the chunk's (the document's title, the headings
+	// of its sections): searched with the text, as a field of their own
+	// (see fields.go).
 	Name  string
 	Title string
 }

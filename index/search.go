@@ -26,7 +26,7 @@ const (
 	// evidence, so they adjust the lexical ranking rather than vote as
 	// equals.
 	hashedVectorWeight = 0.2
-	// hashedModelPrefix names the built-in embedder's models ("builtin-v1").
+	// hashedModelPrefix names the built-in embedder's models ("builtin-v2").
 	hashedModelPrefix = "builtin"
 
 	// Pseudo-relevance feedback (Rocchio, 1971): the query vector is moved

@@ -29,16 +29,16 @@ const (
 )
 
 // documentTitle returns the title of a document whose first chunk is
-// first, or "".
+// first, or "". A text of one line has none: it is all text.
 func documentTitle(first string) string {
 	for line := range strings.Lines(first) {
-		line = strings.TrimSpace(line)
-		if !hasLetter(line) {
+		raw := strings.TrimSpace(line)
+		if !hasLetter(raw) {
 			continue // blank, a page number, a rule
 		}
-		line = strings.TrimSpace(strings.TrimLeft(line, "#")) // Markdown
-		if headingLike(line) {
-			return line
+		title := strings.TrimSpace(strings.TrimLeft(raw, "#")) // Markdown
+		if headingLike(title) && raw != strings.TrimSpace(first) {
+			return title
 		}
 		return ""
 	}
@@ -68,7 +68,11 @@ func hasLetter(s string) bool {
 // title and the headings in the chunk's text, one a line.
 func chunkTitle(docTitle, text string) string {
 	lines := []string{docTitle}
+	whole := strings.TrimSpace(text)
 	for block := range strings.SplitSeq(text, "\n\n") {
+		if strings.TrimSpace(block) == whole {
+			break // a chunk of one paragraph is all text
+		}
 		block = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(block), "#"))
 		if block != docTitle && !strings.Contains(block, "\n") && hasLetter(block) && headingLike(block) {
 			lines = append(lines, block)
