@@ -271,12 +271,15 @@ func TestRealOllamaPromptEvalCount(t *testing.T) {
 		}
 		return r.PromptEvalCount
 	}
-	if n := count("hello"); n != 3 {
-		t.Errorf("\"hello\": %d tokens, want 3 ([CLS] hello [SEP])", n)
+	// Tokens, not inputs: [CLS] and [SEP] plus each word's pieces, and how
+	// many pieces a word takes depends on the vocabulary made from the
+	// shared text, so the counts are bounds.
+	if n := count("hello"); n < 3 {
+		t.Errorf("\"hello\": %d tokens, want at least 3 ([CLS] hello [SEP])", n)
 	}
 	a, b := count("the water boils"), count("at one hundred degrees")
-	if a != 5 || b != 6 {
-		t.Errorf("one token a word: %d and %d, want 5 and 6", a, b)
+	if a < 5 || b < 6 {
+		t.Errorf("at least a token a word: %d and %d, want at least 5 and 6", a, b)
 	}
 	if n := count([]string{"the water boils", "at one hundred degrees"}); n != a+b {
 		t.Errorf("batch of two: %d, want %d (the sum)", n, a+b)
