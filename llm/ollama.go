@@ -35,9 +35,12 @@ const (
 	// better answers from qwen2.5:7b or llama3.1:8b with --chat-model.
 	DefaultChatModel = "qwen2.5:1.5b"
 
-	// DefaultOllamaBatchSize is how many texts go into one /api/embed call:
-	// large enough to amortise the request, small enough that one call ends
-	// well within the timeout on a CPU.
+	// DefaultOllamaBatchSize is the most texts that go into one /api/embed
+	// call: enough to amortise the request for a fast model or a GPU.
+	// Below it, batches are sized by the model's measured speed to take
+	// about two seconds each (see ollama_batch.go), so that a slow model
+	// on a CPU gets small batches and a query never waits long behind
+	// them.
 	DefaultOllamaBatchSize = 32
 
 	// DefaultOllamaTimeout bounds every call. It is generous because the

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/ollama/ollama/api"
 )
@@ -26,7 +29,7 @@ const dimensionProbe = "docsift dimension probe"
 type OllamaEmbedder struct {
 	client *OllamaClient
 	model  string
-	batch  int
+	batch  batchSizer // texts per request: see ollama_batch.go
 	task   taskPrefixes
 
 	mu  sync.Mutex
@@ -42,7 +45,7 @@ func NewOllamaEmbedder(cfg OllamaConfig) (*OllamaEmbedder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &OllamaEmbedder{client: c, model: cfg.EmbedModel, batch: cfg.BatchSize, task: prefixesFor(cfg.EmbedModel)}, nil
+	return &OllamaEmbedder{client: c, model: cfg.EmbedModel, batch: batchSizer{max: cfg.BatchSize}, task: prefixesFor(cfg.EmbedModel)}, nil
 }
 
 // taskPrefixes are what an asymmetric embedding model expects before a
@@ -117,15 +120,90 @@ func (e *OllamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 		texts = prefixed
 	}
 	out := make([][]float32, 0, len(texts))
-	for start := 0; start < len(texts); start += e.batch {
-		batch := texts[start:min(start+e.batch, len(texts))]
+	for start := 0; start < len(texts); {
+		batch := texts[start:min(start+e.batch.next(), len(texts))]
+		start += len(batch)
+		began := time.Now()
 		vecs, err := e.embedBatch(ctx, batch)
+		if err == nil {
+			e.batch.observe(len(batch), time.Since(began))
+		}
+		if overContext(err) {
+			vecs, err = e.embedFitting(ctx, batch, err)
+		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, vecs...)
 	}
 	return out, nil
+}
+
+// minFitBytes is the shortest start of a text embedFitting tries before
+// giving up: shorter than any context, so never reached by a model that
+// can embed anything at all.
+const minFitBytes = 64
+
+// embedFitting embeds a batch the server refused as longer than the
+// model's context: each text alone, and a text still refused from a
+// shorter start of it, half as long each time, cut at a space.
+//
+// Ollama truncates an over-long input itself (docsift asks it to), but it
+// does so by cutting the tokens and turning them back into text, and when
+// the kept tokens hold unknown ones ("[UNK]", itself several tokens) that
+// text is over the context again and the request fails with a 400. Code,
+// symbols, emoji and scripts the model's vocabulary lacks do it (a real
+// PDF of C documentation does with a 512-token model). Embedding a start of
+// the chunk is what truncation meant to do; failing the document is not.
+//
+// Texts go one by one rather than by halves of the batch: where one text
+// is refused its neighbours often are too (a page of code), and a refused
+// request costs the server more than a small one that succeeds. refused is
+// the server's refusal of batch as it is.
+func (e *OllamaEmbedder) embedFitting(ctx context.Context, batch []string, refused error) ([][]float32, error) {
+	out := make([][]float32, len(batch))
+	for i, text := range batch {
+		err := refused
+		if len(batch) > 1 {
+			var vecs [][]float32
+			if vecs, err = e.embedBatch(ctx, []string{text}); err == nil {
+				out[i] = vecs[0]
+				continue
+			}
+		}
+		for overContext(err) && len(text) > minFitBytes {
+			text = shorterStart(text)
+			var vecs [][]float32
+			if vecs, err = e.embedBatch(ctx, []string{text}); err == nil {
+				out[i] = vecs[0]
+				break
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// shorterStart returns about the first half of text, ending before a space
+// when there is one in the second quarter, else at a rune boundary.
+func shorterStart(text string) string {
+	half := len(text) / 2
+	if i := strings.LastIndexAny(text[:half], " \n\t"); i > half/2 {
+		return text[:i]
+	}
+	for half > 0 && !utf8.RuneStart(text[half]) {
+		half--
+	}
+	return text[:half]
+}
+
+// overContext reports whether err is the server refusing an input as longer
+// than the model's context.
+func overContext(err error) bool {
+	var se api.StatusError
+	return errors.As(err, &se) && se.StatusCode == http.StatusBadRequest && strings.Contains(se.ErrorMessage, "exceeds the context length")
 }
 
 func (e *OllamaEmbedder) embedBatch(ctx context.Context, batch []string) ([][]float32, error) {
@@ -153,6 +231,9 @@ func (e *OllamaEmbedder) embedBatch(ctx context.Context, batch []string) ([][]fl
 // EmbedQuery embeds a search query, with the model's query prefix.
 func (e *OllamaEmbedder) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
 	vecs, err := e.embedBatch(ctx, []string{e.task.query + query})
+	if overContext(err) {
+		vecs, err = e.embedFitting(ctx, []string{e.task.query + query}, err)
+	}
 	if err != nil {
 		return nil, err
 	}

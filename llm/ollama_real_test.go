@@ -240,19 +240,26 @@ func TestRealOllamaEmbedOverContext(t *testing.T) {
 	// tokens, turns them back into text ("[UNK]" for each unknown one),
 	// and that text is longer in tokens than the context. tinyembed's
 	// vocabulary has no CJK, so a long Chinese text (one chunk, no spaces)
-	// fails as a permanent error and its document would FAIL; an emoji does
-	// the same to a model whose vocabulary has CJK (nomic-embed-text's).
+	// is refused; an emoji does the same to a model whose vocabulary has
+	// CJK (nomic-embed-text's).
 	cjk := strings.Repeat("文档搜索服务把文件切成块并计算向量。", 60)
-	_, err = e.Embed(ctx, []string{cjk})
-	if err == nil || IsTransient(err) || !strings.Contains(err.Error(), "exceeds the context length") {
-		t.Errorf("long CJK text: %v, want a permanent 400", err)
+	_, err = raw.Embed(ctx, &api.EmbedRequest{Model: realEmbedModel, Input: cjk})
+	if !errors.As(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "exceeds the context length") {
+		t.Errorf("long CJK text, truncated by the server: %v, want a 400", err)
+	}
+	// docsift then embeds a shorter start of the text, as truncation
+	// meant to, rather than fail the document.
+	for _, text := range []string{cjk, "🙂 " + long} {
+		vecs, err := e.Embed(ctx, []string{"short text first", text, "short text last"})
+		if err != nil || len(vecs) != 3 || len(vecs[1]) != realDim {
+			t.Errorf("a batch holding a text the server cannot truncate (%.20q…): %d vectors, %v", text, len(vecs), err)
+		}
+	}
+	if _, err := e.EmbedQuery(ctx, cjk); err != nil {
+		t.Errorf("a query the server cannot truncate: %v", err)
 	}
 	if _, err := e.Embed(ctx, []string{"文档搜索服务"}); err != nil {
 		t.Errorf("short CJK text: %v", err)
-	}
-	_, err = e.Embed(ctx, []string{"🙂 " + long})
-	if err == nil || IsTransient(err) {
-		t.Errorf("long text holding an emoji: %v, want a permanent 400", err)
 	}
 }
 

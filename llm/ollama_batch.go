@@ -1,0 +1,75 @@
+package llm
+
+import (
+	"sync"
+	"time"
+)
+
+// Batch sizing of /api/embed requests.
+//
+// Ollama embeds a request's inputs concurrently, but its runner has
+// OLLAMA_NUM_PARALLEL slots (one by default) and queues the rest in
+// order: a query's embedding that arrives while ingest batches are queued
+// waits for all of them. Measured on a 2-core machine, a model of
+// nomic-embed-text's size takes 0.6 s an input, so a batch of 32 is 20 s
+// of a query's wait per worker; a tiny model takes milliseconds, and there
+// a batch of 32 is worth having, as the request's own cost (parsing,
+// scheduling, the round trip) is then a large share of the work.
+//
+// So batches are sized by time, not count: as many texts as the model
+// embeds in about targetBatchTime, at most the configured batch size. A
+// slow model on a CPU gets batches of a few texts, which cost nothing in
+// throughput (the request's cost is milliseconds against seconds of model
+// time) and keep a query's wait to seconds; a fast model or a GPU gets the
+// full batch. The time per text is learnt from the requests themselves,
+// so it follows the machine's load and the server's parallelism (a
+// request waiting behind another worker's counts that wait, which is the
+// wait a query would have).
+//
+// Measured with the nomic-sized model (ollamareal.NomicSized) on 2 cores,
+// two workers embedding 32 texts each: with batches of 32 a query sent
+// meanwhile took 8.7 and 10.8 s, with batches sized by time 2.1 and 2.0 s,
+// and the 64 texts took as long either way (12.7–14.8 s and 13.2–13.6 s).
+const (
+	// targetBatchTime is how long one embedding request should take.
+	targetBatchTime = 2 * time.Second
+
+	// firstBatchSize is the batch before any request has been timed: small,
+	// because the model may be slow.
+	firstBatchSize = 4
+)
+
+// batchSizer picks the size of the next batch from the time per text of
+// recent requests.
+type batchSizer struct {
+	mu      sync.Mutex
+	max     int           // the configured batch size
+	perText time.Duration // smoothed time per text; 0 before any request
+}
+
+// next returns how many texts the next request should carry.
+func (b *batchSizer) next() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.perText <= 0 {
+		return min(b.max, firstBatchSize)
+	}
+	return max(1, min(b.max, int(targetBatchTime/b.perText)))
+}
+
+// observe records that a request of n texts took took. The average is
+// smoothed so that one slow request (a model loaded again after its
+// keep-alive) does not shrink the batches for long.
+func (b *batchSizer) observe(n int, took time.Duration) {
+	if n <= 0 {
+		return
+	}
+	per := took / time.Duration(n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.perText <= 0 {
+		b.perText = per
+		return
+	}
+	b.perText = (7*b.perText + 3*per) / 10
+}
