@@ -32,7 +32,8 @@ type IngestResult struct {
 	// EmbedCalls and EmbedTexts are the engine's calls of the embedder and
 	// the texts in them (fewer than chunks when texts repeat: the
 	// embedding cache). EmbedRequests is Ollama's share: /api/embed
-	// requests, each of at most the embedder's batch size.
+	// requests, each of at most the embedder's batch size; their number
+	// may differ between rounds, as batches are sized by time.
 	EmbedCalls    int `json:"embed_calls"`
 	EmbedTexts    int `json:"embed_texts"`
 	EmbedRequests int `json:"embed_requests,omitempty"`
@@ -72,7 +73,8 @@ type IngestConfig struct {
 	// Rounds repeats the run, each time in a fresh data dir, and with
 	// Recorder alternates which of docsift and raw Ollama goes first
 	// (docsift, raw, raw, docsift, …), so that a machine whose load drifts
-	// slows both alike; the figures are the rounds' totals. Default 1.
+	// slows both alike; the figures are averages over the rounds. Default
+	// 1.
 	Rounds int
 
 	// Again uploads every document a second time once the first pass has
@@ -126,7 +128,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		}
 	}()
 	for round := range rounds {
-		rawFirst := cfg.Recorder != nil && round%2 == 1
+		rawFirst := rec != nil && rec.texts > 0 && round%2 == 1
 		if rawFirst {
 			if err := replayInto(ctx, &raw, rec, cfg.OllamaURL); err != nil {
 				return nil, err
@@ -148,8 +150,9 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		res.EmbedCalls, res.EmbedTexts = counted.take()
 		if cfg.Recorder != nil {
 			rec = cfg.Recorder.Take()
-			res.EmbedRequests, _ = rec.Requests()
-			if !rawFirst && res.EmbedRequests > 0 {
+			requests, _ := rec.Requests()
+			res.EmbedRequests += requests
+			if !rawFirst && requests > 0 {
 				if err := replayInto(ctx, &raw, rec, cfg.OllamaURL); err != nil {
 					return nil, err
 				}
@@ -157,6 +160,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		}
 	}
 	s := docsift.Seconds() / float64(rounds)
+	res.EmbedRequests /= rounds
 	res.Seconds, res.ChunksPerSecond, res.DocumentsPerSecond = s, float64(res.Chunks)/s, float64(len(docs))/s
 	if raw.Requests > 0 {
 		raw.Requests, raw.Texts, raw.Seconds = raw.Requests/rounds, raw.Texts/rounds, raw.Seconds/float64(rounds)

@@ -22,7 +22,7 @@ var (
 	TinyEmbed = bertModel("tinyembed", BertSpec{
 		Hidden: 128, Layers: 2, Heads: 4, Intermediate: 256,
 		Positions: 512, Words: 8000, Seed: 1,
-	})
+	}, tinyParameters)
 
 	// TinyChat is a 2-layer Qwen2 with 64 dimensions, a byte-level BPE
 	// vocabulary and ChatML tokens, and qwen2.5's 32K context, so that
@@ -36,7 +36,7 @@ var (
 			})
 		},
 		template:   chatMLTemplate,
-		parameters: map[string]any{"stop": chatStops},
+		parameters: map[string]any{"stop": chatStops, "num_thread": tinyParameters["num_thread"]},
 	}
 
 	// NomicSized has nomic-embed-text's sizes (768 dimensions, 12 layers of
@@ -46,13 +46,21 @@ var (
 	NomicSized = bertModel("nomic-sized", BertSpec{
 		Hidden: 768, Layers: 12, Heads: 12, Intermediate: 3072,
 		Positions: 2048, Words: 30000, Seed: 3,
-	})
+	}, nil)
 )
 
-func bertModel(name string, s BertSpec) Model {
+// tinyParameters run the tiny models on one thread. They gain nothing from
+// more, and llama.cpp's threads wait for each other by spinning: with test
+// packages running side by side on two cores, two threads per runner made
+// a 512-token answer take minutes instead of seconds. The nomic-sized
+// model, which is for timing, keeps Ollama's default.
+var tinyParameters = map[string]any{"num_thread": 1}
+
+func bertModel(name string, s BertSpec, parameters map[string]any) Model {
 	return Model{
-		Name:      name,
-		Embedding: true,
-		write:     func(dir string) error { return WriteBert(dir, s) },
+		Name:       name,
+		Embedding:  true,
+		write:      func(dir string) error { return WriteBert(dir, s) },
+		parameters: parameters,
 	}
 }
