@@ -1,5 +1,7 @@
 # docsift: `make run` builds and serves, `make test` runs every test.
 GO      ?= go
+# TESTFLAGS adds go test flags to make test, e.g. -run or -skip.
+TESTFLAGS ?=
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
@@ -14,7 +16,7 @@ run: build
 test:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -race -timeout 20m ./...
+	$(GO) test -race -timeout 20m $(TESTFLAGS) ./...
 
 # Go benchmarks of the index, the lexical scorer, the embedder and extraction.
 bench:
