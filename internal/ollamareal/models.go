@@ -47,6 +47,49 @@ var (
 		Hidden: 768, Layers: 12, Heads: 12, Intermediate: 3072,
 		Positions: 2048, Words: 30000, Seed: 3,
 	}, nil)
+
+	// The stand-ins below have the sizes of the small embedding models in
+	// Ollama's library that docsift's default was chosen among, as their
+	// authors' config.json files give them, so that
+	// llm's BenchmarkRealOllamaEmbedModels compares their speed on this
+	// machine. They are plain BERTs with mean pooling and a WordPiece
+	// vocabulary of 30,000 words (the real ones have 30,522, and
+	// snowflake-arctic-embed and bge-small pool the [CLS] token instead):
+	// differences that cost next to nothing beside the layers. Positions are
+	// the models' 512, which Ollama reports as their context length. (The
+	// real nomic-embed-text is not a plain BERT: it is nomic_bert, with
+	// rotary positions and a gated feed-forward of three matrices where
+	// BERT has two, so NomicSized, a BERT of its sizes, is if anything
+	// faster than the model it stands for.)
+
+	// AllMiniLMSized has all-minilm's sizes (sentence-transformers'
+	// all-MiniLM-L6-v2: 384 dimensions, 6 layers of 12 heads, 1536
+	// intermediate, about 22M parameters).
+	AllMiniLMSized = bertModel("all-minilm-sized", BertSpec{
+		Hidden: 384, Layers: 6, Heads: 12, Intermediate: 1536,
+		Positions: 512, Words: 30000, Seed: 4,
+	}, nil)
+
+	// ArcticXSSized has snowflake-arctic-embed:xs's sizes, which are
+	// all-MiniLM-L6-v2's, the model it was trained from.
+	ArcticXSSized = bertModel("arctic-xs-sized", BertSpec{
+		Hidden: 384, Layers: 6, Heads: 12, Intermediate: 1536,
+		Positions: 512, Words: 30000, Seed: 5,
+	}, nil)
+
+	// ArcticSSized has snowflake-arctic-embed:s's sizes (384 dimensions, 12
+	// layers of 12 heads, 1536 intermediate, about 33M parameters).
+	ArcticSSized = bertModel("arctic-s-sized", BertSpec{
+		Hidden: 384, Layers: 12, Heads: 12, Intermediate: 1536,
+		Positions: 512, Words: 30000, Seed: 6,
+	}, nil)
+
+	// BGESmallSized has bge-small-en-v1.5's sizes, the same as
+	// snowflake-arctic-embed:s's.
+	BGESmallSized = bertModel("bge-small-sized", BertSpec{
+		Hidden: 384, Layers: 12, Heads: 12, Intermediate: 1536,
+		Positions: 512, Words: 30000, Seed: 7,
+	}, nil)
 )
 
 // tinyParameters run the tiny models on one thread. They gain nothing from
