@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/docsift/docsift/internal/progress"
 	"github.com/docsift/docsift/llm"
@@ -25,7 +26,7 @@ type modelOptions struct {
 // server, builtin where reproducible figures matter more).
 func (o *modelOptions) register(f *pflag.FlagSet, withAnswerer bool, embedder string) {
 	f.StringVar(&o.embedder, "embedder", embedder, "auto, ollama or builtin: auto uses Ollama when it answers and has the model")
-	f.StringVar(&o.ollama.URL, "ollama-url", llm.OllamaURLFromEnv(), "Ollama's address ($OLLAMA_HOST sets the default)")
+	f.StringVar(&o.ollama.URL, "ollama-url", llm.OllamaURLFromEnv(), "Ollama's address, or several comma-separated serving the same models: ingest spreads over them, queries go to the least busy ($OLLAMA_HOST sets the default)")
 	f.StringVar(&o.ollama.EmbedModel, "embed-model", llm.DefaultEmbedModel, "Ollama embedding model")
 	f.IntVar(&o.ollama.BatchSize, "embed-batch", llm.DefaultOllamaBatchSize, "most texts per Ollama embedding call (each call carries what the model embeds in about 2 s, up to this)")
 	f.DurationVar(&o.ollama.Timeout, "ollama-timeout", llm.DefaultOllamaTimeout, "deadline of each Ollama call")
@@ -43,22 +44,112 @@ func (o *modelOptions) chooseEmbedder(ctx context.Context, st *store.Store, log 
 	if err != nil {
 		return nil, err
 	}
-	log.Info("embedder chosen", "embedder", em.Model(), "why", why)
-	if oe, ok := em.(*llm.OllamaEmbedder); ok && oe.Dim() == 0 && st != nil {
+	if oe, ok := em.(*llm.OllamaEmbedder); ok && st != nil {
 		owners, err := st.Owners()
 		if err != nil {
 			return nil, err
 		}
-		for _, om := range owners {
-			if om.Model == oe.Model() {
-				if err := oe.ExpectDim(om.Dim); err != nil {
-					return nil, err
+		oe.SetModelKey(ollamaModelKey(oe, owners, log))
+		if oe.Dim() == 0 {
+			for _, om := range owners {
+				if om.Model == oe.Model() {
+					if err := oe.ExpectDim(om.Dim); err != nil {
+						return nil, err
+					}
+					break
 				}
-				break
 			}
 		}
 	}
+	log.Info("embedder chosen", "embedder", em.Model(), "why", why)
+	logEmbedSpeed(ctx, em, log)
 	return em, nil
+}
+
+// standbyEmbedder is the Ollama embedder for owners indexed with it when
+// Ollama was not usable at start, named as those owners' vectors are.
+func (o *modelOptions) standbyEmbedder(st *store.Store, log *slog.Logger) (*llm.OllamaEmbedder, error) {
+	oe, err := llm.NewOllamaEmbedder(o.ollama)
+	if err != nil {
+		return nil, err
+	}
+	owners, err := st.Owners()
+	if err != nil {
+		return nil, err
+	}
+	oe.SetModelKey(ollamaModelKey(oe, owners, log))
+	return oe, nil
+}
+
+// ollamaModelKey picks the name an Ollama embedder's vectors are recorded
+// under. New indexes are keyed on the model's digest (DigestKey), so that a
+// model replaced under its name (a newer nomic-embed-text pulled) is
+// another embedding space: its owners are refused with a message that says
+// to reindex, rather than searched with vectors that no longer compare.
+// Owners indexed before digests were recorded keep the name they were
+// recorded under, in whatever spelling ("ollama:TinyEmbed" is served by
+// tinyembed:latest). With Ollama down at start (no digest) the digest key
+// most owners use is taken.
+func ollamaModelKey(oe *llm.OllamaEmbedder, owners map[string]store.OwnerModel, log *slog.Logger) string {
+	nameKey, digestKey := oe.NameKey(), oe.DigestKey()
+	named, keyed := map[string]int{}, map[string]int{} // owners by recorded key
+	for _, om := range owners {
+		for _, m := range []string{om.Model, om.Next} {
+			name, digest, hasDigest := strings.Cut(strings.TrimPrefix(m, "ollama:"), "@")
+			switch {
+			case !strings.HasPrefix(m, "ollama:") || "ollama:"+llm.CanonicalModelName(name) != nameKey:
+			case hasDigest && digest != "":
+				keyed[m]++
+			default:
+				named[m]++
+			}
+		}
+	}
+	if len(named) > 0 {
+		return mostUsed(named)
+	}
+	if digestKey == "" {
+		if len(keyed) > 0 {
+			return mostUsed(keyed)
+		}
+		return nameKey
+	}
+	for k, n := range keyed {
+		if k != digestKey {
+			log.Warn("the embedding model was replaced since some owners were indexed: their vectors do not match it; run `docsift reindex`",
+				"model", nameKey, "indexed_with", k, "owners", n, "now", digestKey)
+		}
+	}
+	return digestKey
+}
+
+// mostUsed is the key most owners use, the first in order on a tie.
+func mostUsed(uses map[string]int) string {
+	best := ""
+	for k, n := range uses {
+		if best == "" || n > uses[best] || (n == uses[best] && k < best) {
+			best = k
+		}
+	}
+	return best
+}
+
+// logEmbedSpeed measures the embedder on a few chunk-sized texts and logs
+// its speed and what a typical upload costs, so that an operator on a slow
+// CPU knows what to expect before the first upload. An Ollama embedder that
+// did not answer its check is not measured: it would only time out.
+func logEmbedSpeed(ctx context.Context, em llm.Embedder, log *slog.Logger) {
+	if em.Dim() == 0 {
+		return
+	}
+	perSec, err := llm.MeasureEmbedSpeed(ctx, em)
+	if err != nil {
+		log.Warn("embedding speed not measured", "embedder", em.Model(), "err", err)
+		return
+	}
+	upload := time.Duration(float64(llm.TypicalUploadChunks) / perSec * float64(time.Second))
+	log.Info("embedding speed", "embedder", em.Model(), "embeddings_per_s", fmt.Sprintf("%.1f", perSec),
+		"typical_upload", fmt.Sprintf("%d chunks in about %s", llm.TypicalUploadChunks, upload.Round(100*time.Millisecond)))
 }
 
 func (o *modelOptions) chooseAnswerer(ctx context.Context, log *slog.Logger) (llm.Answerer, error) {
@@ -85,26 +176,14 @@ server cannot reach it, copy the models from a machine that can, or build
 them with ` + "`ollama create`" + `; the error says how.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := llm.NewOllamaClient(o.ollama)
+			clients, err := llm.NewOllamaClients(o.ollama)
 			if err != nil {
 				return err
 			}
-			for _, m := range []string{o.ollama.WithDefaults().EmbedModel, o.ollama.WithDefaults().ChatModel} {
-				if !update {
-					err := c.HasModel(cmd.Context(), m)
-					var missing *llm.ModelNotFoundError
-					if err == nil {
-						fmt.Fprintf(cmd.OutOrStdout(), "%s: already in Ollama at %s (--update pulls it again)\n", m, c.URL())
-						continue
-					}
-					if !errors.As(err, &missing) {
-						return err
-					}
-				}
-				if err := pullModel(cmd, c, m); err != nil {
+			for _, c := range clients {
+				if err := pullModels(cmd, c, o.ollama.WithDefaults(), update); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: ready\n", m)
 			}
 			return nil
 		},
@@ -113,6 +192,29 @@ them with ` + "`ollama create`" + `; the error says how.`,
 	pull.Flags().BoolVar(&update, "update", false, "pull models Ollama already has too (asks the registry for a newer version)")
 	cmd.AddCommand(pull)
 	return cmd
+}
+
+// pullModels pulls the embedding and chat models into one server, skipping
+// those it has unless update.
+func pullModels(cmd *cobra.Command, c *llm.OllamaClient, cfg llm.OllamaConfig, update bool) error {
+	for _, m := range []string{cfg.EmbedModel, cfg.ChatModel} {
+		if !update {
+			err := c.HasModel(cmd.Context(), m)
+			var missing *llm.ModelNotFoundError
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: already in Ollama at %s (--update pulls it again)\n", m, c.URL())
+				continue
+			}
+			if !errors.As(err, &missing) {
+				return err
+			}
+		}
+		if err := pullModel(cmd, c, m); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: ready\n", m)
+	}
+	return nil
 }
 
 // pullModel pulls m with a progress bar. When Ollama cannot reach its

@@ -256,8 +256,9 @@ func TestRealOllamaServePDFAndStreamedQuery(t *testing.T) {
 	if err := json.Unmarshal(events[len(events)-1].Data, &done); err != nil {
 		t.Fatal(err)
 	}
-	if done.AnswerModel != "ollama:"+ollamareal.TinyChat.Name || len(done.Warnings) != 0 {
-		t.Errorf("done: answer_model %q, warnings %q; want ollama:%s and none", done.AnswerModel, done.Warnings, ollamareal.TinyChat.Name)
+	// tinychat never stops before num_predict: its answer is reported cut.
+	if done.AnswerModel != "ollama:"+ollamareal.TinyChat.Name || len(done.Warnings) != 1 || !strings.Contains(done.Warnings[0], "cut at its limit") {
+		t.Errorf("done: answer_model %q, warnings %q; want ollama:%s and the cut answer's warning", done.AnswerModel, done.Warnings, ollamareal.TinyChat.Name)
 	}
 	if done.Answer == "" || done.Answer != strings.TrimSpace(deltas.String()) && done.Answer != deltas.String() {
 		t.Errorf("done's answer (%d bytes) is not the answer events' (%d bytes)", len(done.Answer), deltas.Len())
@@ -421,7 +422,7 @@ func TestRealOllamaServeAutoChooses(t *testing.T) {
 		embedWhy, answererWhy string
 	}{
 		{"models present", srv.URL, ollamareal.TinyEmbed.Name, ollamareal.TinyChat.Name,
-			"ollama:tinyembed", "ollama:tinychat", "has tinyembed (128 dimensions)", "has tinychat"},
+			"ollama:tinyembed@", "ollama:tinychat", "has tinyembed (128 dimensions)", "has tinychat"},
 		{"model missing", srv.URL, "all-minilm", ollamareal.TinyChat.Name,
 			llm.NewBuiltin().Model(), "ollama:tinychat", "all-minilm is not pulled", "has tinychat"},
 		{"ollama down", gone, ollamareal.TinyEmbed.Name, ollamareal.TinyChat.Name,
@@ -454,7 +455,8 @@ func wantChoice(t *testing.T, log, msg, key, model, why string) {
 	if m == nil {
 		t.Fatalf("no %q line in the log:\n%s", msg, log)
 	}
-	if m[1] != model || !strings.Contains(m[2], why) {
+	// A model ending in "@" stands for any digest of it.
+	if m[1] != model && !(strings.HasSuffix(model, "@") && strings.HasPrefix(m[1], model)) || !strings.Contains(m[2], why) {
 		t.Errorf("%s %s, why %s; want %s because %q", key, m[1], m[2], model, why)
 	}
 }
@@ -555,7 +557,9 @@ func TestRealOllamaBenchIngestCommand(t *testing.T) {
 	if res.Embedder != "ollama:"+ollamareal.TinyEmbed.Name || res.Chunks < 3 || res.EmbedTexts != res.Chunks || res.EmbedRequests == 0 {
 		t.Errorf("bench ingest: %s", out)
 	}
-	if res.Raw == nil || res.Raw.Texts != res.EmbedTexts || res.Raw.TextsPerSecond <= 0 || res.RawRatio <= 0 {
+	// Raw Ollama gets what docsift sent: a chunk over tinyembed's 512
+	// tokens went in parts.
+	if res.Raw == nil || res.Raw.Texts < res.EmbedTexts || res.Raw.TextsPerSecond <= 0 || res.RawRatio <= 0 {
 		t.Errorf("no raw comparison: %s", out)
 	}
 	if res.Again == nil || res.Again.EmbedTexts != 0 {

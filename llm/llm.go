@@ -38,7 +38,9 @@ type Source struct {
 // Answerer writes an answer to query from sources only, citing them as [n].
 //
 // When onDelta is non-nil it receives the answer as it is produced (one call
-// per piece); the returned string is always the whole answer.
+// per piece); the returned string is always the whole answer. An answer the
+// model stopped at its length limit comes with a *CutAnswerError: a warning
+// for the reader, with the answer intact, not a failure.
 type Answerer interface {
 	Model() string
 	Answer(ctx context.Context, query string, sources []Source, onDelta func(string)) (string, error)

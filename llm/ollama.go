@@ -20,13 +20,18 @@ const (
 	// DefaultOllamaURL is where `ollama serve` listens unless told otherwise.
 	DefaultOllamaURL = "http://127.0.0.1:11434"
 
-	// DefaultEmbedModel is nomic-embed-text: a 137M-parameter, 768-dimension
-	// embedding model (about 270 MB) that runs comfortably on a laptop CPU,
-	// ranks well on retrieval benchmarks for its size, and reads up to 8,192
-	// tokens, so a 400-word chunk is embedded whole. The smaller all-minilm
-	// stops at 256 word pieces and would silently embed only the first half
-	// of a chunk.
-	DefaultEmbedModel = "nomic-embed-text"
+	// DefaultEmbedModel is snowflake-arctic-embed:xs: 22M parameters, 384
+	// dimensions, a 512-token context that holds a typical chunk (about 300
+	// tokens). Its authors publish an MTEB retrieval nDCG@10 of 50.15,
+	// against nomic-embed-text's 53.01, and a model of its sizes took a
+	// third of the CPU time of a nomic-sized one to embed a chunk on the
+	// real Ollama server (BenchmarkRealOllamaEmbedModels; the README's
+	// "Choosing the embedding model" has the table). On a CPU, where
+	// indexing waits on the embedder, that is the better trade; users with
+	// a GPU or a few documents can take nomic-embed-text with
+	// --embed-model. all-minilm is as fast but scores 41.95, and its
+	// authors cut inputs at 256 word pieces, less than a chunk.
+	DefaultEmbedModel = "snowflake-arctic-embed:xs"
 
 	// DefaultChatModel is qwen2.5:1.5b: about 1 GB, fast enough on a CPU to
 	// answer in seconds, with a 32K context that holds every retrieved chunk,
@@ -56,7 +61,10 @@ const (
 // OllamaConfig says where Ollama is and which models to use. The zero value
 // works: every empty field takes its default.
 type OllamaConfig struct {
-	URL        string // default: OLLAMA_HOST, else DefaultOllamaURL
+	// URL is one Ollama server or several, comma-separated; default:
+	// OLLAMA_HOST, else DefaultOllamaURL. With several, ingest spreads its
+	// batches over them and each query goes to the least busy one.
+	URL        string
 	EmbedModel string // default: DefaultEmbedModel
 	ChatModel  string // default: DefaultChatModel
 	BatchSize  int    // texts per /api/embed call; default DefaultOllamaBatchSize
@@ -128,22 +136,43 @@ func parseOllamaURL(s string) (*url.URL, error) {
 }
 
 // OllamaClient is a connection to one Ollama server: health checks and model
-// management. The embedder and answerer each hold one.
+// management. The embedder and answerer each hold one per server, and keep
+// in it how busy and how healthy that server is (see ollama_endpoints.go).
 type OllamaClient struct {
 	api     *api.Client
 	url     string
 	timeout time.Duration
+
+	health endpointHealth
 }
 
-// NewOllamaClient checks cfg and returns a client. It does no I/O: Ollama
-// may start after docsift does.
+// NewOllamaClient checks cfg and returns a client of its one server (cfg.URL
+// naming several is an error: NewOllamaClients takes them). It does no I/O:
+// Ollama may start after docsift does.
 func NewOllamaClient(cfg OllamaConfig) (*OllamaClient, error) {
-	cfg = cfg.WithDefaults()
-	u, err := parseOllamaURL(cfg.URL)
+	cs, err := NewOllamaClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &OllamaClient{api: api.NewClient(u, cfg.HTTPClient), url: u.String(), timeout: cfg.Timeout}, nil
+	if len(cs) > 1 {
+		return nil, fmt.Errorf("llm: ollama url %q: one server expected, got %d", cfg.URL, len(cs))
+	}
+	return cs[0], nil
+}
+
+// NewOllamaClients returns a client per server cfg.URL names (a
+// comma-separated list). It does no I/O.
+func NewOllamaClients(cfg OllamaConfig) ([]*OllamaClient, error) {
+	cfg = cfg.WithDefaults()
+	urls, err := parseOllamaURLs(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*OllamaClient, len(urls))
+	for i, u := range urls {
+		out[i] = &OllamaClient{api: api.NewClient(u, cfg.HTTPClient), url: u.String(), timeout: cfg.Timeout}
+	}
+	return out, nil
 }
 
 // URL is the server's base URL, for messages.
@@ -328,7 +357,9 @@ func IsTransient(err error) bool {
 	var mnf *ModelNotFoundError
 	var dim *DimensionError
 	var pe permanentError
-	if errors.As(err, &mnf) || errors.As(err, &dim) || errors.As(err, &pe) {
+	var mce *ModelConfigError
+	var mre *ModelReplacedError
+	if errors.As(err, &mnf) || errors.As(err, &dim) || errors.As(err, &pe) || errors.As(err, &mce) || errors.As(err, &mre) {
 		return false
 	}
 	var te transientError

@@ -22,14 +22,17 @@ import (
 // throughput (the request's cost is milliseconds against seconds of model
 // time) and keep a query's wait to seconds; a fast model or a GPU gets the
 // full batch. The time per text is learnt from the requests themselves,
-// so it follows the machine's load and the server's parallelism (a
-// request waiting behind another worker's counts that wait, which is the
-// wait a query would have).
+// per server, so it follows the machine's load. Ingest sends one batch at
+// a time to a server, whatever the number of workers (OllamaEmbedder's
+// ingest slots), so the batch time is also the longest a query waits.
 //
 // Measured with the nomic-sized model (ollamareal.NomicSized) on 2 cores,
 // two workers embedding 32 texts each: with batches of 32 a query sent
 // meanwhile took 8.7 and 10.8 s, with batches sized by time 2.1 and 2.0 s,
 // and the 64 texts took as long either way (12.7–14.8 s and 13.2–13.6 s).
+// With one batch in flight per server on top (BenchmarkRealOllamaQueryDuring
+// Ingest, a loaded machine), the median query took 2.1 s against 5.2 s
+// with each worker's batch in flight.
 const (
 	// targetBatchTime is how long one embedding request should take.
 	targetBatchTime = 2 * time.Second

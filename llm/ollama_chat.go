@@ -3,7 +3,9 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/ollama/ollama/api"
@@ -24,33 +26,68 @@ const (
 	ollamaMaxAnswerTokens = 512
 )
 
-// OllamaAnswerer writes grounded, cited answers with an Ollama chat model.
+// OllamaAnswerer writes grounded, cited answers with an Ollama chat model,
+// on the least busy of its servers.
 type OllamaAnswerer struct {
-	client *OllamaClient
-	model  string
+	clients []*OllamaClient
+	model   string
+
+	mu      sync.Mutex
+	context int // the chat model's context, 0 until Check learnt it
 }
 
 // NewOllamaAnswerer returns an answerer using cfg.ChatModel. It does no I/O;
 // call Check to learn whether the server and model are there.
 func NewOllamaAnswerer(cfg OllamaConfig) (*OllamaAnswerer, error) {
 	cfg = cfg.WithDefaults()
-	c, err := NewOllamaClient(cfg)
+	cs, err := NewOllamaClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &OllamaAnswerer{client: c, model: cfg.ChatModel}, nil
+	return &OllamaAnswerer{clients: cs, model: cfg.ChatModel}, nil
 }
 
 // Model names the answerer as "ollama:<model>", the answer_model reported to
 // API clients.
-func (a *OllamaAnswerer) Model() string { return "ollama:" + a.model }
+func (a *OllamaAnswerer) Model() string { return "ollama:" + CanonicalModelName(a.model) }
 
-// Client is the connection the answerer uses, for health checks and pulls.
-func (a *OllamaAnswerer) Client() *OllamaClient { return a.client }
+// Client is the connection to the first server, for health checks and pulls.
+func (a *OllamaAnswerer) Client() *OllamaClient { return a.clients[0] }
 
-// Check reports whether Ollama answers and has the chat model.
+// Check reports whether Ollama answers and has the chat model, able to
+// chat, on every server that answers, and learns its context.
 func (a *OllamaAnswerer) Check(ctx context.Context) error {
-	return a.client.Check(ctx, a.model)
+	f, err := checkModelOn(ctx, a.clients, a.model, "completion")
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.context = f.Context
+	a.mu.Unlock()
+	return nil
+}
+
+// numCtx is the context asked of the chat model: ollamaNumCtx, or less
+// when the model holds less.
+func (a *OllamaAnswerer) numCtx() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.context > 0 {
+		return min(a.context, ollamaNumCtx)
+	}
+	return ollamaNumCtx
+}
+
+// CutAnswerError comes with an answer the model stopped at its length
+// limit (done_reason "length"): the answer is usable but incomplete, a
+// warning for the reader rather than a failure.
+type CutAnswerError struct {
+	Model  string
+	Tokens int // the limit it reached
+}
+
+func (e *CutAnswerError) Error() string {
+	return fmt.Sprintf("the answer of %s was cut at its limit of %d tokens and may be incomplete", e.Model, e.Tokens)
 }
 
 // Answer streams a grounded answer from the chat model. With no sources it
@@ -58,7 +95,9 @@ func (a *OllamaAnswerer) Check(ctx context.Context) error {
 // ground an answer in. Reasoning blocks (<think>…</think>) are removed from
 // both the deltas and the answer. Cancelling ctx (a client that went away)
 // stops the generation on the server too, since Ollama stops a request whose
-// connection closes.
+// connection closes. An answer cut at the length limit is returned with a
+// *CutAnswerError. A server that cannot be reached is passed over for
+// another before the answer has begun.
 func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Source, onDelta func(string)) (string, error) {
 	if len(sources) == 0 {
 		if onDelta != nil {
@@ -66,10 +105,8 @@ func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Sou
 		}
 		return NoSourcesAnswer, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.client.timeout)
-	defer cancel()
-
-	system, user := GroundedPrompt(query, sources)
+	numCtx := a.numCtx()
+	system, user := GroundedPromptTokens(query, sources, numCtx-ollamaMaxAnswerTokens)
 	stream := true
 	req := &api.ChatRequest{
 		Model: a.model,
@@ -83,16 +120,18 @@ func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Sou
 		// their reasoning stripped below.
 		Think: &api.ThinkValue{Value: false},
 		Options: map[string]any{
-			"num_ctx":     ollamaNumCtx,
+			"num_ctx":     numCtx,
 			"temperature": ollamaTemperature,
 			"num_predict": ollamaMaxAnswerTokens,
 		},
 	}
 
 	var (
-		answer strings.Builder
-		filter thinkFilter
-		done   bool
+		answer     strings.Builder
+		filter     thinkFilter
+		done       bool
+		doneReason string
+		started    bool
 	)
 	emit := func(s string) {
 		if s == "" {
@@ -103,27 +142,45 @@ func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Sou
 			onDelta(s)
 		}
 	}
-	err := a.client.api.Chat(ctx, req, func(r api.ChatResponse) error {
-		emit(filter.Write(r.Message.Content))
-		if r.Done {
-			done = true
+	var err error
+	for _, c := range byPreference(a.clients) {
+		err = callOn(c, func(c *OllamaClient) error {
+			ctx, cancel := context.WithTimeout(ctx, c.timeout)
+			defer cancel()
+			err := c.api.Chat(ctx, req, func(r api.ChatResponse) error {
+				started = true
+				emit(filter.Write(r.Message.Content))
+				if r.Done {
+					done, doneReason = true, r.DoneReason
+				}
+				return nil
+			})
+			if err == nil && !done {
+				err = errIncompleteStream
+			}
+			if err != nil {
+				if ctxErr := ctx.Err(); ctxErr != nil {
+					// The client stops reading quietly when its context ends.
+					err = ctxErr
+				}
+				return c.wrap("chat "+a.model, c.modelError(a.model, err))
+			}
+			return nil
+		})
+		if started || !endpointDown(err) || ctx.Err() != nil {
+			break
 		}
-		return nil
-	})
-	if err == nil && !done {
-		err = errIncompleteStream
 	}
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			// The client stops reading quietly when its context ends.
-			err = ctxErr
-		}
-		return "", a.client.wrap("chat "+a.model, a.client.modelError(a.model, err))
+		return "", err
 	}
 	emit(filter.Flush())
 	out := strings.TrimRightFunc(answer.String(), unicode.IsSpace)
 	if out == "" {
-		return "", a.client.wrap("chat "+a.model, errEmptyAnswer)
+		return "", fmt.Errorf("llm: ollama chat %s: %w", a.model, errEmptyAnswer)
+	}
+	if doneReason == "length" {
+		return out, &CutAnswerError{Model: a.Model(), Tokens: ollamaMaxAnswerTokens}
 	}
 	return out, nil
 }

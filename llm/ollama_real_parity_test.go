@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -60,7 +61,7 @@ func TestRealOllamaStandInParity(t *testing.T) {
 	real := ollamareal.Start(t)
 	fake := ollamatest.New(t,
 		ollamatest.Model{Name: realEmbedModel, Dim: realDim, Context: realEmbedCtx},
-		ollamatest.Model{Name: realChatModel},
+		ollamatest.Model{Name: realChatModel, Context: 32768},
 	)
 	u, err := url.Parse(fake.URL)
 	if err != nil {
@@ -99,7 +100,7 @@ func TestRealOllamaStandInParity(t *testing.T) {
 			if err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("capabilities=%v", r.Capabilities), nil
+			return fmt.Sprintf("capabilities=%v context=%d", r.Capabilities, contextLength(r)), nil
 		}
 	}
 	chat := func(req api.ChatRequest) func(context.Context, *api.Client) (string, error) {
@@ -120,6 +121,20 @@ func TestRealOllamaStandInParity(t *testing.T) {
 
 	probes := []probe{
 		{name: "show bare name", run: show("tinyembed")},
+		{
+			name: "tags",
+			run: func(ctx context.Context, c *api.Client) (string, error) {
+				r, err := c.List(ctx)
+				if err != nil {
+					return "", err
+				}
+				var facts []string
+				for _, m := range r.Models {
+					facts = append(facts, fmt.Sprintf("%s digest=%t", m.Name, regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(m.Digest)))
+				}
+				return strings.Join(facts, " "), nil
+			},
+		},
 		{name: "show other case", run: show("TinyEmbed")},
 		{name: "show library/", run: show("library/tinyembed:latest")},
 		{name: "show chat model", run: show(realChatModel)},

@@ -139,8 +139,11 @@ func TestRealOllamaModelNames(t *testing.T) {
 		}
 		cfg.EmbedModel = name
 		e := mustEmbedder(t, cfg)
-		if e.Model() != "ollama:"+name {
-			t.Errorf("Model() = %q, want the name as typed", e.Model())
+		if e.Model() != "ollama:tinyembed" {
+			t.Errorf("Model() = %q, want ollama:tinyembed whatever the spelling", e.Model())
+		}
+		if err := e.Check(ctx); err != nil || e.Digest() == "" || e.Context() != realEmbedCtx {
+			t.Errorf("Check with %q: %v, digest %q, context %d", name, err, e.Digest(), e.Context())
 		}
 		v, err := e.Embed(ctx, []string{"the water boils at one hundred degrees"})
 		if err != nil {
@@ -208,15 +211,22 @@ func TestRealOllamaEmbedOverContext(t *testing.T) {
 	long := strings.Repeat("the water boils at one hundred degrees at sea level ", 80)
 	longer := long + strings.Repeat("people ask questions about money and law ", 50)
 
-	// docsift sends truncate=true: the input is cut silently at the
-	// context length, so two texts that share their first 510 tokens get
-	// the same vector.
-	vecs, err := e.Embed(ctx, []string{long, longer})
-	if err != nil {
-		t.Fatalf("over-long English input with truncate: %v", err)
+	// The server's own truncation would give texts that share their first
+	// 510 tokens one vector; docsift splits them instead, so the longer
+	// one's tail counts.
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if c := cosine(vecs[0], vecs[1]); c < 0.9999 {
-		t.Errorf("texts equal in their first 512 tokens differ (cosine %f): not cut at the context", c)
+	if e.Context() != realEmbedCtx {
+		t.Errorf("Context() = %d, want %d from /api/show", e.Context(), realEmbedCtx)
+	}
+	tail := strings.Repeat("people ask questions about money and law ", 50)
+	vecs, err := e.Embed(ctx, []string{long, longer, tail})
+	if err != nil {
+		t.Fatalf("over-long English input: %v", err)
+	}
+	if a, b := cosine(vecs[0], vecs[2]), cosine(vecs[1], vecs[2]); b <= a {
+		t.Errorf("the longer text is no closer to its tail (cosine %f) than the long one (%f): its end was cut", b, a)
 	}
 	resp, err := raw.Embed(ctx, &api.EmbedRequest{Model: realEmbedModel, Input: long})
 	if err != nil || resp.PromptEvalCount != realEmbedCtx {
@@ -247,8 +257,8 @@ func TestRealOllamaEmbedOverContext(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "exceeds the context length") {
 		t.Errorf("long CJK text, truncated by the server: %v, want a 400", err)
 	}
-	// docsift then embeds a shorter start of the text, as truncation
-	// meant to, rather than fail the document.
+	// docsift then embeds the text in parts, rather than fail the
+	// document.
 	for _, text := range []string{cjk, "🙂 " + long} {
 		vecs, err := e.Embed(ctx, []string{"short text first", text, "short text last"})
 		if err != nil || len(vecs) != 3 || len(vecs[1]) != realDim {
@@ -404,7 +414,7 @@ func TestRealOllamaConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := a.Answer(ctx, "q", []Source{{Text: texts[q]}}, nil); err != nil {
+			if _, err := a.Answer(ctx, "q", []Source{{Text: texts[q]}}, nil); answered(err) != nil {
 				errs <- err
 			}
 		}()

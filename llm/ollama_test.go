@@ -109,8 +109,8 @@ func TestOllamaEmbedBatchesAndNormalizes(t *testing.T) {
 		t.Errorf("Dim() after Embed = %d, want %d", e.Dim(), testDim)
 	}
 	for _, req := range srv.EmbedRequests() {
-		if req.Truncate == nil || !*req.Truncate {
-			t.Error("embed request without truncate=true")
+		if req.Truncate == nil || *req.Truncate {
+			t.Error("embed request without truncate=false: an input over the context must be refused, to be split, not cut")
 		}
 	}
 

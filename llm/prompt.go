@@ -4,21 +4,69 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
+// The prompt is budgeted in tokens, estimated (promptTokens), not in
+// characters: four characters a token holds for English prose, but a CJK
+// character or a line of code can be a token or more each, and Ollama cuts a
+// prompt over num_ctx silently, keeping its end, so an overflow loses the
+// instructions and the best sources. Trimming the lowest-ranked sources
+// instead keeps the numbering of the rest.
 const (
-	// maxPromptSourceRunes bounds one source in the prompt. Chunks are about
-	// 400 words, so this only bites on odd inputs (a giant web snippet).
-	maxPromptSourceRunes = 4000
+	// maxPromptSourceTokens bounds one source in the prompt. Chunks are
+	// about 400 words, so this only bites on odd inputs (a giant web
+	// snippet).
+	maxPromptSourceTokens = 1000
 
-	// maxPromptSourcesRunes bounds the whole sources block, about 6K tokens,
-	// so that with the instructions and the answer it fits the context the
-	// answerer asks for (ollamaNumCtx). Ollama drops the start of a prompt
-	// that overflows, which would drop the instructions; trimming the
-	// lowest-ranked sources instead keeps the numbering of the rest.
-	maxPromptSourcesRunes = 24000
+	// defaultPromptTokens is the whole prompt's budget when the caller
+	// knows no context: ollamaNumCtx less the answer's tokens.
+	defaultPromptTokens = ollamaNumCtx - ollamaMaxAnswerTokens
+
+	// promptFrameTokens covers what the prompt adds around the texts: the
+	// chat template's markers, the source tags and the closing line.
+	promptFrameTokens = 64
+	sourceTagTokens   = 24
 )
+
+// promptTokens estimates text's tokens for a chat model, erring high: the
+// embedding estimate's rule, but a non-ASCII character counts its UTF-8
+// bytes (a byte-level BPE with few merges for a script spends a token a
+// byte), and a fifth more for vocabularies that cut English finer.
+func promptTokens(text string) int {
+	n := roughTokens(text)
+	for _, r := range text {
+		if r >= utf8.RuneSelf && !unicode.IsSpace(r) {
+			n += utf8.RuneLen(r) - 1
+		}
+	}
+	return n + n/5
+}
+
+// cutToTokens returns the longest start of text, at a rune boundary, whose
+// estimate is at most n tokens.
+func cutToTokens(text string, n int) string {
+	if promptTokens(text) <= n {
+		return text
+	}
+	lo, hi := 0, len(text) // the answer's length is in [lo, hi)
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		for mid > lo && !utf8.RuneStart(text[mid]) {
+			mid--
+		}
+		if mid == lo {
+			break
+		}
+		if promptTokens(text[:mid]) <= n {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return text[:lo]
+}
 
 // groundedSystemPrompt tells the model how to answer. It names the block the
 // sources live in, so that the last rule can say what in the prompt is data.
@@ -45,25 +93,36 @@ func neutralise(text string) string {
 	})
 }
 
-// GroundedPrompt builds the two chat messages of a grounded answer: the
-// system rules, and a user message holding the numbered sources inside one
-// delimited block followed by the question. Sources past the prompt budget
-// are left out (they are the lowest ranked); a source's number is always its
-// position in sources, as the citation contract requires.
+// GroundedPrompt is GroundedPromptTokens with the budget of the context the
+// answerer asks for by default.
 func GroundedPrompt(query string, sources []Source) (system, user string) {
+	return GroundedPromptTokens(query, sources, defaultPromptTokens)
+}
+
+// GroundedPromptTokens builds the two chat messages of a grounded answer:
+// the system rules, and a user message holding the numbered sources inside
+// one delimited block followed by the question, in about budget tokens.
+// Sources past the budget are left out (they are the lowest ranked; the
+// first is always kept, cut to fit); a source's number is always its
+// position in sources, as the citation contract requires.
+func GroundedPromptTokens(query string, sources []Source, budget int) (system, user string) {
+	query = strings.TrimSpace(query)
+	budget -= promptTokens(groundedSystemPrompt) + promptTokens(query) + promptFrameTokens
 	var b strings.Builder
 	b.WriteString("<sources>\n")
-	budget := maxPromptSourcesRunes
 	for i, s := range sources {
 		text := strings.TrimSpace(s.Text)
-		if utf8.RuneCountInString(text) > maxPromptSourceRunes {
-			text = string([]rune(text)[:maxPromptSourceRunes]) + "…"
+		limit := min(maxPromptSourceTokens, budget-sourceTagTokens)
+		if i == 0 {
+			limit = max(limit, sourceTagTokens)
 		}
-		n := utf8.RuneCountInString(text)
-		if n > budget && i > 0 {
-			break
+		if promptTokens(text) > limit {
+			if i > 0 && limit < maxPromptSourceTokens {
+				break // the rest are lower ranked; a stub of one helps no one
+			}
+			text = cutToTokens(text, limit) + "…"
 		}
-		budget -= n
+		budget -= promptTokens(text) + sourceTagTokens
 		b.WriteString(`<source id="`)
 		b.WriteString(strconv.Itoa(i + 1))
 		b.WriteString(`"`)
@@ -83,7 +142,7 @@ func GroundedPrompt(query string, sources []Source) (system, user string) {
 	}
 	b.WriteString("</sources>\n\n")
 	b.WriteString("Question: ")
-	b.WriteString(neutralise(strings.TrimSpace(query)))
+	b.WriteString(neutralise(query))
 	b.WriteString("\n\nAnswer from the sources above, citing them as [n].")
 	return groundedSystemPrompt, b.String()
 }

@@ -68,8 +68,8 @@ func TestPromptBudgetKeepsNumbering(t *testing.T) {
 	if n == 0 || n == 50 {
 		t.Fatalf("%d of 50 oversized sources kept, want some but not all", n)
 	}
-	if len([]rune(user)) > maxPromptSourcesRunes+maxPromptSourceRunes {
-		t.Errorf("prompt has %d runes", len([]rune(user)))
+	if n := promptTokens(groundedSystemPrompt) + promptTokens(user); n > defaultPromptTokens {
+		t.Errorf("prompt has %d tokens by the estimate, over the budget of %d", n, defaultPromptTokens)
 	}
 	if !strings.Contains(user, `<source id="1">`) || strings.Contains(user, `<source id="50">`) {
 		t.Error("the budget did not keep the highest-ranked sources")

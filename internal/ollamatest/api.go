@@ -40,7 +40,7 @@ func (s *Server) handleTags(w http.ResponseWriter) {
 			Model:      m.Name,
 			ModifiedAt: time.Now().UTC(),
 			Size:       int64(1 << 20),
-			Digest:     digest(m.Name),
+			Digest:     m.digest(),
 			Details:    details(m),
 		})
 	}
@@ -71,16 +71,22 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 	}
 	// Written as a map: the response's capability type lives in a package
 	// of Ollama's that docsift does not otherwise need.
-	writeJSON(w, http.StatusOK, map[string]any{
+	resp := map[string]any{
 		"details": d,
 		"model_info": map[string]any{
 			"general.architecture":         d.Family,
 			d.Family + ".embedding_length": dim,
-			d.Family + ".context_length":   8192,
+			d.Family + ".context_length":   m.context(),
 		},
 		"capabilities": []string{capability},
 		"modified_at":  time.Now().UTC(),
-	})
+	}
+	if m.NumCtx > 0 {
+		// The Modelfile's parameters, one "name value" a line, as the real
+		// server lists them.
+		resp["parameters"] = fmt.Sprintf("num_ctx                        %d", m.NumCtx)
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request) {
@@ -124,14 +130,14 @@ func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	if dim == 0 {
 		dim = chatModelDim
 	}
-	// The real server cuts at the smaller of num_ctx and the model's
-	// context, and truncates unless told not to.
-	ctx := m.Context
-	if ctx == 0 {
-		ctx = defaultContext
-	}
+	// The real server cuts at the smaller of the model's context and
+	// num_ctx: the request's, else the Modelfile's. It truncates unless
+	// told not to.
+	ctx := m.context()
 	if n := intOption(req.Options, "num_ctx"); n > 0 {
 		ctx = min(ctx, n)
+	} else if m.NumCtx > 0 {
+		ctx = min(ctx, m.NumCtx)
 	}
 	truncate := req.Truncate == nil || *req.Truncate
 	vecs := make([][]float32, len(input))
@@ -310,7 +316,7 @@ func (s *Server) handlePull(w http.ResponseWriter, r *http.Request) {
 		writeLine(w, map[string]string{"error": msg})
 		return
 	}
-	d := digest(m.Name)
+	d := "sha256:" + digest(m.Name) // pull progress names the layer with its algorithm
 	steps := []api.ProgressResponse{{Status: "pulling manifest"}}
 	for c := int64(0); c <= pullTotal; c += pullTotal / 4 {
 		steps = append(steps, api.ProgressResponse{Status: "pulling " + d[7:19], Digest: d, Total: pullTotal, Completed: c})
@@ -356,10 +362,29 @@ func split(s string, n int) []string {
 	return out
 }
 
+// digest is a stand-in digest for name: 64 hex digits, without the
+// "sha256:" that /api/tags, like the real server's, leaves out.
 func digest(name string) string {
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	return fmt.Sprintf("sha256:%016x%048x", h.Sum64(), 0)
+	return fmt.Sprintf("%016x%048x", h.Sum64(), 0)
+}
+
+// digest is the model's digest: its own, or one that changes with what
+// the model is.
+func (m Model) digest() string {
+	if m.Digest != "" {
+		return m.Digest
+	}
+	return digest(fmt.Sprintf("%s/%d/%d/%d", m.Name, m.Dim, m.Context, m.NumCtx))
+}
+
+// context is the model's trained context length.
+func (m Model) context() int {
+	if m.Context > 0 {
+		return m.Context
+	}
+	return defaultContext
 }
 
 func details(m Model) api.ModelDetails {

@@ -33,6 +33,13 @@ type Model struct {
 	// Context is the model's context length in tokens (the stand-in's
 	// tokens: see countTokens); 0 means defaultContext.
 	Context int
+	// NumCtx is a num_ctx parameter of the model's Modelfile, 0 for none;
+	// like the real server, inputs are cut at the smaller of it and
+	// Context.
+	NumCtx int
+	// Digest is what /api/tags reports; "" means one derived from the
+	// name, dimension and context, so that SetDim replaces the model.
+	Digest string
 }
 
 // Server is a running stand-in. Its methods are safe for concurrent use.
@@ -57,6 +64,8 @@ type Server struct {
 	chatErr  string
 	scale    float32
 	calls    map[string]int
+	inFlight map[string]int // requests being answered, by path
+	peak     map[string]int // the most ever in flight, by path
 	chats    []api.ChatRequest
 	embeds   []api.EmbedRequest
 }
@@ -76,14 +85,16 @@ func New(t testing.TB, models ...Model) *Server {
 		t.Fatalf("ollamatest: listen: %v", err)
 	}
 	s := &Server{
-		addr:    ln.Addr().String(),
-		models:  make(map[string]Model),
-		library: make(map[string]Model),
-		hangs:   make(map[string]bool),
-		release: make(chan struct{}),
-		delay:   make(map[string]time.Duration),
-		calls:   make(map[string]int),
-		scale:   1,
+		addr:     ln.Addr().String(),
+		models:   make(map[string]Model),
+		library:  make(map[string]Model),
+		hangs:    make(map[string]bool),
+		release:  make(chan struct{}),
+		delay:    make(map[string]time.Duration),
+		calls:    make(map[string]int),
+		inFlight: make(map[string]int),
+		peak:     make(map[string]int),
+		scale:    1,
 	}
 	s.URL = "http://" + s.addr
 	for _, m := range models {
@@ -276,6 +287,14 @@ func (s *Server) Calls(path string) int {
 	return s.calls[path]
 }
 
+// PeakInFlight returns the most requests to path that were ever being
+// answered at once.
+func (s *Server) PeakInFlight(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak[path]
+}
+
 // ChatRequests returns every /api/chat request received, in order.
 func (s *Server) ChatRequests() []api.ChatRequest {
 	s.mu.Lock()
@@ -301,6 +320,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[path]++
+	s.inFlight[path]++
+	s.peak[path] = max(s.peak[path], s.inFlight[path])
+	defer func() {
+		s.mu.Lock()
+		s.inFlight[path]--
+		s.mu.Unlock()
+	}()
 	status := s.takeFailureLocked(path)
 	hang := s.hangs[path] || s.hangs[""]
 	release := s.release

@@ -263,3 +263,43 @@ func TestBehavesAsTheRealServer(t *testing.T) {
 		t.Errorf("pull of an unknown model: %q, %#v", statuses, err)
 	}
 }
+
+// TestModelFacts: /api/show gives the model's context and a Modelfile's
+// num_ctx, the embed limit is the smaller, and /api/tags gives a digest
+// that changes when the model is replaced under its name.
+func TestModelFacts(t *testing.T) {
+	s := New(t, Model{Name: "emb", Dim: 8, Context: 100, NumCtx: 20})
+	c := client(t, s)
+	ctx := context.Background()
+	show, err := c.Show(ctx, &api.ShowRequest{Model: "emb"})
+	if err != nil || show.ModelInfo["nomic-bert.context_length"] != float64(100) || !strings.Contains(show.Parameters, "num_ctx") || !strings.HasSuffix(show.Parameters, " 20") {
+		t.Errorf("show: %v, model_info %v, parameters %q", err, show.ModelInfo, show.Parameters)
+	}
+	no := false
+	words := strings.Repeat("word ", 30) // 32 tokens with [CLS] and [SEP]
+	if _, err := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: words, Truncate: &no}); err == nil {
+		t.Error("an input over the Modelfile's num_ctx was embedded")
+	}
+	if r, err := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: words, Truncate: &no, Options: map[string]any{"num_ctx": 100}}); err != nil || r.PromptEvalCount != 32 {
+		t.Errorf("the request's num_ctx over the Modelfile's: %v, %v", r, err)
+	}
+	digestOf := func() string {
+		list, err := c.List(ctx)
+		if err != nil || len(list.Models) != 1 {
+			t.Fatalf("tags: %v, %v", list, err)
+		}
+		return list.Models[0].Digest
+	}
+	before := digestOf()
+	if len(before) != 64 {
+		t.Errorf("digest %q, want 64 hex digits as the real server gives", before)
+	}
+	s.SetDim("emb", 16)
+	if digestOf() == before {
+		t.Error("the digest did not change with the model")
+	}
+
+	if n := s.PeakInFlight("/api/embed"); n != 1 {
+		t.Errorf("PeakInFlight after one request at a time = %d", n)
+	}
+}
