@@ -75,10 +75,25 @@ func Words(text string, fn func(string)) {
 	a.run(text)
 }
 
+// AnalyzeQueryIn is AnalyzeQuery against a vocabulary: known says in how
+// many texts a term occurs. A word of the query whose term occurs in
+// none is also given as the terms of the compound parts it splits into
+// (see compound.go), as alternative forms, so "Steuererklärungsfrist"
+// finds "Frist für die Steuererklärung" and "filesystem" finds "file
+// system"; and two words in a row that the vocabulary holds as one
+// compound are also given as that compound, so "Steuererklärung Frist"
+// finds "Steuererklärungsfrist".
+func AnalyzeQueryIn(text string, lang Lang, alsoStop []Lang, known func(term string) int, fn func(Term)) {
+	a := analyzer{lang: lang, alsoStop: alsoStop, known: known, fn: fn}
+	a.run(text)
+}
+
 // analyzer is one pass over a text.
 type analyzer struct {
 	lang     Lang
-	alsoStop []Lang // more languages whose stop words are dropped
+	alsoStop []Lang                // more languages whose stop words are dropped
+	known    func(term string) int // set: split and join compounds (AnalyzeQueryIn)
+	prev     string                // the word before, for joinCompound; "" after a stop word
 	fn       func(Term)
 	words    func(string) // set: report words instead of terms (Words)
 
@@ -87,30 +102,48 @@ type analyzer struct {
 }
 
 // word analyses one word (a compound's part or joined form) and emits its
-// term, unless it is a stop word.
-func (a *analyzer) word(w string, alt bool) {
+// term, unless it is a stop word. In a query analysed with a vocabulary
+// (AnalyzeQueryIn), a word the vocabulary does not hold is followed by
+// the terms of the parts it is a compound of (see compound.go).
+func (a *analyzer) word(w string, alt bool) bool {
 	w = compose(w)
+	t := a.termOf(w, stem)
+	if t == "" {
+		return false
+	}
+	a.fn(Term{Text: t, Alt: alt})
+	if a.known != nil && a.known(t) == 0 {
+		for _, p := range a.splitCompound(w) {
+			a.fn(Term{Text: p, Alt: true})
+		}
+	}
+	return true
+}
+
+// termOf returns the term of the composed word w, or "" for a stop word
+// or none at all; stemFn stems.
+func (a *analyzer) termOf(w string, stemFn func(Lang, string) string) string {
 	if w == "" || len(w) > maxTermLen {
-		return
+		return ""
 	}
 	var t string
 	switch {
 	case isArabicScript(w):
 		w = arabicNormalize(w)
 		if (a.lang == Arabic || a.stops(Arabic)) && isStop(Arabic, w) {
-			return
+			return ""
 		}
 		t = w
 		if a.lang == Arabic {
-			t = stem(Arabic, w)
+			t = stemFn(Arabic, w)
 		}
 	default:
 		if isStop(a.lang, w) {
-			return
+			return ""
 		}
 		for _, l := range a.alsoStop {
 			if l != a.lang && isStop(l, w) {
-				return
+				return ""
 			}
 		}
 		t = w
@@ -118,15 +151,13 @@ func (a *analyzer) word(w string, alt bool) {
 			t = fold(t)
 		}
 		if !hasDigit(t) && a.lang != Arabic {
-			t = stem(a.lang, t)
+			t = stemFn(a.lang, t)
 		}
 		if foldable(t) {
 			t = fold(t)
 		}
 	}
-	if t != "" {
-		a.fn(Term{Text: t, Alt: alt})
-	}
+	return t
 }
 
 // stops reports whether lang is among a.alsoStop.

@@ -28,3 +28,26 @@ func BenchmarkAnalyzePassage(b *testing.B) {
 		Analyze(benchPassage, English, func(Term) {})
 	}
 }
+
+// BenchmarkAnalyzeQueryUnknownWord is a query whose every word is unknown
+// to the vocabulary, each searched for compound parts: the worst case of
+// AnalyzeQueryIn, beside BenchmarkAnalyzeQueryKnown, its common case.
+func BenchmarkAnalyzeQueryUnknownWord(b *testing.B) {
+	known := vocabulary(English, benchPassage)
+	unknown := func(term string) int {
+		if term == "thermometerscalefahrenheit" || term == "ventricular" || term == "hypertrophy" || term == "causes" {
+			return 0
+		}
+		return known(term)
+	}
+	for b.Loop() {
+		AnalyzeQueryIn("causes of ventricular hypertrophy thermometerscalefahrenheit", English, nil, unknown, func(Term) {})
+	}
+}
+
+func BenchmarkAnalyzeQueryKnown(b *testing.B) {
+	known := func(string) int { return 1 }
+	for b.Loop() {
+		AnalyzeQueryIn("causes of ventricular hypertrophy thermometerscalefahrenheit", English, nil, known, func(Term) {})
+	}
+}

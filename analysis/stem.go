@@ -36,13 +36,7 @@ func stem(lang Lang, w string) string {
 	if ok {
 		return s
 	}
-	if lang == Arabic {
-		s = arabicLightStem(w)
-	} else {
-		env := snowballstem.NewEnv(w)
-		stemmer(env)
-		s = env.Current()
-	}
+	s = stemUncached(lang, w)
 	stems.Lock()
 	if stems.m[lang] == nil {
 		stems.m[lang] = make(map[string]string)
@@ -52,4 +46,23 @@ func stem(lang Lang, w string) string {
 	}
 	stems.Unlock()
 	return s
+}
+
+// stemUncached is stem without the cache: for the candidate parts of a
+// compound (compound.go), fragments that would only crowd real words out
+// of it.
+func stemUncached(lang Lang, w string) string {
+	var stemmer func(*snowballstem.Env) bool
+	if lang < NumLangs {
+		stemmer = snowball[lang]
+	}
+	switch {
+	case lang == Arabic:
+		return arabicLightStem(w)
+	case stemmer == nil:
+		return w
+	}
+	env := snowballstem.NewEnv(w)
+	stemmer(env)
+	return env.Current()
 }

@@ -74,6 +74,7 @@ func (a *analyzer) run(text string) {
 				j += n
 			}
 			a.bigrams(text[i:j])
+			a.prev = ""
 			i = j
 		default:
 			i += size
@@ -141,8 +142,22 @@ func (a *analyzer) handleCompound() {
 		}
 		return
 	}
-	for _, p := range a.parts {
-		a.word(p, false)
+	for i, p := range a.parts {
+		emitted := a.word(p, false)
+		if a.known == nil {
+			continue
+		}
+		// Only separate words are joined: the parts of one compound
+		// ("read-only") are given joined below.
+		if i == 0 && emitted && a.prev != "" {
+			a.joinCompound(a.prev, p)
+		}
+		if i == len(a.parts)-1 {
+			a.prev = ""
+			if emitted {
+				a.prev = p
+			}
+		}
 	}
 	if len(a.parts) == 1 {
 		return

@@ -55,6 +55,19 @@ type QAResult struct {
 	Chunks     int       `json:"chunks"`
 	Embedder   string    `json:"embedder"`
 	BM25       *QAScores `json:"bm25,omitempty"`
+	// Answers says, question by question, where the answering pages
+	// came: what to read when a figure moves.
+	Answers []QAAnswer `json:"answers"`
+}
+
+// QAAnswer is one question's outcome: the rank (1-based) of its first
+// answering page among the pages returned, 0 when none is in the first
+// ten, and the first three pages returned, as "document#page".
+type QAAnswer struct {
+	Question string   `json:"question"`
+	Relevant []string `json:"relevant"`
+	Rank     int      `json:"rank"`
+	Top      []string `json:"top"`
 }
 
 // qaFile is the questions file: for each document (a file name in Docs),
@@ -164,7 +177,9 @@ func RunQA(ctx context.Context, cfg QAConfig) (*QAResult, error) {
 					ranked = append(ranked, k)
 				}
 			}
-			res.add(ranked, relevant)
+			res.Answers = append(res.Answers, QAAnswer{
+				Question: q.Text, Relevant: keys(relevant), Rank: res.add(ranked, relevant), Top: ranked[:min(3, len(ranked))],
+			})
 			refQuestions = append(refQuestions, refQuestion{Text: q.Text, Relevant: keys(relevant)})
 			bar.Set(res.Questions)
 		}
@@ -184,8 +199,9 @@ func RunQA(ctx context.Context, cfg QAConfig) (*QAResult, error) {
 	return res, nil
 }
 
-// add scores one question's ranked pages.
-func (s *QAScores) add(ranked []string, relevant map[string]bool) {
+// add scores one question's ranked pages and returns the 1-based rank of
+// the first relevant one, 0 when none is in the first DefaultTopK.
+func (s *QAScores) add(ranked []string, relevant map[string]bool) int {
 	s.Questions++
 	for i, p := range ranked {
 		if i >= DefaultTopK {
@@ -199,9 +215,10 @@ func (s *QAScores) add(ranked []string, relevant map[string]bool) {
 				s.Hit3++
 			}
 			s.MRR += 1 / float64(i+1)
-			break
+			return i + 1
 		}
 	}
+	return 0
 }
 
 func (s *QAScores) finish() {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -17,11 +18,15 @@ const (
 func TestQAScoresHandComputed(t *testing.T) {
 	var s QAScores
 	rel := map[string]bool{"a#3": true, "a#4": true}
-	s.add([]string{"a#3", "b#1"}, rel)               // first: hit@1, hit@3, RR 1
-	s.add([]string{"b#1", "b#2", "a#4"}, rel)        // third: hit@3, RR 1/3
-	s.add([]string{"b#1", "b#2", "b#3", "a#3"}, rel) // fourth: RR 1/4
-	s.add(nil, rel)                                  // nothing found
+	var ranks []int
+	ranks = append(ranks, s.add([]string{"a#3", "b#1"}, rel))               // first: hit@1, hit@3, RR 1
+	ranks = append(ranks, s.add([]string{"b#1", "b#2", "a#4"}, rel))        // third: hit@3, RR 1/3
+	ranks = append(ranks, s.add([]string{"b#1", "b#2", "b#3", "a#3"}, rel)) // fourth: RR 1/4
+	ranks = append(ranks, s.add(nil, rel))                                  // nothing found
 	s.finish()
+	if want := []int{1, 3, 4, 0}; !slices.Equal(ranks, want) {
+		t.Errorf("ranks %v, want %v", ranks, want)
+	}
 	want := QAScores{Questions: 4, Hit1: 0.25, Hit3: 0.5, MRR: (1 + 1.0/3 + 0.25) / 4}
 	if s.Questions != want.Questions || s.Hit1 != want.Hit1 || s.Hit3 != want.Hit3 || math.Abs(s.MRR-want.MRR) > 1e-12 {
 		t.Errorf("scores %+v, want %+v", s, want)

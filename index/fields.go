@@ -142,14 +142,31 @@ type queryTerm struct {
 	langs langMask
 }
 
+// docFreq is the number of v's entries holding term in their text or head
+// (an entry with both counts twice, deleted ones until compaction: the
+// vocabulary that query words are split into compound parts by, which
+// needs to know which terms occur and roughly how often, no more).
+func (v *view) docFreq(term string) int {
+	table := v.gen.lex.table.Load()
+	n := 0
+	if t := table.find(term); t != nil {
+		n += len(t.upTo(v.n))
+	}
+	if t := table.find(headPrefix + term); t != nil {
+		n += len(t.upTo(v.n))
+	}
+	return n
+}
+
 // queryTerms analyses a query once for every language the view's entries
 // were analysed in, so that each entry is matched by the query cut exactly
 // as its own text was: a word the query shares with a chunk matches it,
 // whatever language detection makes of a three-word query. The stop words
 // of the languages the query is likely written in are dropped from every
 // analysis: its own when detection is sure of it, and the owner's dominant
-// language's. Terms that several languages agree on (most of them) are
-// kept once, with the set of those languages.
+// language's. A word no entry holds is also matched by the compound parts
+// it splits into (analysis.AnalyzeQueryIn). Terms that several languages
+// agree on (most of them) are kept once, with the set of those languages.
 func (v *view) queryTerms(text string) []queryTerm {
 	present := v.lex.present()
 	if present == 0 {
@@ -167,12 +184,13 @@ func (v *view) queryTerms(text string) []queryTerm {
 	at := map[key]int{}
 	var c termCounter
 	var f pairing
+	known := v.docFreq
 	for l := range analysis.NumLangs {
 		if !present.has(l) {
 			continue
 		}
 		f = pairing{terms: f.terms[:0]}
-		analysis.AnalyzeQuery(text, l, stop, f.add)
+		analysis.AnalyzeQueryIn(text, l, stop, known, f.add)
 		counts, _ := c.count(f.terms)
 		for _, tc := range counts {
 			k := key{tc.term, tc.tf}

@@ -162,3 +162,35 @@ func TestSnapshotOfOtherRulesIsRefused(t *testing.T) {
 		t.Fatalf("ReadSnapshot of other rules = %v, want ErrCorruptSnapshot", err)
 	}
 }
+
+// TestCompoundQueryFindsParts: a German query written as one compound
+// finds the chunk that says it in separate words, through the parts the
+// index's own vocabulary splits it into; without them it matches nothing.
+func TestCompoundQueryFindsParts(t *testing.T) {
+	x := entryIndex(t,
+		Entry{ID: 1, Text: "Die Frist für die Steuererklärung endet am 31. Juli, mit Steuerberater am 28. Februar des übernächsten Jahres."},
+		Entry{ID: 2, Text: "Der Garten hinter dem Haus wird im Frühjahr umgegraben und im Herbst mit Laub bedeckt."},
+		Entry{ID: 3, Text: "Die Bahn fährt stündlich vom Hauptbahnhof zum Flughafen, am Wochenende alle zwei Stunden."},
+	)
+	if l := x.Language(); l != analysis.German {
+		t.Fatalf("entries detected as %v, want German", l)
+	}
+	got := bm25(x, "Steuererklärungsfrist")
+	if len(got) != 1 || got[1] <= 0 {
+		t.Errorf("Steuererklärungsfrist matched %v, want only entry 1", got)
+	}
+}
+
+// TestSeparateQueryWordsFindCompound: the other way round, a query that
+// writes apart what a German chunk writes as one compound finds it.
+func TestSeparateQueryWordsFindCompound(t *testing.T) {
+	x := entryIndex(t,
+		Entry{ID: 1, Text: "Die Steuererklärungsfrist endet am 31. Juli, mit Steuerberater am 28. Februar des übernächsten Jahres."},
+		Entry{ID: 2, Text: "Der Garten hinter dem Haus wird im Frühjahr umgegraben und im Herbst mit Laub bedeckt."},
+		Entry{ID: 3, Text: "Die Bahn fährt stündlich vom Hauptbahnhof zum Flughafen, am Wochenende alle zwei Stunden."},
+	)
+	got := bm25(x, "Steuererklärung Frist")
+	if len(got) != 1 || got[1] <= 0 {
+		t.Errorf("Steuererklärung Frist matched %v, want only entry 1", got)
+	}
+}

@@ -28,9 +28,13 @@ import (
 // refused too: its terms would not match the queries' (a German chunk
 // indexed as English stems, say), so the owner is rebuilt under the
 // current rules.
+//
+// Version 4: chunk heads hold the PDF's outline sections and no longer
+// take list items, code or "label: value" lines for headings
+// (ingest/titles.go), so heads stored under version 3 are rebuilt.
 const (
 	snapshotMagic   = "DSFTIDX\x00"
-	snapshotVersion = 3
+	snapshotVersion = 4
 	// maxSnapshotDim rejects absurd dimensions before allocating for them.
 	maxSnapshotDim = 1 << 16
 )

@@ -56,8 +56,9 @@ type span struct {
 }
 
 // ChunkPages cuts pages into chunks. Chunks never straddle pages: each keeps
-// its page's number, and its offsets are character (rune) offsets into that
-// page's text. Positions run from 0 across the whole document.
+// its page's number and sections, and its offsets are character (rune)
+// offsets into that page's text. Positions run from 0 across the whole
+// document.
 func ChunkPages(pages []pdf.Page) []store.Chunk {
 	var chunks []store.Chunk
 	for _, p := range pages {
@@ -76,6 +77,7 @@ func ChunkPages(pages []pdf.Page) []store.Chunk {
 				Start:    starts.at(sp.start),
 				End:      ends.at(sp.end),
 				Text:     text,
+				Sections: p.Sections,
 			})
 		}
 	}

@@ -554,7 +554,7 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 		title := documentTitle(chunks[0].Text)
 		entries := make([]index.Entry, len(chunks))
 		for i, c := range chunks {
-			entries[i] = index.Entry{ID: c.Seq, Vector: vectors[i], Text: c.Text, Doc: idoc, Name: doc.Name, Title: chunkTitle(title, c.Text)}
+			entries[i] = index.Entry{ID: c.Seq, Vector: vectors[i], Text: c.Text, Doc: idoc, Name: doc.Name, Title: chunkTitle(title, c)}
 		}
 		return chunks[len(chunks)-1].Seq, x.Add(entries...)
 	})

@@ -237,7 +237,7 @@ func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) 
 				r.log.Warn("stored vector does not fit the index, skipped", "chunk", c.ID, "dim", len(vec), "index_dim", x.Dim())
 				continue
 			}
-			entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: c.Text, Doc: idocs[c.DocumentID], Name: docName(docs[c.DocumentID]), Title: chunkTitle(titles[c.DocumentID], c.Text)})
+			entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: c.Text, Doc: idocs[c.DocumentID], Name: docName(docs[c.DocumentID]), Title: chunkTitle(titles[c.DocumentID], c)})
 		}
 		if err := x.Add(entries...); err != nil {
 			return added, err

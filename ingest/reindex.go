@@ -133,7 +133,7 @@ func (e *Engine) reembed(ctx context.Context, owner string, x *index.OwnerIndex,
 	entries := make([]index.Entry, len(found))
 	for i, c := range chunks {
 		d := c.DocumentID
-		entries[i] = index.Entry{ID: found[i], Vector: vecs[i], Text: c.Text, Doc: docOf[i], Name: docName(docs[d]), Title: chunkTitle(titles[d], c.Text)}
+		entries[i] = index.Entry{ID: found[i], Vector: vecs[i], Text: c.Text, Doc: docOf[i], Name: docName(docs[d]), Title: chunkTitle(titles[d], c)}
 	}
 	return x.Add(entries...)
 }

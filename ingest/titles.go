@@ -46,13 +46,62 @@ func documentTitle(first string) string {
 }
 
 // headingLike reports whether line reads as a heading: a few words that do
-// not end a sentence or a clause.
+// not end a sentence or a clause, and that are not one of the short lines
+// that documents hold besides headings (see notHeading).
 func headingLike(line string) bool {
 	if line == "" || len(line) > titleMaxBytes || len(strings.Fields(line)) > titleMaxWords {
 		return false
 	}
 	last, _ := utf8.DecodeLastRuneInString(line)
-	return !strings.ContainsRune(".,;:!?", last)
+	return !strings.ContainsRune(".,;:!?", last) && !notHeading(line)
+}
+
+// Short lines that are not headings, each recognised by what marks it:
+//   - a list item starts with a bullet, or with a dash, star or plus and a
+//     space (the list markers of Markdown and of plain text);
+//   - program text and data hold symbols that a heading, a phrase of
+//     words, has no use for: assignments, tags, brackets, pipes, escapes;
+//   - a reference or an address line holds a URL or an e-mail address;
+//   - a label and its value ("der len: the bytes of the encoded string",
+//     "AliasList: 4 CARD32 N_ALIASES") goes on after its colon in lower
+//     case or digits, where a heading's subtitle ("Chapter 2: ASN.1
+//     structure handling") starts as a title does, with a capital.
+//
+// Such a line taken for a heading would be searched in the head field,
+// weighted as what the chunk is about, and lengthen the head of the chunk
+// whose real heading it sits beside.
+const (
+	bulletMarks   = "•◦▪▫‣⁃∙●○■□➢➤►▶✓✔"
+	listMarks     = "-–—*+"
+	notInHeadings = "=<>{}[]|\\"
+)
+
+func notHeading(line string) bool {
+	first, size := utf8.DecodeRuneInString(line)
+	if strings.ContainsRune(bulletMarks, first) ||
+		strings.ContainsRune(listMarks, first) && strings.HasPrefix(line[size:], " ") {
+		return true
+	}
+	if strings.ContainsAny(line, notInHeadings) || strings.Contains(line, "://") ||
+		strings.Contains(line, "www.") || strings.Contains(line, "@") {
+		return true
+	}
+	if _, value, ok := strings.Cut(line, ": "); ok {
+		r, _ := utf8.DecodeRuneInString(strings.TrimSpace(value))
+		return unicode.IsLower(r) || unicode.IsDigit(r)
+	}
+	return false
+}
+
+// headingKey is what two spellings of one heading share: its letters and
+// digits, in lower case.
+func headingKey(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return unicode.ToLower(r)
+		}
+		return -1
+	}, s)
 }
 
 func hasLetter(s string) bool {
@@ -64,21 +113,37 @@ func hasLetter(s string) bool {
 	return false
 }
 
-// chunkTitle is the title of a chunk of a document titled docTitle: that
-// title and the headings in the chunk's text, one a line.
-func chunkTitle(docTitle, text string) string {
-	lines := []string{docTitle}
-	whole := strings.TrimSpace(text)
-	for block := range strings.SplitSeq(text, "\n\n") {
+// chunkTitle is the title of chunk c of a document titled docTitle: that
+// title, the sections c's page sits in (from the document's metadata and
+// outline, see pdf.Page.Sections), and the headings in c's text, one a
+// line, each once: a heading the outline also names is one heading, and
+// counting it twice would weigh it as two. Headings are compared by their
+// letters and digits, as outlines drop or change the punctuation of the
+// headings they list ("Non-regular files", "Nonregular files").
+func chunkTitle(docTitle string, c store.Chunk) string {
+	var lines []string
+	seen := map[string]bool{}
+	add := func(line string) {
+		if key := headingKey(line); key != "" && !seen[key] {
+			seen[key] = true
+			lines = append(lines, line)
+		}
+	}
+	add(docTitle)
+	for _, s := range c.Sections {
+		add(s)
+	}
+	whole := strings.TrimSpace(c.Text)
+	for block := range strings.SplitSeq(c.Text, "\n\n") {
 		if strings.TrimSpace(block) == whole {
 			break // a chunk of one paragraph is all text
 		}
 		block = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(block), "#"))
-		if block != docTitle && !strings.Contains(block, "\n") && hasLetter(block) && headingLike(block) {
-			lines = append(lines, block)
+		if !strings.Contains(block, "\n") && hasLetter(block) && headingLike(block) {
+			add(block)
 		}
 	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
+	return strings.Join(lines, "\n")
 }
 
 // titlesOf returns the title of each document chunks belong to, by

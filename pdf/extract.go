@@ -7,6 +7,11 @@ import "context"
 type Page struct {
 	Number int
 	Text   string
+	// Sections are the titles that say where in the document the page
+	// is: its metadata title, when it has one, then, from its outline
+	// (bookmarks), the section the page continues and those that start
+	// on it (see outline.go). Empty for documents without either.
+	Sections []string
 }
 
 // Document is the cleaned text of a file, page by page. Paged formats keep

@@ -53,9 +53,10 @@ func extractFitz(ctx context.Context, f Format, data []byte, o Options) (*Docume
 	}
 	texts := cleanPages(raw)
 	doc := &Document{Format: f, Paged: true, Pages: make([]Page, len(texts))}
+	sections := pageSections(res.Title, res.Outline, len(texts))
 	anyText := false
 	for i, t := range texts {
-		doc.Pages[i] = Page{Number: i + 1, Text: t}
+		doc.Pages[i] = Page{Number: i + 1, Text: t, Sections: sections[i]}
 		anyText = anyText || hasWordChar(t)
 		if p := res.Pages[i]; p.OCR {
 			doc.OCRPages++
@@ -130,7 +131,8 @@ func readDocument(ctx context.Context, data []byte, opts workerOptions, send fun
 	if n < 0 {
 		return fmt.Errorf("pdf: count pages: %w", ErrCorrupt)
 	}
-	send(workerMessage{PageCount: n})
+	title, outline := readOutline(doc)
+	send(workerMessage{PageCount: n, Title: title, Outline: outline})
 	var ocr *pageOCR
 	if opts.OCR != nil {
 		ocr = newPageOCR(*opts.OCR, opts.Format)

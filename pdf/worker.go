@@ -108,8 +108,12 @@ type workerPage struct {
 // come, and a stream that ends before its result is a crash.
 type workerMessage struct {
 	PageCount int // set in the first message of an extraction
-	Page      *workerPage
-	Result    *workerResult // the last message
+	// Title and Outline come with the page count: the document's
+	// metadata title and outline (see outline.go).
+	Title   string
+	Outline []outlineEntry
+	Page    *workerPage
+	Result  *workerResult // the last message
 }
 
 // workerResult is how a worker's job ended. Pages is filled in by the
@@ -117,6 +121,8 @@ type workerMessage struct {
 type workerResult struct {
 	Pages     []workerPage
 	PageCount int
+	Title     string // filled in by the parent, as Pages
+	Outline   []outlineEntry
 	Scan      []byte // a scan-mode worker's output
 	Fail      string // "", failEncrypted or failCorrupt
 	Detail    string
@@ -265,6 +271,8 @@ func readWorkerStream(r io.Reader, progress func(done, total int)) (*workerResul
 	dec := gob.NewDecoder(r)
 	var pages []workerPage
 	count := 0
+	var title string
+	var outline []outlineEntry
 	for {
 		var m workerMessage
 		if err := dec.Decode(&m); err != nil {
@@ -274,11 +282,12 @@ func readWorkerStream(r io.Reader, progress func(done, total int)) (*workerResul
 		case m.Result != nil:
 			res := m.Result
 			res.Pages, res.PageCount = pages, max(res.PageCount, count)
+			res.Title, res.Outline = title, outline
 			return res, nil
 		case m.Page != nil:
 			pages = append(pages, *m.Page)
 		case m.PageCount > 0:
-			count = m.PageCount
+			count, title, outline = m.PageCount, m.Title, m.Outline
 		default:
 			continue
 		}

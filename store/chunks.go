@@ -27,6 +27,9 @@ type Chunk struct {
 	// embedding cache's key (see embedcache.go). Empty for chunks written
 	// before the cache, which are then not cached.
 	TextHash string `json:"text_hash,omitempty"`
+	// Sections are the titles of where the chunk's page sits in its
+	// document (pdf.Page.Sections), searched with its headings.
+	Sections []string `json:"sections,omitempty"`
 }
 
 // ReplaceChunks writes a document's chunks and their vectors, embedded by
