@@ -60,6 +60,7 @@ type serveOptions struct {
 	metricsAddr         string
 	logFile             string
 	webhookFirstRetry   time.Duration
+	queryEmbedTimeout   time.Duration
 }
 
 func serveCmd(version string) *cobra.Command {
@@ -89,6 +90,7 @@ project named "default" is created and its API key printed once.`,
 	f.IntVar(&o.maxAttempts, "max-attempts", ingest.DefaultMaxAttempts, "runs of an indexing job that fails for a passing reason (Ollama down) before it is FAILED")
 	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
 	f.DurationVar(&o.extractTimeout, "extract-timeout", ingest.DefaultExtractTimeout, "longest text extraction of one document before its job fails")
+	f.DurationVar(&o.queryEmbedTimeout, "query-embed-timeout", search.DefaultQueryEmbedTimeout, "longest wait for a query's embedding (a model server busy embedding documents answers late); past it the query is answered from the lexical index, with a warning")
 	f.StringVar(&o.ocrLanguages, "ocr-languages", pdf.DefaultOCRLanguages, "languages OCR reads scans and images in: Tesseract codes joined by +, e.g. eng+deu; each needs its Debian package (tesseract-ocr-deu)")
 	f.Float64Var(&o.rateLimit, "rate-limit", server.DefaultRateLimit, "API requests per second per project (0: unlimited); over it: 429 with Retry-After")
 	f.Float64Var(&o.sessionRateLimit, "session-rate-limit", server.DefaultSessionRateLimit, "requests per second per upload session URL (0: unlimited)")
@@ -167,7 +169,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if _, isOllama := embedder.(*llm.OllamaEmbedder); !isOllama && o.models.embedder != llm.ModeBuiltin {
 		// Ollama was not usable at start: owners whose vectors came from
 		// it keep it, and their jobs wait for it to come back.
-		if oe, err := llm.NewOllamaEmbedder(o.models.ollama); err == nil {
+		if oe, err := o.models.standbyEmbedder(st, log); err == nil {
 			cfg.Embedders = append(cfg.Embedders, oe)
 		}
 	}
@@ -199,6 +201,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	scfg.Drive = driveClient
 	queries := search.New(engine, st, answerer, web, log)
 	queries.SetMetrics(m)
+	queries.SetQueryEmbedTimeout(o.queryEmbedTimeout)
 	api := server.New(scfg, st, engine, queries, log)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

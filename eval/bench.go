@@ -29,6 +29,11 @@ type IngestResult struct {
 	Workers            int     `json:"workers"`
 	Embedder           string  `json:"embedder"`
 	Rounds             int     `json:"rounds"` // the figures are per round, averaged
+	// FindableSeconds is the time from the first upload until every
+	// document's chunks could be found by their words (searchable before
+	// their vectors); Seconds is until every job SUCCEEDED, every chunk
+	// with its vector.
+	FindableSeconds float64 `json:"findable_seconds"`
 	// EmbedCalls and EmbedTexts are the engine's calls of the embedder and
 	// the texts in them (fewer than chunks when texts repeat: the
 	// embedding cache). EmbedRequests is Ollama's share: /api/embed
@@ -120,7 +125,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	res := &IngestResult{Documents: len(docs), Workers: cfg.Workers, Embedder: cfg.Embedder.Model(), Rounds: rounds}
 	var rec *Recording
 	var raw RawResult
-	var docsift time.Duration
+	var docsift, findable time.Duration
 	var last *corpusRun
 	defer func() {
 		if last != nil {
@@ -146,6 +151,11 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		}
 		last = run
 		docsift += run.took
+		f, err := run.findable()
+		if err != nil {
+			return nil, err
+		}
+		findable += f
 		res.Chunks = run.chunks
 		res.EmbedCalls, res.EmbedTexts = counted.take()
 		if cfg.Recorder != nil {
@@ -162,6 +172,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	s := docsift.Seconds() / float64(rounds)
 	res.EmbedRequests /= rounds
 	res.Seconds, res.ChunksPerSecond, res.DocumentsPerSecond = s, float64(res.Chunks)/s, float64(len(docs))/s
+	res.FindableSeconds = findable.Seconds() / float64(rounds)
 	if raw.Requests > 0 {
 		raw.Requests, raw.Texts, raw.Seconds = raw.Requests/rounds, raw.Texts/rounds, raw.Seconds/float64(rounds)
 		raw.TextsPerSecond = float64(raw.Texts) / raw.Seconds
@@ -176,6 +187,32 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		res.Again = &AgainResult{Seconds: took.Seconds(), ChunksPerSecond: float64(chunks) / took.Seconds(), EmbedCalls: calls, EmbedTexts: texts}
 	}
 	return res, nil
+}
+
+// findable returns how long after the first upload the last of the run's
+// documents became searchable by its words, from the jobs' records.
+func (r *corpusRun) findable() (time.Duration, error) {
+	var first, last time.Time
+	for id := range r.byDoc {
+		d, err := r.store.Document(id)
+		if err != nil {
+			return 0, fmt.Errorf("eval: %w", err)
+		}
+		j, err := r.store.Job(d.JobID)
+		if err != nil {
+			return 0, fmt.Errorf("eval: %w", err)
+		}
+		if first.IsZero() || j.CreatedAt.Before(first) {
+			first = j.CreatedAt
+		}
+		if j.SearchableAt.After(last) {
+			last = j.SearchableAt
+		}
+	}
+	if last.Before(first) {
+		return 0, nil
+	}
+	return last.Sub(first), nil
 }
 
 // replayInto replays rec and adds its figures to sum.

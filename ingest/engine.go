@@ -137,6 +137,10 @@ func (e *Engine) Embedder(model string) (llm.Embedder, error) {
 // read it without waiting for commits.
 func (e *Engine) Index(owner string) (*index.OwnerIndex, error) { return e.indexes.Get(owner) }
 
+// Waiting returns how many of an owner's chunks are in its index without
+// their vector yet: found by their words, not yet by their meaning.
+func (e *Engine) Waiting(owner string) int { return e.indexes.Waiting(owner) }
+
 // ownerModel is the model an owner's vectors come from: recorded in the
 // store once it has any, the default embedder's before.
 func (e *Engine) ownerModel(owner string) (string, error) {
@@ -193,6 +197,7 @@ func (e *Engine) DeleteDocument(doc *store.Document) error {
 	return e.indexes.Update(doc.OwnerID, func(x *index.OwnerIndex) (uint64, error) {
 		removed, err := e.store.DeleteDocument(doc.ID)
 		x.Delete(removed...)
+		e.indexes.noteWaiting(doc.OwnerID, nil, removed)
 		return 0, err
 	})
 }
@@ -369,6 +374,11 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 			msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, job.Attempts)
 		}
 		outcome = "failed"
+		if err := e.dropChunks(doc); err != nil {
+			// Left searchable by their words until the document is
+			// deleted; the job still ends with its own error.
+			log.Error("removing the chunks of a failed job failed", "err", err)
+		}
 		finishErr = e.store.FinishJob(job.ID, 0, 0, msg)
 		log.Warn("job failed", "err", err)
 	}
@@ -529,36 +539,11 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 	if err != nil {
 		return 0, pages, err
 	}
-	vectors, err := e.embedCached(ctx, doc.OwnerID, embedder, texts)
-	if err != nil {
+	d := &docRun{engine: e, doc: doc, model: model, chunks: chunks}
+	if err := d.embedAndIndex(ctx, embedder, texts); err != nil {
 		return 0, pages, err
 	}
-	err = e.indexes.Update(doc.OwnerID, func(x *index.OwnerIndex) (uint64, error) {
-		if x.Model() != model {
-			return 0, fmt.Errorf("this owner was reindexed with %s while the document was processed; upload it again", x.Model())
-		}
-		// A replacement under an external id removes the old version in
-		// the store's transaction; its chunks are among removed, so that
-		// this one commit swaps the versions for searches.
-		removed, err := e.store.ReplaceChunks(doc.ID, model, chunks, vectors)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return 0, errDocumentDeleted
-		case errors.Is(err, store.ErrSuperseded):
-			return 0, errSuperseded
-		case err != nil:
-			return 0, err
-		}
-		x.Delete(removed...)
-		idoc := indexDocument(doc)
-		title := documentTitle(chunks[0].Text)
-		entries := make([]index.Entry, len(chunks))
-		for i, c := range chunks {
-			entries[i] = index.Entry{ID: c.Seq, Vector: vectors[i], Text: c.Text, Doc: idoc, Name: doc.Name, Title: chunkTitle(title, c)}
-		}
-		return chunks[len(chunks)-1].Seq, x.Add(entries...)
-	})
-	return len(chunks), pages, err
+	return len(chunks), pages, nil
 }
 
 // embed embeds texts in batches of cfg.EmbedBatch.

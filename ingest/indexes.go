@@ -27,6 +27,12 @@ type Indexes struct {
 
 	mu     sync.Mutex
 	owners map[string]*ownerIndex
+
+	// waiting holds, per owner, the sequences of the chunks its index
+	// holds without a vector yet (see stages.go). It has a lock of its
+	// own, held only to read or change it, because searches count it.
+	waitMu  sync.Mutex
+	waiting map[string]map[uint64]bool
 }
 
 // ownerIndex is one owner's index and its bookkeeping. mu is the commit
@@ -63,7 +69,7 @@ func NewIndexes(st *store.Store, dir, model string, dim func() int, log *slog.Lo
 	} else if n > 0 {
 		log.Info("removed the temp files of interrupted snapshots", "files", n)
 	}
-	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}}
+	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}, waiting: map[string]map[uint64]bool{}}
 }
 
 func (r *Indexes) entry(owner string) *ownerIndex {
@@ -133,9 +139,54 @@ func (r *Indexes) Replace(owner string, fn func(old *index.OwnerIndex) (*index.O
 	if err != nil {
 		return err
 	}
+	waiting, err := r.store.MissingVectors(owner, x.Model())
+	if err != nil {
+		return err
+	}
 	e.set(x)
 	e.dirty = true
+	r.setWaiting(owner, waiting)
 	return nil
+}
+
+// noteWaiting records that an owner's index now holds the chunks of add
+// without a vector, and no longer holds those of done (deleted, or added
+// again with their vector under a new sequence).
+func (r *Indexes) noteWaiting(owner string, add, done []uint64) {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	w := r.waiting[owner]
+	if w == nil && len(add) == 0 {
+		return
+	}
+	if w == nil {
+		w = map[uint64]bool{}
+		r.waiting[owner] = w
+	}
+	for _, s := range done {
+		delete(w, s)
+	}
+	for _, s := range add {
+		w[s] = true
+	}
+	if len(w) == 0 {
+		delete(r.waiting, owner)
+	}
+}
+
+// setWaiting replaces what noteWaiting recorded for an owner.
+func (r *Indexes) setWaiting(owner string, seqs []uint64) {
+	r.waitMu.Lock()
+	delete(r.waiting, owner)
+	r.waitMu.Unlock()
+	r.noteWaiting(owner, seqs, nil)
+}
+
+// Waiting returns how many chunks an owner's index holds without a vector.
+func (r *Indexes) Waiting(owner string) int {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	return len(r.waiting[owner])
 }
 
 func (r *Indexes) path(owner string) string {
@@ -194,6 +245,14 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	if err != nil {
 		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
 	}
+	// A chunk's sequence names its content, vector included (see
+	// store.AddVectors), so the chunks the store has no vector for are
+	// exactly those the index holds without one, snapshot or not.
+	waiting, err := r.store.MissingVectors(owner, x.Model())
+	if err != nil {
+		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+	}
+	r.setWaiting(owner, waiting)
 	if len(stale)+added > 0 {
 		r.log.Info("index caught up with the store", "owner", owner, "added", added, "removed", len(stale))
 	}
@@ -230,7 +289,9 @@ func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) 
 		entries := make([]index.Entry, 0, len(chunks))
 		for _, c := range chunks {
 			vec, err := r.store.Vector(x.Model(), c.Seq)
-			if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				vec = zeroVector(x.Dim()) // written before its vector: found by its words
+			} else if err != nil {
 				return added, err
 			}
 			if len(vec) != x.Dim() {

@@ -265,8 +265,13 @@ func TestRestartMidJob(t *testing.T) {
 	if j, err := first.store.Job(job.ID); err != nil || j.Status != store.StatusPending || j.Attempts != 1 {
 		t.Fatalf("job after a shutdown without grace: %+v, %v; want PENDING after 1 attempt", j, err)
 	}
-	if seqs := first.ownerSeqs(owner); len(seqs) != 0 {
-		t.Fatalf("the interrupted run stored %d chunks", len(seqs))
+	// The interrupted run wrote the chunks before their vectors, so that
+	// they were searchable by their words meanwhile; none got a vector.
+	if seqs := first.ownerSeqs(owner); len(seqs) != want {
+		t.Fatalf("the interrupted run stored %d chunks, want %d written before their vectors", len(seqs), want)
+	}
+	if missing, err := first.store.MissingVectors(owner, llm.NewBuiltin().Model()); err != nil || len(missing) != want {
+		t.Fatalf("the interrupted run left %d chunks without vectors (%v), want %d", len(missing), err, want)
 	}
 	if err := first.store.Close(); err != nil {
 		t.Fatal(err)

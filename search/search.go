@@ -28,7 +28,18 @@ type Indexes interface {
 	// Embedder returns the embedder of model, or an error saying what to
 	// do when this server cannot run it.
 	Embedder(model string) (llm.Embedder, error)
+	// Waiting returns how many of the owner's chunks are indexed without
+	// their vector yet: found by their words only, until it comes.
+	Waiting(owner string) int
 }
+
+// DefaultQueryEmbedTimeout bounds how long a query waits for its vector.
+// A model server on a CPU embeds one input at a time, so a query sent
+// while documents are being embedded waits behind their batch (tens of
+// seconds with a BERT-sized model); answering from the lexical index
+// after two seconds, and saying so, beats hanging. An idle server embeds
+// a query in well under that, and the built-in embedder in microseconds.
+const DefaultQueryEmbedTimeout = 2 * time.Second
 
 // WebSearcher finds pages on the web; *websearch.Searx is one.
 type WebSearcher interface {
@@ -48,6 +59,8 @@ type Service struct {
 	web      WebSearcher  // nil: internet search is off
 	log      *slog.Logger
 	metrics  *metrics.Metrics
+	// embedTimeout bounds a query's embedding; 0: DefaultQueryEmbedTimeout.
+	embedTimeout time.Duration
 }
 
 // New returns a query service. web may be nil.
@@ -57,6 +70,18 @@ func New(indexes Indexes, st *store.Store, answerer llm.Answerer, web WebSearche
 
 // SetMetrics makes the service record query embedding and answer times.
 func (s *Service) SetMetrics(m *metrics.Metrics) { s.metrics = m }
+
+// SetQueryEmbedTimeout sets how long a query waits for its vector before
+// it is answered from the lexical index alone; 0 or less restores
+// DefaultQueryEmbedTimeout.
+func (s *Service) SetQueryEmbedTimeout(d time.Duration) { s.embedTimeout = d }
+
+func (s *Service) queryEmbedTimeout() time.Duration {
+	if s.embedTimeout > 0 {
+		return s.embedTimeout
+	}
+	return DefaultQueryEmbedTimeout
+}
 
 // Result is one chunk a search found.
 type Result struct {
@@ -102,14 +127,21 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 	embedder, err := s.indexes.Embedder(x.Model())
 	if err != nil {
 		warnings = append(warnings, "results are lexical only: "+err.Error())
-	} else if vec, err := s.embedQuery(ctx, embedder, query, x); err != nil {
+	} else if q.Vector, err = s.embedQueryWithin(ctx, embedder, query, x); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
 		s.log.Warn("query embedding failed; answering from the lexical index", "owner", owner, "err", err)
-		warnings = append(warnings, fmt.Sprintf("semantic search is unavailable (%v); results are lexical only", err))
-	} else {
-		q.Vector = vec
+		if errors.Is(err, errEmbedderBusy) {
+			warnings = append(warnings, fmt.Sprintf("the embedding model %s was busy and did not embed the query within %s; results are lexical only", embedder.Model(), s.queryEmbedTimeout()))
+		} else {
+			warnings = append(warnings, fmt.Sprintf("semantic search is unavailable (%v); results are lexical only", err))
+		}
+	}
+	if n := s.indexes.Waiting(owner); n == 1 {
+		warnings = append(warnings, "1 chunk is still being embedded; it is found by its words only")
+	} else if n > 1 {
+		warnings = append(warnings, fmt.Sprintf("%d chunks are still being embedded; they are found by their words only", n))
 	}
 	var hits []index.Hit
 	var chunks []store.Chunk
@@ -159,6 +191,22 @@ func (s *Service) awaitNext(ctx context.Context, ver index.Version) bool {
 		s.log.Warn("the index did not catch up with the store in time; answering with the chunks found")
 	}
 	return false
+}
+
+// errEmbedderBusy is a query embedding cut off by the time bound.
+var errEmbedderBusy = errors.New("the embedding model did not answer in time")
+
+// embedQueryWithin is embedQuery bounded by the query embedding timeout.
+// The request is cancelled, not left running: a model server that embeds
+// one input at a time would otherwise still spend its time on it.
+func (s *Service) embedQueryWithin(ctx context.Context, em llm.Embedder, query string, x *index.OwnerIndex) ([]float32, error) {
+	bounded, cancel := context.WithTimeout(ctx, s.queryEmbedTimeout())
+	defer cancel()
+	vec, err := s.embedQuery(bounded, em, query, x)
+	if err != nil && ctx.Err() == nil && bounded.Err() != nil {
+		return nil, fmt.Errorf("%w: %w", errEmbedderBusy, err)
+	}
+	return vec, err
 }
 
 // embedQuery embeds a query the way the embedder's model wants queries,

@@ -589,10 +589,13 @@ func TestJobsAndDocuments(t *testing.T) {
 		if err := json.Unmarshal(r.body, &j); err != nil || r.status != 200 {
 			t.Fatalf("GET job: %s", r)
 		}
-		for _, f := range []string{"job_id", "status", "owner_id", "document_id", "chunks", "created_at", "updated_at"} {
+		for _, f := range []string{"job_id", "status", "owner_id", "document_id", "chunks", "chunks_embedded", "created_at", "updated_at"} {
 			if _, ok := j[f]; !ok {
 				t.Errorf("job lacks %s: %s", f, r)
 			}
+		}
+		if n, _ := j["chunks"].(float64); n == 0 || j["chunks_embedded"] != j["chunks"] {
+			t.Errorf("a SUCCEEDED job must show every chunk embedded: %s", r)
 		}
 		if j["job_id"] != d.JobID || j["status"] != store.StatusSucceeded || j["owner_id"] != a.customers[0] || j["document_id"] != s.docA1 {
 			t.Errorf("job %s", r)

@@ -11,17 +11,20 @@ import (
 
 // jobResponse is a job as GET /jobs/{job_id} shows it.
 type jobResponse struct {
-	JobID       string    `json:"job_id"`
-	OwnerID     string    `json:"owner_id"`
-	DocumentID  string    `json:"document_id"`
-	Status      string    `json:"status"`
-	Error       string    `json:"error,omitempty"`
-	Chunks      int       `json:"chunks"`
-	Attempts    int       `json:"attempts"`
-	NextAttempt time.Time `json:"next_attempt_at,omitzero"`
-	Progress    *progress `json:"progress,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	JobID      string `json:"job_id"`
+	OwnerID    string `json:"owner_id"`
+	DocumentID string `json:"document_id"`
+	Status     string `json:"status"`
+	Error      string `json:"error,omitempty"`
+	Chunks     int    `json:"chunks"`
+	// ChunksEmbedded is how many of Chunks have their vector; the others
+	// are found by their words only until they do.
+	ChunksEmbedded int       `json:"chunks_embedded"`
+	Attempts       int       `json:"attempts"`
+	NextAttempt    time.Time `json:"next_attempt_at,omitzero"`
+	Progress       *progress `json:"progress,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 // progress is how far a running job has read its document.
@@ -33,7 +36,7 @@ type progress struct {
 func jobOf(j *store.Job) jobResponse {
 	r := jobResponse{
 		JobID: j.ID, OwnerID: j.OwnerID, DocumentID: j.DocumentID, Status: j.Status,
-		Error: j.Error, Chunks: j.Chunks, Attempts: j.Attempts, NextAttempt: j.NotBefore,
+		Error: j.Error, Chunks: j.Chunks, ChunksEmbedded: j.ChunksEmbedded, Attempts: j.Attempts, NextAttempt: j.NotBefore,
 		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
 	}
 	if p := j.Progress; p != nil && j.Status == store.StatusProcessing {

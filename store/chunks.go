@@ -39,14 +39,26 @@ type Chunk struct {
 // ErrNotFound; vectors of another model than the owner's are
 // ErrModelMismatch.
 //
-// A document with an external id takes it over in the same transaction
-// (see external.go): the document holding it is removed and its chunks'
-// sequences are returned with the others, so that one index commit swaps
-// the old version for the new. A document created before the holder is
-// ErrSuperseded and writes nothing.
+// vectors[i] may be nil: chunk i is written without a vector, so that it
+// can be searched by its words at once, and gets one later through
+// AddVectors. The document's job records how many of its chunks have
+// vectors (Job.Chunks, Job.ChunksEmbedded) in the same transaction.
+//
+// A document with an external id takes it over once every chunk has a
+// vector, here or in AddVectors (see external.go): the document holding
+// it is removed and its chunks' sequences are returned with the others,
+// so that one index commit swaps the old version for the new. A document
+// created before the holder is ErrSuperseded and writes nothing.
 func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors [][]float32) ([]uint64, error) {
 	if len(chunks) != len(vectors) {
 		return nil, fmt.Errorf("store: replace chunks: %d chunks but %d vectors", len(chunks), len(vectors))
+	}
+	embedded := 0
+	dim := 0
+	for _, v := range vectors {
+		if v != nil {
+			embedded, dim = embedded+1, len(v)
+		}
 	}
 	var removed, replaced []uint64
 	var owner, orphan string
@@ -56,42 +68,33 @@ func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors 
 			return err
 		}
 		owner = d.OwnerID
-		if replaced, orphan, err = s.takeOverExternalID(tx, d); err != nil {
+		if embedded == len(chunks) {
+			if replaced, orphan, err = s.takeOverExternalID(tx, d); err != nil {
+				return err
+			}
+		} else if _, err := otherHolder(tx, d); err != nil {
 			return err
 		}
-		if len(vectors) > 0 {
-			if err := claimOwnerModel(tx, d.OwnerID, model, len(vectors[0])); err != nil {
+		if embedded > 0 {
+			if err := claimOwnerModel(tx, d.OwnerID, model, dim); err != nil {
 				return err
 			}
 		}
 		if removed, err = deleteChunks(tx, d); err != nil {
 			return err
 		}
-		cb, sb, ob, vb := tx.Bucket(bucketChunks), tx.Bucket(bucketSeqs), tx.Bucket(bucketOwnerSeqs), tx.Bucket(bucketVectors)
+		cb := tx.Bucket(bucketChunks)
 		for i := range chunks {
 			c := &chunks[i]
-			if c.Seq, err = cb.NextSequence(); err != nil {
+			c.ID, c.DocumentID, c.OwnerID = ChunkID(d.ID, c.Position), d.ID, d.OwnerID
+			if err := writeChunk(tx, c, model, vectors[i]); err != nil {
 				return err
 			}
-			c.ID, c.DocumentID, c.OwnerID = ChunkID(d.ID, c.Position), d.ID, d.OwnerID
-			seq := u64(c.Seq)
 			if err := put(cb, c.ID, c); err != nil {
 				return err
 			}
-			if err := cacheChunk(tx, c); err != nil {
-				return err
-			}
-			if err := sb.Put(seq, []byte(c.ID)); err != nil {
-				return err
-			}
-			if err := ob.Put(ownerKey(d.OwnerID, seq), nil); err != nil {
-				return err
-			}
-			if err := vb.Put(vectorKey(model, c.Seq), encodeVector(vectors[i])); err != nil {
-				return err
-			}
 		}
-		return nil
+		return setJobChunks(tx, d.JobID, len(chunks), embedded, s.now().UTC())
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: replace chunks of %s: %w", documentID, err)
@@ -103,6 +106,157 @@ func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors 
 		_ = s.removeOrphanFile(owner, orphan)
 	}
 	return append(removed, replaced...), nil
+}
+
+// writeChunk gives c a new sequence number and writes its sequence
+// entries, its embedding cache entry and, when vec is not nil, its vector
+// of model. The caller writes the chunk record itself. A chunk's sequence
+// names one content: its text and, once it has one, its vector. So a
+// chunk that gets its vector gets a new sequence, and an index snapshot,
+// which covers sequences, is never stale about a vector without knowing it.
+func writeChunk(tx *bolt.Tx, c *Chunk, model string, vec []float32) error {
+	var err error
+	if c.Seq, err = tx.Bucket(bucketChunks).NextSequence(); err != nil {
+		return err
+	}
+	seq := u64(c.Seq)
+	if err := cacheChunk(tx, c); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketSeqs).Put(seq, []byte(c.ID)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketOwnerSeqs).Put(ownerKey(c.OwnerID, seq), nil); err != nil {
+		return err
+	}
+	if vec == nil {
+		return nil
+	}
+	return tx.Bucket(bucketVectors).Put(vectorKey(model, c.Seq), encodeVector(vec))
+}
+
+// AddVectors gives chunks of a document written without vectors (see
+// ReplaceChunks) their vectors of model, in one transaction: vectors[i]
+// is that of the chunk with sequence seqs[i]. Each such chunk gets a new
+// sequence (see writeChunk), returned in seqs' order, 0 for a chunk that is
+// gone or already had a vector. removed lists the sequences the caller
+// drops from the index: the old ones and, when the document's last chunk
+// got its vector, those of the document whose external id it took over.
+// complete reports that every chunk of the document now has a vector. A
+// deleted document is ErrNotFound.
+func (s *Store) AddVectors(documentID, model string, seqs []uint64, vectors [][]float32) (newSeqs, removed []uint64, complete bool, err error) {
+	if len(seqs) != len(vectors) {
+		return nil, nil, false, fmt.Errorf("store: add vectors: %d chunks but %d vectors", len(seqs), len(vectors))
+	}
+	var owner, orphan string
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		newSeqs, removed = make([]uint64, len(seqs)), nil
+		d, err := getDoc(tx, documentID)
+		if err != nil {
+			return err
+		}
+		owner = d.OwnerID
+		if len(vectors) > 0 {
+			if err := claimOwnerModel(tx, d.OwnerID, model, len(vectors[0])); err != nil {
+				return err
+			}
+		}
+		cb, sb, ob, vb := tx.Bucket(bucketChunks), tx.Bucket(bucketSeqs), tx.Bucket(bucketOwnerSeqs), tx.Bucket(bucketVectors)
+		for i, seq := range seqs {
+			id := sb.Get(u64(seq))
+			if id == nil || vb.Get(vectorKey(model, seq)) != nil {
+				continue
+			}
+			c, err := get[Chunk](cb, string(id))
+			if err != nil {
+				return err
+			}
+			if c.DocumentID != documentID {
+				continue
+			}
+			if err := uncacheChunk(tx, c.OwnerID, c.TextHash, seq); err != nil {
+				return err
+			}
+			if err := sb.Delete(u64(seq)); err != nil {
+				return err
+			}
+			if err := ob.Delete(ownerKey(c.OwnerID, u64(seq))); err != nil {
+				return err
+			}
+			for _, m := range ownerModels(tx, c.OwnerID) { // a reindex may have staged one
+				if err := vb.Delete(vectorKey(m, seq)); err != nil {
+					return err
+				}
+			}
+			if err := writeChunk(tx, c, model, vectors[i]); err != nil {
+				return err
+			}
+			if err := put(cb, c.ID, c); err != nil {
+				return err
+			}
+			newSeqs[i] = c.Seq
+			removed = append(removed, seq)
+		}
+		total, embedded, err := countEmbedded(tx, d, model)
+		if err != nil {
+			return err
+		}
+		if complete = embedded == total; complete {
+			replaced, o, err := s.takeOverExternalID(tx, d)
+			if err != nil {
+				return err
+			}
+			removed, orphan = append(removed, replaced...), o
+		}
+		return setJobChunks(tx, d.JobID, total, embedded, s.now().UTC())
+	})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("store: add vectors to %s: %w", documentID, err)
+	}
+	if orphan != "" {
+		_ = s.removeOrphanFile(owner, orphan) // as in ReplaceChunks
+	}
+	return newSeqs, removed, complete, nil
+}
+
+// countEmbedded counts d's chunks and those of them with a vector of model.
+func countEmbedded(tx *bolt.Tx, d *Document, model string) (total, embedded int, err error) {
+	vb := tx.Bucket(bucketVectors)
+	prefix := []byte(chunkPrefix(d.ID))
+	c := tx.Bucket(bucketChunks).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var ch struct {
+			Seq uint64 `json:"seq"`
+		}
+		if err := jsonUnmarshal(v, &ch); err != nil {
+			return 0, 0, err
+		}
+		total++
+		if vb.Get(vectorKey(model, ch.Seq)) != nil {
+			embedded++
+		}
+	}
+	return total, embedded, nil
+}
+
+// DeleteChunks removes a document's chunks, their vectors and cache
+// entries, keeping the document: what a job that fails for good leaves of
+// the chunks it wrote before their vectors. It returns their sequences. A
+// deleted document is ErrNotFound.
+func (s *Store) DeleteChunks(documentID string) ([]uint64, error) {
+	var removed []uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		d, err := getDoc(tx, documentID)
+		if err != nil {
+			return err
+		}
+		removed, err = deleteChunks(tx, d)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: delete chunks of %s: %w", documentID, err)
+	}
+	return removed, nil
 }
 
 // deleteChunks removes every chunk of d with its sequence entries, vectors

@@ -48,18 +48,25 @@ type Document struct {
 
 // Job is the durable record of the work of indexing one document.
 type Job struct {
-	ID         string    `json:"job_id"`
-	ProjectID  string    `json:"project_id"`
-	OwnerID    string    `json:"owner_id"`
-	DocumentID string    `json:"document_id"`
-	Status     string    `json:"status"`
-	Error      string    `json:"error,omitempty"`
-	Chunks     int       `json:"chunks"`
-	Attempts   int       `json:"attempts"`
-	NotBefore  time.Time `json:"next_attempt_at,omitzero"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	QueueKey   []byte    `json:"queue_key,omitempty"` // its key in the queue while PENDING
+	ID         string `json:"job_id"`
+	ProjectID  string `json:"project_id"`
+	OwnerID    string `json:"owner_id"`
+	DocumentID string `json:"document_id"`
+	Status     string `json:"status"`
+	Error      string `json:"error,omitempty"`
+	Chunks     int    `json:"chunks"`
+	// ChunksEmbedded is how many of Chunks have their vector: a running
+	// job's chunks are searched by their words from the start, and by
+	// meaning as their vectors come (see ReplaceChunks).
+	ChunksEmbedded int `json:"chunks_embedded"`
+	// SearchableAt is when the job's chunks were first written, and so
+	// searchable by their words: before their vectors, for most jobs.
+	SearchableAt time.Time `json:"searchable_at,omitzero"`
+	Attempts     int       `json:"attempts"`
+	NotBefore    time.Time `json:"next_attempt_at,omitzero"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	QueueKey     []byte    `json:"queue_key,omitempty"` // its key in the queue while PENDING
 	// Progress is how far the running attempt has read the document;
 	// set only while PROCESSING (see SetJobProgress).
 	Progress *JobProgress `json:"progress,omitempty"`

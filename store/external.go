@@ -14,8 +14,8 @@ import (
 //
 //   - A new upload takes a free external id at once, so that it can be
 //     found while its job runs; otherwise it waits as a candidate.
-//   - A candidate whose job succeeds takes over in the transaction that
-//     writes its chunks (ReplaceChunks): the holder's record, chunks,
+//   - A candidate takes over in the transaction that gives the last of
+//     its chunks a vector (ReplaceChunks or AddVectors): the holder's record, chunks,
 //     vectors, queued job and file reference go, and the external id
 //     points at the candidate. Its owner's index drops the old chunks and
 //     adds the new ones in the same commit, so searches see one version
@@ -65,29 +65,41 @@ func releaseExternalID(tx *bolt.Tx, d *Document) error {
 // reference, that file's hash. A holder created after d wins: the result
 // is then ErrSuperseded and nothing changes.
 func (s *Store) takeOverExternalID(tx *bolt.Tx, d *Document) (removed []uint64, orphan string, err error) {
-	if d.ExternalID == "" {
-		return nil, "", nil
+	h, err := otherHolder(tx, d)
+	if err != nil || d.ExternalID == "" {
+		return nil, "", err
 	}
-	b := tx.Bucket(bucketExternalIDs)
-	holderID := string(b.Get(externalKey(d)))
-	if holderID == d.ID {
-		return nil, "", nil
-	}
-	if holderID != "" {
-		h, err := getDoc(tx, holderID)
-		switch {
-		case errors.Is(err, ErrNotFound): // a dangling entry: take it
-		case err != nil:
+	if h != nil {
+		if removed, orphan, err = s.removeDocument(tx, h, "replaced by a newer upload with the same external_id before it was processed"); err != nil {
 			return nil, "", err
-		case createdBefore(d, h):
-			return nil, "", fmt.Errorf("%w (document %s)", ErrSuperseded, h.ID)
-		default:
-			if removed, orphan, err = s.removeDocument(tx, h, "replaced by a newer upload with the same external_id before it was processed"); err != nil {
-				return nil, "", err
-			}
 		}
 	}
-	return removed, orphan, b.Put(externalKey(d), []byte(d.ID))
+	return removed, orphan, tx.Bucket(bucketExternalIDs).Put(externalKey(d), []byte(d.ID))
+}
+
+// otherHolder returns the document d would take its external id over
+// from: nil when d has none, holds it already, or it is free. A holder
+// created after d is ErrSuperseded. A document whose chunks are written
+// before they all have vectors asks early, so that an upload that cannot
+// win is not searchable meanwhile.
+func otherHolder(tx *bolt.Tx, d *Document) (*Document, error) {
+	if d.ExternalID == "" {
+		return nil, nil
+	}
+	holderID := string(tx.Bucket(bucketExternalIDs).Get(externalKey(d)))
+	if holderID == "" || holderID == d.ID {
+		return nil, nil
+	}
+	h, err := getDoc(tx, holderID)
+	switch {
+	case errors.Is(err, ErrNotFound): // a dangling entry: take it
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case createdBefore(d, h):
+		return nil, fmt.Errorf("%w (document %s)", ErrSuperseded, h.ID)
+	}
+	return h, nil
 }
 
 // createdBefore reports whether a was created before b: by creation

@@ -119,12 +119,29 @@ func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error 
 		status = StatusFailed
 	}
 	return s.updateJob(jobID, func(tx *bolt.Tx, j *Job, d *Document) error {
-		j.Status, j.Error, j.Chunks, j.Progress = status, errMsg, chunks, nil
+		j.Status, j.Error, j.Chunks, j.ChunksEmbedded, j.Progress = status, errMsg, chunks, chunks, nil
 		if d != nil {
 			d.Status, d.Error, d.Chunks, d.Pages = status, errMsg, chunks, pages
 		}
 		return s.queueEvent(tx, j.ProjectID, jobEvent(j, s.now().UTC()))
 	})
+}
+
+// setJobChunks records in a document's job how many chunks it has written
+// and how many of them have vectors, in the transaction that wrote them.
+func setJobChunks(tx *bolt.Tx, jobID string, chunks, embedded int, now time.Time) error {
+	j, err := getJob(tx, jobID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	j.Chunks, j.ChunksEmbedded = chunks, embedded
+	if j.SearchableAt.IsZero() {
+		j.SearchableAt = now
+	}
+	return putJob(tx, j)
 }
 
 // JobProgress is how far a running job has read its document: pages done

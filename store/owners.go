@@ -44,6 +44,18 @@ func claimOwnerModel(tx *bolt.Tx, owner, model string, dim int) error {
 	return nil
 }
 
+// ClaimOwnerModel records model, of dim dimensions, as the one an owner's
+// vectors come from when it has none yet; another model than the recorded
+// one is ErrModelMismatch. Chunks written before their vectors thus leave
+// the owner's index sized for the vectors to come.
+func (s *Store) ClaimOwnerModel(owner, model string, dim int) error {
+	err := s.db.Update(func(tx *bolt.Tx) error { return claimOwnerModel(tx, owner, model, dim) })
+	if err != nil {
+		return fmt.Errorf("store: claim model of %s: %w", owner, err)
+	}
+	return nil
+}
+
 // ownerModels lists the models whose vectors an owner may have: its own and
 // the one a reindex is staging.
 func ownerModels(tx *bolt.Tx, owner string) []string {
