@@ -51,7 +51,7 @@ func (g *generation) appendSlot(id uint64, vec []float32, docLen uint32) uint32 
 // indexTerms stages slot s's postings.
 func (g *generation) indexTerms(s uint32, counts []termCount) {
 	for _, c := range counts {
-		g.lex.stage(g.lex.termFor(c.term), posting{s, c.tf})
+		g.lex.stage(g.lex.termFor(keyOf(c.term)), posting{s, c.tf})
 	}
 }
 

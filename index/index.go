@@ -299,7 +299,7 @@ func (x *OwnerIndex) rebuild() {
 				continue
 			}
 			if nt == nil {
-				nt = gen.lex.termFor(t.term)
+				nt = gen.lex.termFor(t.key)
 			}
 			gen.lex.stage(nt, posting{renum[p.doc], p.tf})
 		}

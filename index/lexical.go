@@ -1,11 +1,13 @@
 package index
 
 import (
-	"hash/maphash"
 	"math"
+	"math/bits"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/docsift/docsift/analysis"
 )
@@ -116,21 +118,88 @@ type lexicon struct {
 }
 
 // termPostings is one term and its postings.
+//
+// An owner has millions of terms (most adjacent-word pairs occur once), so
+// a term costs one 24-byte object besides its postings: its text is kept
+// as a hash (see termKey), and the
+// published postings are a pointer to the first of the backing array's
+// and a count, not a slice header allocated at every publish. The writer
+// stores a new array before it raises n past the old one's capacity, and
+// a search loads n before data, so the array it reads holds n postings.
 type termPostings struct {
-	term string
-	// list is what searches read. The writer stages postings in the
-	// backing array past its length and publishes them in flush.
-	list   atomic.Pointer[[]posting]
-	staged uint32 // writer only: postings in the backing array
+	key    termKey
+	data   atomic.Pointer[posting] // the backing array's first posting
+	n      atomic.Uint32           // postings published
+	staged uint32                  // writer only: postings in the backing array
+}
+
+// postingsCap is the capacity of a backing array holding n postings, the
+// first of a fixed sequence at or above n: powers of two up to a page of
+// them, then a quarter more at a time (rounded to a page), so short lists
+// fit Go's size classes and long ones waste at most a fifth.
+func postingsCap(n uint32) uint32 {
+	const page = 4096 / 8 // postings in 4 KiB
+	c := uint32(1)
+	for c < n {
+		if c < page {
+			c *= 2
+		} else {
+			c += (c/4 + page - 1) / page * page
+		}
+	}
+	return c
+}
+
+// termKey is a term as the lexicon keeps it: a 64-bit hash of its text
+// instead of the text. Nine in ten of an owner's terms occur in one chunk
+// (adjacent-word pairs, names, numbers), and their text and its string
+// header were a third of the index's memory. Two terms that hash alike
+// would share postings; among the ten million terms of a very large owner
+// that happens with a probability of about one in three hundred thousand,
+// and it would cost a chunk a few points of BM25 for a query with one of
+// the two words, nothing more. The hash is fixed (FNV-1a, then a
+// finaliser that spreads it over all 64 bits), so snapshots can store
+// keys.
+type termKey uint64
+
+func keyOf(term string) termKey {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(term); i++ {
+		h ^= uint64(term[i])
+		h *= 1099511628211
+	}
+	// splitmix64's finaliser.
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return termKey(h)
 }
 
 // termTable maps terms to their postings; linear probing, at most 3/4 full.
 // Entries are only ever added, and a table that fills is replaced by a
 // larger copy, so a reader holding either table finds every term that has
 // postings in its view.
+//
+// Keys are placed by their bits mixed with a seed of the lexicon's own: a
+// lexicon fills from another's terms in that one's table order (a snapshot,
+// a compaction), and placing them by the key's own low bits would pile
+// them into a few long runs, which linear probing then walks for every
+// insert (a load took minutes).
 type termTable struct {
-	seed  maphash.Seed
+	seed  uint64
+	shift uint8                          // 64 − log2(len(slots))
 	slots []atomic.Pointer[termPostings] // len is a power of two
+}
+
+func newTermTable(seed uint64, size int) *termTable {
+	return &termTable{seed: seed, shift: uint8(64 - bits.Len(uint(size)-1)), slots: make([]atomic.Pointer[termPostings], size)}
+}
+
+// home is the slot k's probe sequence starts at.
+func (t *termTable) home(k termKey) uint64 {
+	return (uint64(k) ^ t.seed) * 0x9e3779b97f4a7c15 >> t.shift
 }
 
 // minTermSlots is the size of a new lexicon's table.
@@ -138,15 +207,19 @@ const minTermSlots = 64
 
 func newLexicon() *lexicon {
 	l := &lexicon{}
-	l.table.Store(&termTable{seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[termPostings], minTermSlots)})
+	l.table.Store(newTermTable(rand.Uint64(), minTermSlots))
 	return l
 }
 
 // find returns term's postings, or nil.
 func (t *termTable) find(term string) *termPostings {
+	return t.findKey(keyOf(term))
+}
+
+func (t *termTable) findKey(k termKey) *termPostings {
 	mask := uint64(len(t.slots) - 1)
-	for i := maphash.String(t.seed, term) & mask; ; i = (i + 1) & mask {
-		if e := t.slots[i].Load(); e == nil || e.term == term {
+	for i := t.home(k); ; i = (i + 1) & mask {
+		if e := t.slots[i].Load(); e == nil || e.key == k {
 			return e
 		}
 	}
@@ -155,7 +228,7 @@ func (t *termTable) find(term string) *termPostings {
 // put stores e in the first free slot of its probe sequence.
 func (t *termTable) put(e *termPostings) {
 	mask := uint64(len(t.slots) - 1)
-	for i := maphash.String(t.seed, e.term) & mask; ; i = (i + 1) & mask {
+	for i := t.home(e.key); ; i = (i + 1) & mask {
 		if t.slots[i].Load() == nil {
 			t.slots[i].Store(e)
 			return
@@ -173,17 +246,31 @@ func (l *lexicon) each(fn func(*termPostings)) {
 	}
 }
 
-// termFor returns term's postings, adding the term if it is new.
-func (l *lexicon) termFor(term string) *termPostings {
+// reserve sizes the empty lexicon's table for terms terms, as growing
+// would, without the copies growing makes: loading a snapshot knows how
+// many terms it holds.
+func (l *lexicon) reserve(terms int) {
+	size := minTermSlots
+	for 4*terms > 3*size {
+		size *= 2
+	}
+	if l.terms == 0 {
+		l.table.Store(newTermTable(l.table.Load().seed, size))
+	}
+}
+
+// termFor returns the postings of the term with key k, adding the term if
+// it is new.
+func (l *lexicon) termFor(k termKey) *termPostings {
 	t := l.table.Load()
-	if e := t.find(term); e != nil {
+	if e := t.findKey(k); e != nil {
 		return e
 	}
-	e := &termPostings{term: term}
+	e := &termPostings{key: k}
 	t.put(e)
 	l.terms++
 	if 4*l.terms > 3*len(t.slots) {
-		bigger := &termTable{seed: t.seed, slots: make([]atomic.Pointer[termPostings], 2*len(t.slots))}
+		bigger := newTermTable(t.seed, 2*len(t.slots))
 		for i := range t.slots {
 			if old := t.slots[i].Load(); old != nil {
 				bigger.put(old)
@@ -195,21 +282,27 @@ func (l *lexicon) termFor(term string) *termPostings {
 }
 
 // stage appends p to t's postings without publishing it. When the backing
-// array is full, the postings move to a larger one, published at once with
-// the old length: searches see the same postings, from the new array.
+// array is full, the postings move to a larger one, stored at once: its
+// published postings are the same.
+//
+// Two terms of one slot whose keys collide (see termKey) give one posting
+// with both frequencies, so that every list stays strictly in slot order,
+// as snapshots are checked to be. No view covers the slot being indexed
+// yet, so no search reads that posting while it changes.
 func (l *lexicon) stage(t *termPostings, p posting) {
-	var published []posting
-	if cur := t.list.Load(); cur != nil {
-		published = *cur
+	if all := t.all(); len(all) > 0 && all[len(all)-1].doc == p.doc {
+		all[len(all)-1].tf += p.tf
+		return
 	}
-	if int(t.staged) == len(published) {
+	if t.staged == t.n.Load() {
 		l.dirty = append(l.dirty, t)
 	}
-	all := append(published[:t.staged], p)
-	if cap(all) != cap(published) {
-		moved := all[:len(published)]
-		t.list.Store(&moved)
+	if t.staged == 0 || t.staged == postingsCap(t.staged) {
+		grown := make([]posting, postingsCap(t.staged+1))
+		copy(grown, t.all())
+		t.data.Store(&grown[0])
 	}
+	unsafe.Slice(t.data.Load(), t.staged+1)[t.staged] = p
 	t.staged++
 }
 
@@ -217,8 +310,7 @@ func (l *lexicon) stage(t *termPostings, p posting) {
 // their view's slot count, so flushing ahead of a view is harmless.
 func (l *lexicon) flush() {
 	for i, t := range l.dirty {
-		all := (*t.list.Load())[:t.staged]
-		t.list.Store(&all)
+		t.n.Store(t.staged)
 		l.dirty[i] = nil
 	}
 	l.dirty = l.dirty[:0]
@@ -226,22 +318,21 @@ func (l *lexicon) flush() {
 
 // all returns every posting of t, published or staged; writer only.
 func (t *termPostings) all() []posting {
-	cur := t.list.Load()
-	if cur == nil {
+	if t.staged == 0 {
 		return nil
 	}
-	return (*cur)[:t.staged]
+	return unsafe.Slice(t.data.Load(), t.staged)
 }
 
 // upTo returns t's published postings of slots below n. Only a search on
 // a view older than the last publish finds any past n.
 func (t *termPostings) upTo(n uint32) []posting {
-	cur := t.list.Load()
-	if cur == nil {
+	count := t.n.Load() // before data: see termPostings
+	if count == 0 {
 		return nil
 	}
-	ps := *cur
-	if len(ps) == 0 || ps[len(ps)-1].doc < n {
+	ps := unsafe.Slice(t.data.Load(), count)
+	if ps[len(ps)-1].doc < n {
 		return ps
 	}
 	return ps[:sort.Search(len(ps), func(i int) bool { return ps[i].doc >= n })]

@@ -32,9 +32,12 @@ import (
 // Version 4: chunk heads hold the PDF's outline sections and no longer
 // take list items, code or "label: value" lines for headings
 // (ingest/titles.go), so heads stored under version 3 are rebuilt.
+//
+// Version 5 stores each term as its key (see termKey) instead of its text.
+// Older snapshots are refused and the owner rebuilt, as for version 1.
 const (
 	snapshotMagic   = "DSFTIDX\x00"
-	snapshotVersion = 4
+	snapshotVersion = 5
 	// maxSnapshotDim rejects absurd dimensions before allocating for them.
 	maxSnapshotDim = 1 << 16
 )
@@ -193,7 +196,7 @@ func (v *view) encode(e *encoder, model string, dim int, lastSeq uint64) {
 		if len(ps) == 0 {
 			return
 		}
-		e.str(t.term)
+		e.u64(uint64(t.key))
 		e.u32(uint32(len(ps)))
 		for _, p := range ps {
 			e.u32(p.doc)
@@ -234,10 +237,11 @@ func (v *view) eachPage(fn func(pg *page, used int)) {
 // written with. A file that fails its checksum or does not parse returns an
 // error wrapping ErrCorruptSnapshot.
 func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
-	b, err := os.ReadFile(path)
+	b, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
 	}
+	defer unmap()
 	x, lastSeq, err := parseSnapshot(b)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot %s: %w: %w", path, ErrCorruptSnapshot, err)
@@ -334,9 +338,10 @@ func decodeSnapshot(d *decoder) (*OwnerIndex, uint64, error) {
 	if d.err == nil && x.live != len(x.slotOf) {
 		return nil, 0, fmt.Errorf("%d lexical docs for %d vectors", x.live, len(x.slotOf))
 	}
-	nt := d.count(8)
+	nt := d.count(12)
+	gen.lex.reserve(nt)
 	for range nt {
-		term := d.str()
+		key := termKey(d.u64())
 		np := d.count(8)
 		var t *termPostings
 		for range np {
@@ -352,10 +357,10 @@ func decodeSnapshot(d *decoder) (*OwnerIndex, uint64, error) {
 				continue
 			}
 			if t == nil {
-				t = gen.lex.termFor(term)
+				t = gen.lex.termFor(key)
 			}
 			if ps := t.all(); len(ps) > 0 && ps[len(ps)-1].doc >= s {
-				return nil, 0, fmt.Errorf("postings of %q out of order", term)
+				return nil, 0, fmt.Errorf("postings of term %x out of order", key)
 			}
 			gen.lex.stage(t, posting{s, tf})
 		}
