@@ -184,7 +184,9 @@ func (x *OwnerIndex) Add(entries ...Entry) error {
 			x.slotOf[e.ID] = s
 			x.live++
 			x.totalLen += uint64(e.length)
-			unlinked = append(unlinked, s)
+			if !zeroVector(e.Vector) {
+				unlinked = append(unlinked, s)
+			}
 		}
 		// A rebuild indexes every slot it copies, unlinked ones too.
 		switch {
@@ -309,12 +311,28 @@ func (x *OwnerIndex) rebuild() {
 	}
 	x.gen, x.dead, x.changed = gen, 0, true
 	if graph != nil {
-		slots := make([]uint32, gen.n)
-		for i := range slots {
-			slots[i] = uint32(i)
+		slots := make([]uint32, 0, gen.n)
+		for s := range gen.n {
+			if !zeroVector(gen.pages.vec(s)) {
+				slots = append(slots, s)
+			}
 		}
 		graph.insert(gen.scope(), slots)
 	}
+}
+
+// zeroVector reports whether v is all zeros: the vector of a chunk indexed
+// before its embedding exists (found by its words only, until the chunk
+// is indexed again with its vector). Such a slot is left out of the
+// graph: linked, it would be as near to every query as to any other node
+// and fill neighbour lists with useless links until the next compaction.
+func zeroVector(v []float32) bool {
+	for _, f := range v {
+		if f != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // publishUnlessOpen publishes the writer's changes, unless a Commit is
