@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/docsift/docsift/eval"
+	"github.com/spf13/cobra"
+)
+
+// benchScaleCmd is `docsift bench scale`: one owner of many chunks through
+// a child server, measured as a user of one VM would see it.
+func benchScaleCmd(asJSON *bool) *cobra.Command {
+	var cfg eval.ScaleConfig
+	cmd := &cobra.Command{
+		Use:   "scale",
+		Short: "Capacity: ingest rate, memory per chunk, snapshot size, query latency and restart time of one owner of N chunks",
+		Long: `Start docsift serve as a child process on a throwaway data directory
+(built-in embedder, extractive answers), upload synthetic text documents
+through the HTTP API until one owner holds --chunks chunks, and measure:
+ingest chunks/s, the server's anonymous memory (RssAnon: what it holds
+itself, not the database's file mapping) and per chunk, the snapshot's
+size, query p50/p99 with 1 and 8 clients, and the time from the process's
+start to its first answer after kill -9 and after a clean restart.`,
+		Example: `  docsift bench scale --chunks 100000
+  docsift bench scale --chunks 1000000 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Progress = os.Stderr
+			// Interrupted, it still stops its child servers and removes
+			// their data.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := eval.BenchScale(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			snapshot := "none at kill"
+			if res.SnapshotAtKill {
+				snapshot = "a periodic one"
+			}
+			mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+			return printResult(cmd.OutOrStdout(), *asJSON, res, [][2]string{
+				{"chunks", fmt.Sprintf("%d in %d documents", res.Chunks, res.Documents)},
+				{"ingest", fmt.Sprintf("%.0f chunks/s (%.1f s)", res.IngestChunksPerSecond, res.IngestSeconds)},
+				{"memory after ingest", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk", mb(res.RSSAnonAfterIngestBytes), res.RSSAnonAfterIngestPerChunk)},
+				{"memory after restart", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk (and %.0f MB file-backed)", mb(res.RSSAnonBytes), res.RSSAnonPerChunk, mb(res.RSSFileBytes))},
+				{"snapshot", fmt.Sprintf("%.1f MB", mb(res.SnapshotBytes))},
+				{"query, 1 client", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (%d errors)", res.Query1.P50Ms, res.Query1.P99Ms, res.Query1.Errors)},
+				{"query, 8 clients", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (%d errors)", res.Query8.P50Ms, res.Query8.P99Ms, res.Query8.Errors)},
+				{"first query after kill -9", fmt.Sprintf("%.2f s (snapshot: %s)", res.FirstQueryAfterKillSeconds, snapshot)},
+				{"first query after restart", fmt.Sprintf("%.2f s (from the shutdown snapshot)", res.FirstQueryAfterRestartSeconds)},
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Chunks, "chunks", eval.ScaleDefaultChunks, "chunks in the owner")
+	f.IntVar(&cfg.Words, "words", eval.ScaleDefaultWords, "words per document (up to 250 is one chunk each)")
+	f.IntVar(&cfg.Uploaders, "uploaders", eval.ScaleDefaultUploaders, "uploads in flight")
+	return cmd
+}

@@ -1,0 +1,586 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Defaults of BenchScale; `docsift bench scale` shows them as its flags'.
+const (
+	ScaleDefaultChunks    = 100000
+	ScaleDefaultWords     = 120
+	ScaleDefaultUploaders = 8
+	// scaleQueryRequests is how many queries each latency run sends per
+	// client: enough for a stable p99 at eight clients, few enough to
+	// take seconds.
+	scaleQueryRequests = 300
+	// scaleVocabulary is the number of distinct content words of the
+	// synthetic text, drawn with Zipf's law as real text's are.
+	scaleVocabulary = 30000
+	// scaleStartWait bounds how long a child server may take to answer
+	// its first query: a rebuild of a million chunks takes minutes.
+	scaleStartWait = 30 * time.Minute
+	scalePoll      = 5 * time.Millisecond
+)
+
+// ScaleConfig says what BenchScale runs.
+type ScaleConfig struct {
+	Chunks    int    // chunks to build the owner of
+	Words     int    // words per document; at most chunkTargetWords makes one chunk each
+	Uploaders int    // uploads in flight
+	Binary    string // the docsift executable the child servers run; default this one
+	Seed      uint64
+	Progress  io.Writer // progress lines; nil for none
+}
+
+// ScaleResult is what `docsift bench scale` prints.
+type ScaleResult struct {
+	Chunks    int `json:"chunks"`
+	Documents int `json:"documents"`
+
+	IngestSeconds         float64 `json:"ingest_seconds"`
+	IngestChunksPerSecond float64 `json:"ingest_chunks_per_second"`
+
+	// Memory of the server: anonymous RSS (heap, stacks: what the
+	// process itself holds, /proc/<pid>/status RssAnon) and file-backed
+	// RSS (the database's mapping, which the kernel may drop and read
+	// back). After ingest, and after a restart that loaded the owner from
+	// its snapshot and answered the latency runs.
+	RSSAnonAfterIngestBytes    int64   `json:"rss_anon_after_ingest_bytes"`
+	RSSAnonAfterIngestPerChunk float64 `json:"rss_anon_after_ingest_per_chunk"`
+	RSSAnonBytes               int64   `json:"rss_anon_bytes"`
+	RSSAnonPerChunk            float64 `json:"rss_anon_per_chunk"`
+	RSSFileBytes               int64   `json:"rss_file_bytes"`
+
+	SnapshotBytes int64 `json:"snapshot_bytes"`
+
+	Query1 QueryLatency `json:"query_1_client"`
+	Query8 QueryLatency `json:"query_8_clients"`
+
+	// Time from the process's start to its first query answered with
+	// chunks: after kill -9 at the end of ingest (the index as the last
+	// periodic snapshot and the store left it: usually a rebuild), and
+	// after a clean stop (the snapshot written at shutdown).
+	FirstQueryAfterKillSeconds    float64 `json:"first_query_after_kill_seconds"`
+	SnapshotAtKill                bool    `json:"snapshot_at_kill"`
+	FirstQueryAfterRestartSeconds float64 `json:"first_query_after_restart_seconds"`
+}
+
+// QueryLatency is one latency run's figures, in milliseconds.
+type QueryLatency struct {
+	Clients int     `json:"clients"`
+	P50Ms   float64 `json:"p50_ms"`
+	P99Ms   float64 `json:"p99_ms"`
+	Errors  int     `json:"errors"`
+}
+
+// BenchScale builds one owner of cfg.Chunks chunks through a child `docsift
+// serve` (built-in embedder, extractive answers, a throwaway data dir),
+// uploading small synthetic documents through the HTTP API, and measures
+// what a user of one VM would: ingest rate, memory, snapshot size, query
+// latency, and how long the server takes to answer after kill -9 and after
+// a clean restart. The child is a separate process so that its memory is
+// the server's alone, and so that it can be killed.
+func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
+	if cfg.Chunks <= 0 {
+		return nil, errors.New("eval: scale: chunks must be positive")
+	}
+	if cfg.Words <= 0 {
+		cfg.Words = ScaleDefaultWords
+	}
+	if cfg.Uploaders <= 0 {
+		cfg.Uploaders = ScaleDefaultUploaders
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if cfg.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("eval: scale: %w", err)
+		}
+		cfg.Binary = exe
+	}
+	dir, err := os.MkdirTemp("", "docsift-scale-")
+	if err != nil {
+		return nil, fmt.Errorf("eval: scale: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	gen := newScaleText(cfg.Seed)
+	res := &ScaleResult{}
+
+	srv, err := startScaleServer(ctx, cfg.Binary, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { srv.kill() }()
+	fmt.Fprintf(cfg.Progress, "uploading documents for %d chunks to %s\n", cfg.Chunks, srv.base)
+	start := time.Now()
+	if err := srv.ingest(ctx, gen, cfg, res); err != nil {
+		return nil, err
+	}
+	secs := time.Since(start).Seconds()
+	res.IngestSeconds, res.IngestChunksPerSecond = secs, float64(res.Chunks)/secs
+	fmt.Fprintf(cfg.Progress, "ingested %d chunks in %.1f s\n", res.Chunks, secs)
+	if res.RSSAnonAfterIngestBytes, _, err = rss(srv.pid()); err != nil {
+		return nil, err
+	}
+	queries := gen.queries(200)
+
+	// kill -9 now: whatever the last periodic snapshot and the store hold.
+	res.SnapshotAtKill = snapshotBytes(dir) > 0
+	srv.kill()
+	fmt.Fprintln(cfg.Progress, "killed with SIGKILL; restarting")
+	if srv, err = startScaleServer(ctx, cfg.Binary, dir); err != nil {
+		return nil, err
+	}
+	if res.FirstQueryAfterKillSeconds, err = srv.firstQuery(ctx, queries[0]); err != nil {
+		return nil, err
+	}
+	// A clean stop writes the snapshot the next start loads.
+	if err := srv.stop(); err != nil {
+		return nil, err
+	}
+	res.SnapshotBytes = snapshotBytes(dir)
+	fmt.Fprintln(cfg.Progress, "stopped cleanly; restarting from the snapshot")
+	if srv, err = startScaleServer(ctx, cfg.Binary, dir); err != nil {
+		return nil, err
+	}
+	if res.FirstQueryAfterRestartSeconds, err = srv.firstQuery(ctx, queries[0]); err != nil {
+		return nil, err
+	}
+	for _, run := range []struct {
+		clients int
+		out     *QueryLatency
+	}{{1, &res.Query1}, {8, &res.Query8}} {
+		fmt.Fprintf(cfg.Progress, "querying with %d clients\n", run.clients)
+		lr, err := BenchQuery(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, OwnerID: srv.project, Queries: queries,
+			Concurrency: run.clients, Requests: scaleQueryRequests * run.clients, TopK: 5, Timeout: time.Minute})
+		if err != nil {
+			return nil, err
+		}
+		*run.out = QueryLatency{Clients: run.clients, P50Ms: lr.P50Ms, P99Ms: lr.P99Ms, Errors: lr.Errors}
+	}
+	if res.RSSAnonBytes, res.RSSFileBytes, err = rss(srv.pid()); err != nil {
+		return nil, err
+	}
+	res.RSSAnonPerChunk = float64(res.RSSAnonBytes) / float64(max(res.Chunks, 1))
+	res.RSSAnonAfterIngestPerChunk = float64(res.RSSAnonAfterIngestBytes) / float64(max(res.Chunks, 1))
+	return res, srv.stop()
+}
+
+// scaleServer is a child `docsift serve`.
+type scaleServer struct {
+	cmd          *exec.Cmd
+	start        time.Time // just before the process started
+	exited       chan struct{}
+	base         string
+	key, project string
+	client       *http.Client
+}
+
+// firstStartLine matches the key line the first start prints, and
+// projectLine the project it belongs to.
+var (
+	keyLine     = regexp.MustCompile(`DOCSIFT_API_KEY=(dsk_\S+)`)
+	projectLine = regexp.MustCompile(`created project "default" \((prj_\S+)\)`)
+)
+
+// startScaleServer starts docsift serve on dir and a free port. The first
+// start on dir prints the default project's key; later ones reuse it
+// from the file it is kept in beside the data.
+func startScaleServer(ctx context.Context, bin, dir string) (*scaleServer, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	cmd := exec.CommandContext(ctx, bin, "serve", "--data", data, "--addr", addr,
+		"--embedder", "builtin", "--answerer", "extractive", "--log-file", filepath.Join(dir, "server.log"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("eval: scale: %w", err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("eval: scale: start docsift serve: %w", err)
+	}
+	s := &scaleServer{cmd: cmd, exited: make(chan struct{}), base: "http://" + addr, start: start,
+		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	found := make(chan [2]string, 1)
+	go func() {
+		var key, project string
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := keyLine.FindStringSubmatch(sc.Text()); m != nil {
+				key = m[1]
+			}
+			if m := projectLine.FindStringSubmatch(sc.Text()); m != nil {
+				project = m[1]
+			}
+			if key != "" && project != "" {
+				found <- [2]string{key, project}
+				key = ""
+			}
+		}
+		io.Copy(io.Discard, out)
+		cmd.Wait()
+		close(s.exited)
+	}()
+	keyFile := filepath.Join(dir, "key")
+	if b, err := os.ReadFile(keyFile); err == nil {
+		s.key, s.project, _ = strings.Cut(string(b), " ")
+		return s, nil
+	}
+	select {
+	case kp := <-found:
+		s.key, s.project = kp[0], kp[1]
+	case <-s.exited:
+		return nil, fmt.Errorf("eval: scale: docsift serve exited before printing its key; see %s", filepath.Join(dir, "server.log"))
+	case <-time.After(time.Minute):
+		s.kill()
+		return nil, errors.New("eval: scale: docsift serve printed no key within a minute")
+	}
+	if err := os.WriteFile(keyFile, []byte(s.key+" "+s.project), 0o600); err != nil {
+		return nil, fmt.Errorf("eval: scale: %w", err)
+	}
+	return s, s.waitHealthy(ctx)
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("eval: scale: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func (s *scaleServer) pid() int { return s.cmd.Process.Pid }
+
+// kill ends the child with SIGKILL, as a crash would, and waits for it.
+func (s *scaleServer) kill() {
+	if s == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+}
+
+// stop asks the child to shut down (it snapshots its indexes) and waits.
+func (s *scaleServer) stop() error {
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("eval: scale: stop docsift serve: %w", err)
+	}
+	<-s.exited
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		return fmt.Errorf("eval: scale: docsift serve exited with status %d at shutdown", code)
+	}
+	return nil
+}
+
+func (s *scaleServer) waitHealthy(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := s.client.Get(s.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("eval: scale: docsift serve did not answer: %w", err)
+		}
+		time.Sleep(scalePoll)
+	}
+}
+
+// firstQuery sends q until the answer has chunks and returns the seconds
+// since the process started.
+func (s *scaleServer) firstQuery(ctx context.Context, q string) (float64, error) {
+	body, _ := json.Marshal(map[string]any{"project_id": s.project, "query": q, "top_k": 5})
+	deadline := time.Now().Add(scaleStartWait)
+	var last error
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var out struct {
+			Chunks []json.RawMessage `json:"chunks"`
+		}
+		err := s.call(ctx, http.MethodPost, "/query/project", body, &out)
+		if err == nil && len(out.Chunks) > 0 {
+			return time.Since(s.start).Seconds(), nil
+		}
+		if err == nil {
+			err = errors.New("no chunks in the answer")
+		}
+		last = err
+		select {
+		case <-s.exited:
+			return 0, fmt.Errorf("eval: scale: docsift serve exited before answering: %w", last)
+		case <-time.After(scalePoll):
+		}
+	}
+	return 0, fmt.Errorf("eval: scale: no answer with chunks: %w", last)
+}
+
+// call sends a JSON request and decodes a 200 answer into out.
+func (s *scaleServer) call(ctx context.Context, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	return json.Unmarshal(msg, out)
+}
+
+// ingest uploads documents until their chunks reach cfg.Chunks and waits
+// for every job to end. Documents of at most chunkTargetWords words are
+// one chunk each; longer ones are uploaded until the jobs' chunk counts
+// reach the target.
+func (s *scaleServer) ingest(ctx context.Context, gen *scaleText, cfg ScaleConfig, res *ScaleResult) error {
+	docs := make(chan int)
+	jobs := make(chan string, 4096)
+	errc := make(chan error, cfg.Uploaders+1)
+	var wg sync.WaitGroup
+	for range cfg.Uploaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range docs {
+				body, _ := json.Marshal(map[string]any{"owner_id": s.project, "text": gen.document(i, cfg.Words), "name": fmt.Sprintf("doc-%07d.txt", i)})
+				var up struct {
+					JobID string `json:"job_id"`
+				}
+				if err := s.call(ctx, http.MethodPost, "/upload/text", body, &up); err != nil {
+					errc <- fmt.Errorf("eval: scale: upload: %w", err)
+					return
+				}
+				jobs <- up.JobID
+			}
+		}()
+	}
+	// Documents are uploaded until the chunks of those uploaded so far
+	// are enough, estimating from the jobs already ended.
+	var (
+		mu            sync.Mutex
+		chunks, ended int
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for id := range jobs {
+			n, err := s.waitJob(ctx, id)
+			if err != nil {
+				errc <- err
+				return
+			}
+			mu.Lock()
+			chunks += n
+			ended++
+			mu.Unlock()
+			if ended%1000 == 0 {
+				fmt.Fprintf(cfg.Progress, "  %d chunks indexed\n", chunks)
+			}
+		}
+	}()
+	next := 0
+feed:
+	for {
+		mu.Lock()
+		perDoc := 1.0
+		if ended > 0 {
+			perDoc = float64(chunks) / float64(ended)
+		}
+		enough := float64(next)*perDoc >= float64(cfg.Chunks)
+		mu.Unlock()
+		if enough {
+			break
+		}
+		select {
+		case docs <- next:
+			next++
+		case err := <-errc:
+			close(docs)
+			return err
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(docs)
+	wg.Wait()
+	close(jobs)
+	<-done
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	res.Chunks, res.Documents = chunks, next
+	return nil
+}
+
+// waitJob polls a job until it ends and returns its chunks.
+func (s *scaleServer) waitJob(ctx context.Context, id string) (int, error) {
+	for {
+		var job struct {
+			Status string `json:"status"`
+			Chunks int    `json:"chunks"`
+			Error  string `json:"error"`
+		}
+		if err := s.call(ctx, http.MethodGet, "/jobs/"+id, nil, &job); err != nil {
+			return 0, fmt.Errorf("eval: scale: job %s: %w", id, err)
+		}
+		switch job.Status {
+		case "SUCCEEDED":
+			return job.Chunks, nil
+		case "FAILED":
+			return 0, fmt.Errorf("eval: scale: job %s failed: %s", id, job.Error)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// rss reads a process's anonymous and file-backed resident memory.
+func rss(pid int) (anon, file int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("eval: scale: memory of the server: %w (it needs Linux's /proc)", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || name != "RssAnon" && name != "RssFile" {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("eval: scale: parse %s: %w", line, err)
+		}
+		if name == "RssAnon" {
+			anon = kb << 10
+		} else {
+			file = kb << 10
+		}
+	}
+	return anon, file, nil
+}
+
+// snapshotBytes is the size of the index snapshots in a scale run's dir.
+func snapshotBytes(dir string) int64 {
+	var n int64
+	files, _ := filepath.Glob(filepath.Join(dir, "data", "index", "*.idx"))
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+// scaleText makes deterministic English-looking text: the commonest
+// English function words, then made-up content words, drawn by Zipf's law
+// (a few words in most chunks, a long tail in few), in sentences. A
+// document depends only on the seed and its number, so uploaders can make
+// them in any order.
+type scaleText struct {
+	seed  uint64
+	words []string
+}
+
+// functionWords lead the vocabulary, so that language detection reads the
+// text as English and stop words are what they are in real text.
+var functionWords = strings.Fields("the of and to in is for that with on as by this are from it be or at which an was not can has have but its will all one")
+
+// syllables make the content words.
+var syllables = strings.Fields("ka lo mi ne ru sa te vo di pa fe gu ho ji ly mar ten sil bor quin dra ple stu wex zor")
+
+func newScaleText(seed uint64) *scaleText {
+	t := &scaleText{seed: seed, words: append([]string(nil), functionWords...)}
+	seen := map[string]bool{}
+	for _, w := range functionWords {
+		seen[w] = true
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5ca1e))
+	for len(t.words) < scaleVocabulary {
+		var b strings.Builder
+		for range 2 + rng.IntN(3) {
+			b.WriteString(syllables[rng.IntN(len(syllables))])
+		}
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			t.words = append(t.words, w)
+		}
+	}
+	return t
+}
+
+// document returns document i: words words in sentences of 6–20.
+func (t *scaleText) document(i, words int) string {
+	rng := rand.New(rand.NewPCG(t.seed, uint64(i)))
+	zipf := rand.NewZipf(rng, 1.07, 2, uint64(len(t.words)-1))
+	var b strings.Builder
+	for left := words; left > 0; {
+		n := min(left, 6+rng.IntN(15))
+		for j := range n {
+			w := t.words[zipf.Uint64()]
+			if j == 0 {
+				w = strings.ToUpper(w[:1]) + w[1:]
+			} else {
+				b.WriteByte(' ')
+			}
+			b.WriteString(w)
+		}
+		b.WriteString(". ")
+		left -= n
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// queries returns n queries of 2–4 content words each.
+func (t *scaleText) queries(n int) []string {
+	rng := rand.New(rand.NewPCG(t.seed, 0x9e77))
+	zipf := rand.NewZipf(rng, 1.07, 2, uint64(len(t.words)-len(functionWords)-1))
+	qs := make([]string, n)
+	for i := range qs {
+		ws := make([]string, 2+rng.IntN(3))
+		for j := range ws {
+			ws[j] = t.words[len(functionWords)+int(zipf.Uint64())]
+		}
+		qs[i] = strings.Join(ws, " ")
+	}
+	return qs
+}

@@ -1,0 +1,135 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/docsift/docsift/analysis"
+	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/llm"
+)
+
+// TestBenchScale runs the whole scale benchmark on a few hundred chunks
+// against a freshly built binary and checks that every figure is one a
+// working server could give.
+func TestBenchScale(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "docsift")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/docsift/docsift").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	res, err := BenchScale(context.Background(), ScaleConfig{Chunks: 300, Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Chunks < 300 || res.Chunks > 300+ScaleDefaultUploaders || res.Documents != res.Chunks {
+		t.Errorf("%d chunks in %d documents, want 300 one-chunk documents", res.Chunks, res.Documents)
+	}
+	if res.IngestChunksPerSecond <= 0 || res.IngestSeconds <= 0 {
+		t.Errorf("ingest %.1f chunks/s in %.2f s", res.IngestChunksPerSecond, res.IngestSeconds)
+	}
+	// A Go server holds megabytes, not bytes nor gigabytes.
+	for name, b := range map[string]int64{"after ingest": res.RSSAnonAfterIngestBytes, "after restart": res.RSSAnonBytes} {
+		if b < 1<<20 || b > 4<<30 {
+			t.Errorf("anonymous RSS %s: %d bytes", name, b)
+		}
+	}
+	if res.RSSAnonPerChunk != float64(res.RSSAnonBytes)/float64(res.Chunks) {
+		t.Errorf("per chunk %.0f is not %d / %d", res.RSSAnonPerChunk, res.RSSAnonBytes, res.Chunks)
+	}
+	// Every chunk's vector alone is 384 floats.
+	if res.SnapshotBytes < int64(res.Chunks)*384*4 {
+		t.Errorf("snapshot of %d bytes for %d chunks", res.SnapshotBytes, res.Chunks)
+	}
+	for _, q := range []QueryLatency{res.Query1, res.Query8} {
+		if q.Errors != 0 || q.P50Ms <= 0 || q.P99Ms < q.P50Ms {
+			t.Errorf("queries at %d clients: %+v", q.Clients, q)
+		}
+	}
+	if res.Query8.Clients != 8 {
+		t.Errorf("second run had %d clients", res.Query8.Clients)
+	}
+	for name, s := range map[string]float64{"kill -9": res.FirstQueryAfterKillSeconds, "restart": res.FirstQueryAfterRestartSeconds} {
+		if s <= 0 || s > 60 {
+			t.Errorf("first query after %s: %.2f s", name, s)
+		}
+	}
+}
+
+// TestScaleTextEnglish checks that the synthetic documents are what they
+// claim: deterministic, of the words asked for, and read as English, so
+// that the index cuts them by one language's rules as it would a real
+// owner's text.
+func TestScaleTextEnglish(t *testing.T) {
+	gen := newScaleText(1)
+	for i := range 20 {
+		doc := gen.document(i, 120)
+		if doc != newScaleText(1).document(i, 120) {
+			t.Fatalf("document %d differs between two generators of one seed", i)
+		}
+		if n := len(strings.Fields(doc)); n != 120 {
+			t.Errorf("document %d has %d words", i, n)
+		}
+		if lang, _ := analysis.Detect(doc); lang != analysis.English {
+			t.Errorf("document %d detected as %v: %.80s", i, lang, doc)
+		}
+	}
+	if gen.document(0, 120) == gen.document(1, 120) {
+		t.Error("documents 0 and 1 are the same")
+	}
+}
+
+// BenchmarkScaleIndexMemory builds one owner's index in process, from the
+// same documents and built-in vectors as bench scale, and reports its heap
+// per chunk, for 20,000 chunks: the index's share of the server's
+// memory. With -memprofile the profile says where it goes:
+//
+//	go test ./eval -run '^$' -bench ScaleIndexMemory -benchtime 1x -memprofile /tmp/mem.out
+func BenchmarkScaleIndexMemory(b *testing.B) {
+	const n = 20000
+	gen := newScaleText(0)
+	em := llm.NewBuiltin()
+	for b.Loop() {
+		before := liveHeap()
+		x := index.New(em.Model(), em.Dim())
+		const batch = 256
+		for first := 0; first < n; first += batch {
+			entries := make([]index.Entry, 0, batch)
+			texts := make([]string, 0, batch)
+			for i := first; i < min(first+batch, n); i++ {
+				name := fmt.Sprintf("doc-%07d.txt", i)
+				text := gen.document(i, ScaleDefaultWords)
+				entries = append(entries, index.Entry{ID: uint64(i + 1), Text: text, Name: name,
+					Doc: &index.Document{ID: fmt.Sprintf("doc_%d", i)}})
+				texts = append(texts, name+"\n"+text)
+			}
+			vecs, err := em.Embed(context.Background(), texts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range entries {
+				entries[i].Vector = vecs[i]
+			}
+			if err := x.Add(entries...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(liveHeap()-before)/n, "heap-bytes/chunk")
+		scaleIndexKept = x
+	}
+}
+
+// scaleIndexKept keeps the last index alive for the heap profile, which
+// is written after the benchmark returns.
+var scaleIndexKept *index.OwnerIndex
+
+func liveHeap() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
