@@ -28,7 +28,7 @@ func (o *modelOptions) register(f *pflag.FlagSet, withAnswerer bool, embedder st
 	f.StringVar(&o.embedder, "embedder", embedder, "auto, ollama or builtin: auto uses Ollama when it answers and has the model")
 	f.StringVar(&o.ollama.URL, "ollama-url", llm.OllamaURLFromEnv(), "Ollama's address, or several comma-separated serving the same models: ingest spreads over them, queries go to the least busy ($OLLAMA_HOST sets the default)")
 	f.StringVar(&o.ollama.EmbedModel, "embed-model", llm.DefaultEmbedModel, "Ollama embedding model")
-	f.IntVar(&o.ollama.BatchSize, "embed-batch", llm.DefaultOllamaBatchSize, "most texts per Ollama embedding call (each call carries what the model embeds in about 2 s, up to this)")
+	f.IntVar(&o.ollama.BatchSize, "embed-batch", llm.DefaultOllamaBatchSize, "most texts per Ollama embedding call (each call carries what the model embeds in about 0.5 s, up to this)")
 	f.DurationVar(&o.ollama.Timeout, "ollama-timeout", llm.DefaultOllamaTimeout, "deadline of each Ollama call")
 	if withAnswerer {
 		f.StringVar(&o.answerer, "answerer", llm.ModeAuto, "auto, ollama or extractive: auto uses Ollama's chat model when it answers and has it")

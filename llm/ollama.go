@@ -43,7 +43,7 @@ const (
 	// DefaultOllamaBatchSize is the most texts that go into one /api/embed
 	// call: enough to amortise the request for a fast model or a GPU.
 	// Below it, batches are sized by the model's measured speed to take
-	// about two seconds each (see ollama_batch.go), so that a slow model
+	// about half a second each (see ollama_batch.go), so that a slow model
 	// on a CPU gets small batches and a query never waits long behind
 	// them.
 	DefaultOllamaBatchSize = 32

@@ -21,7 +21,7 @@ const dimensionProbe = "docsift dimension probe"
 // /api/embed, on one server or spread over several.
 //
 // Queries go first. Ingest (Embed) keeps at most one batch in flight per
-// server, each sized to take about two seconds (ollama_batch.go), so a
+// server, each sized to take about half a second (ollama_batch.go), so a
 // query (EmbedQuery), which skips that gate and goes to the least busy
 // server, waits at most about one batch; a repeated query is answered from
 // a small cache without asking the server.
