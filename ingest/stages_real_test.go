@@ -51,6 +51,12 @@ func TestRealOllamaPDFSearchableBeforeEmbedded(t *testing.T) {
 	if !hasWarning(warnings, "chunks are still being embedded") {
 		t.Errorf("warnings %q do not say chunks wait for their vectors", warnings)
 	}
+	// The query's own embedding is held at the gate too, as it would wait
+	// behind a busy model server: past the query's bound (the default
+	// 2 s) it is answered from the lexical index, and says so.
+	if !hasWarning(warnings, "was busy") {
+		t.Errorf("warnings %q do not say the model was too busy to embed the query", warnings)
+	}
 
 	gate.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a loaded machine's model server
