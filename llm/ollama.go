@@ -23,8 +23,8 @@ const (
 	// DefaultEmbedModel is snowflake-arctic-embed:xs: 22M parameters, 384
 	// dimensions, a 512-token context that holds a typical chunk (about 300
 	// tokens). Its authors publish an MTEB retrieval nDCG@10 of 50.15,
-	// against nomic-embed-text's 53.01, and a model of its sizes took a
-	// third of the CPU time of a nomic-sized one to embed a chunk on the
+	// against nomic-embed-text's 53.01, and a model of its sizes took 0.38
+	// of the CPU time of a nomic-sized one to embed a chunk on the
 	// real Ollama server (BenchmarkRealOllamaEmbedModels; the README's
 	// "Choosing the embedding model" has the table). On a CPU, where
 	// indexing waits on the embedder, that is the better trade; users with
