@@ -1,0 +1,21 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/storetest"
+)
+
+// The bbolt store passes the conformance suite the PostgreSQL store
+// (store/pgstore) passes too.
+func TestConformanceProjects(t *testing.T) {
+	storetest.RunProjects(t, func(t *testing.T) storetest.Projects {
+		s, err := store.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

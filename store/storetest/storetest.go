@@ -1,0 +1,256 @@
+// Package storetest is the conformance suite of docsift's stores: the same
+// tests run against the bbolt store (package store) and the PostgreSQL one
+// (package pgstore), so that the two behave alike wherever the server can
+// tell. Each suite takes a function that opens a new, empty store.
+//
+// Times are compared with Equal, not ==: PostgreSQL keeps microseconds.
+package storetest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docsift/docsift/store"
+)
+
+// Projects is the slice of the store covered so far: projects, API keys,
+// customers and upload sessions.
+type Projects interface {
+	CreateProject(name string) (*store.Project, string, error)
+	Project(id string) (*store.Project, error)
+	Projects() ([]store.Project, error)
+	CreateKey(projectID string) (string, *store.APIKey, error)
+	Keys(projectID string) ([]store.APIKey, error)
+	RevokeKey(keyID string) (*store.APIKey, error)
+	Authenticate(secret string) (*store.Project, string, error)
+	CreateCustomer(projectID, name string) (*store.Customer, error)
+	Customer(id string) (*store.Customer, error)
+	Customers(projectID string) ([]store.Customer, error)
+	CreateSession(sess store.Session, ttl time.Duration) (*store.Session, string, error)
+	SessionByToken(token string) (*store.Session, error)
+	SetClock(now func() time.Time)
+}
+
+// clock is a settable clock: each store's SetClock is given its Now.
+type clock struct{ t time.Time }
+
+func (c *clock) Now() time.Time          { return c.t }
+func (c *clock) Advance(d time.Duration) { c.t = c.t.Add(d) }
+func newClock(s Projects) *clock {
+	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	s.SetClock(c.Now)
+	return c
+}
+func sameTime(a, b time.Time) bool { return a.Equal(b) }
+func sameProject(a, b *store.Project) bool {
+	return a.ID == b.ID && a.Name == b.Name && sameTime(a.CreatedAt, b.CreatedAt)
+}
+func sameCustomer(a, b store.Customer) bool {
+	return a.ID == b.ID && a.ProjectID == b.ProjectID && a.Name == b.Name && sameTime(a.CreatedAt, b.CreatedAt)
+}
+
+// RunProjects runs every test of the Projects slice, each on a new store.
+func RunProjects(t *testing.T, open func(t *testing.T) Projects) {
+	t.Run("ProjectsAndFirstKey", func(t *testing.T) { projectsAndFirstKey(t, open(t)) })
+	t.Run("KeysCreateListRevoke", func(t *testing.T) { keysCreateListRevoke(t, open(t)) })
+	t.Run("UnknownProject", func(t *testing.T) { unknownProject(t, open(t)) })
+	t.Run("Customers", func(t *testing.T) { customers(t, open(t)) })
+	t.Run("SessionsEndWithTheirKey", func(t *testing.T) { sessionsEndWithTheirKey(t, open(t)) })
+}
+
+func projectsAndFirstKey(t *testing.T, s Projects) {
+	c := newClock(s)
+	a, secretA, err := s.CreateProject("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	b, _, err := s.CreateProject("beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(a.ID, store.PrefixProject) || !a.CreatedAt.Equal(c.Now().Add(-time.Second)) {
+		t.Fatalf("created project = %+v", a)
+	}
+	got, err := s.Project(a.ID)
+	if err != nil || !sameProject(got, a) {
+		t.Fatalf("Project(%s) = %+v, %v; want %+v", a.ID, got, err, a)
+	}
+	all, err := s.Projects()
+	if err != nil || len(all) != 2 || !sameProject(&all[0], a) || !sameProject(&all[1], b) {
+		t.Fatalf("Projects = %+v, %v; want acme then beta", all, err)
+	}
+	if !strings.HasPrefix(secretA, store.PrefixAPIKey) {
+		t.Fatalf("secret %q lacks the prefix %s", secretA, store.PrefixAPIKey)
+	}
+	p, keyID, err := s.Authenticate(secretA)
+	if err != nil || !sameProject(p, a) || !strings.HasPrefix(keyID, store.PrefixKey) {
+		t.Fatalf("Authenticate(first key) = %+v, %q, %v", p, keyID, err)
+	}
+	keys, err := s.Keys(a.ID)
+	if err != nil || len(keys) != 1 || keys[0].ID != keyID || keys[0].RevokedAt != nil {
+		t.Fatalf("Keys = %+v, %v; want the first key %s", keys, err, keyID)
+	}
+	if _, err := s.Project("prj_nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Project(unknown): err = %v, want ErrNotFound", err)
+	}
+}
+
+func keysCreateListRevoke(t *testing.T, s Projects) {
+	c := newClock(s)
+	p, first, err := s.CreateProject("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, otherSecret, err := s.CreateProject("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Minute)
+	second, key, err := s.CreateKey(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key.ProjectID != p.ID || !strings.HasPrefix(second, key.Hint) || len(key.Hint) >= len(second) ||
+		len(key.Hint) <= len(store.PrefixAPIKey) {
+		t.Fatalf("key %+v for secret %q: want the project and a short prefix of the secret as hint", key, second)
+	}
+	keys, err := s.Keys(p.ID)
+	if err != nil || len(keys) != 2 || keys[1].ID != key.ID || keys[1].Hint != key.Hint || !keys[1].CreatedAt.Equal(key.CreatedAt) {
+		t.Fatalf("Keys = %+v, %v; want the first key then %+v", keys, err, key)
+	}
+	if got, id, err := s.Authenticate(second); err != nil || got.ID != p.ID || id != key.ID {
+		t.Fatalf("Authenticate(second) = %+v, %q, %v", got, id, err)
+	}
+	if _, _, err := s.Authenticate(second + "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("wrong secret: err = %v, want ErrNotFound", err)
+	}
+
+	c.Advance(time.Minute)
+	revoked, err := s.RevokeKey(key.ID)
+	if err != nil || revoked.ID != key.ID || revoked.RevokedAt == nil || !revoked.RevokedAt.Equal(c.Now()) {
+		t.Fatalf("RevokeKey = %+v, %v; want revoked now", revoked, err)
+	}
+	if _, _, err := s.Authenticate(second); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoked key: err = %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.Authenticate(first); err != nil {
+		t.Fatalf("the other key stopped working: %v", err)
+	}
+	if _, _, err := s.Authenticate(otherSecret); err != nil {
+		t.Fatalf("another project's key stopped working: %v", err)
+	}
+	c.Advance(time.Minute)
+	again, err := s.RevokeKey(key.ID)
+	if err != nil || again.RevokedAt == nil || !again.RevokedAt.Equal(revoked.RevokedAt.UTC()) {
+		t.Fatalf("second RevokeKey = %+v, %v; want the first revocation time kept", again, err)
+	}
+	keys, _ = s.Keys(p.ID)
+	if len(keys) != 2 || keys[0].RevokedAt != nil || keys[1].RevokedAt == nil {
+		t.Fatalf("Keys after revoke = %+v", keys)
+	}
+	if keys, _ := s.Keys(other.ID); len(keys) != 1 {
+		t.Fatalf("the other project has %d keys, want 1", len(keys))
+	}
+	if _, err := s.RevokeKey("key_nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoke unknown: err = %v, want ErrNotFound", err)
+	}
+}
+
+func unknownProject(t *testing.T, s Projects) {
+	if _, _, err := s.CreateKey("prj_nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("CreateKey: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Keys("prj_nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Keys: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.CreateCustomer("prj_nope", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("CreateCustomer: err = %v, want ErrNotFound", err)
+	}
+	if cs, err := s.Customers("prj_nope"); err != nil || len(cs) != 0 {
+		t.Fatalf("Customers = %+v, %v; want none", cs, err)
+	}
+	if ps, err := s.Projects(); err != nil || len(ps) != 0 {
+		t.Fatalf("Projects = %+v, %v; want none: a refused call wrote something", ps, err)
+	}
+}
+
+func customers(t *testing.T, s Projects) {
+	c := newClock(s)
+	p, _, _ := s.CreateProject("acme")
+	other, _, _ := s.CreateProject("other")
+	a, err := s.CreateCustomer(p.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	b, _ := s.CreateCustomer(p.ID, "bob")
+	if _, err := s.CreateCustomer(other.ID, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(a.ID, store.PrefixCustomer) || a.ProjectID != p.ID {
+		t.Fatalf("created customer = %+v", a)
+	}
+	got, err := s.Customer(b.ID)
+	if err != nil || !sameCustomer(*got, *b) {
+		t.Fatalf("Customer = %+v, %v; want %+v", got, err, b)
+	}
+	cs, err := s.Customers(p.ID)
+	if err != nil || len(cs) != 2 || !sameCustomer(cs[0], *a) || !sameCustomer(cs[1], *b) {
+		t.Fatalf("Customers = %+v, %v; want alice then bob", cs, err)
+	}
+	if _, err := s.Customer("cus_nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Customer(unknown): err = %v, want ErrNotFound", err)
+	}
+}
+
+func sessionsEndWithTheirKey(t *testing.T, s Projects) {
+	c := newClock(s)
+	p, _, _ := s.CreateProject("acme")
+	_, key, err := s.CreateKey(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, _ := s.CreateKey(p.ID)
+	in := store.Session{ProjectID: p.ID, OwnerID: "user-1", CustomerID: "cus_x", KeyID: key.ID,
+		Services: []string{"drive", "web"}, SuccessURL: "https://example.test/ok", CancelURL: "https://example.test/no"}
+	sess, token, err := s.CreateSession(in, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sess.ID, store.PrefixSession) || !sess.ExpiresAt.Equal(c.Now().Add(time.Hour)) || token == "" {
+		t.Fatalf("created session = %+v, token %q", sess, token)
+	}
+	got, err := s.SessionByToken(token)
+	if err != nil || got.ID != sess.ID || got.OwnerID != "user-1" || got.CustomerID != "cus_x" || got.KeyID != key.ID ||
+		strings.Join(got.Services, ",") != "drive,web" || got.SuccessURL != in.SuccessURL || got.CancelURL != in.CancelURL ||
+		!got.CreatedAt.Equal(sess.CreatedAt) || !got.ExpiresAt.Equal(sess.ExpiresAt) {
+		t.Fatalf("SessionByToken = %+v, %v; want %+v", got, err, sess)
+	}
+	in.KeyID = otherKey.ID
+	kept, keptToken, _ := s.CreateSession(in, time.Hour)
+	bare, bareToken, err := s.CreateSession(store.Session{ProjectID: p.ID, OwnerID: "user-2"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.SessionByToken(bareToken); err != nil || got.ID != bare.ID || len(got.Services) != 0 || got.KeyID != "" {
+		t.Fatalf("session without services or key = %+v, %v", got, err)
+	}
+	if _, err := s.SessionByToken(token + "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown token: err = %v, want ErrNotFound", err)
+	}
+
+	c.Advance(time.Minute)
+	if _, err := s.RevokeKey(key.ID); err != nil {
+		t.Fatal(err)
+	}
+	ended, err := s.SessionByToken(token)
+	if err != nil || !ended.Expired(c.Now()) || !ended.ExpiresAt.Equal(c.Now()) {
+		t.Fatalf("session of the revoked key = %+v, %v; want expired at the revocation", ended, err)
+	}
+	if got, _ := s.SessionByToken(keptToken); got == nil || got.ID != kept.ID || got.Expired(c.Now()) {
+		t.Fatalf("another key's session = %+v; want it still open", got)
+	}
+}
