@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/docsift/docsift/websearch"
 
 	"github.com/docsift/docsift/admin"
+	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
@@ -61,6 +64,8 @@ type serveOptions struct {
 	logFile             string
 	webhookFirstRetry   time.Duration
 	queryEmbedTimeout   time.Duration
+	memoryLimit         string
+	heapVectors         bool
 }
 
 func serveCmd(version string) *cobra.Command {
@@ -102,6 +107,8 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.googleClientSecret, "google-client-secret", "", "that OAuth client's secret (prefer DOCSIFT_GOOGLE_CLIENT_SECRET: a flag shows in the process list)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on, at /metrics (unset: off); keep it private, e.g. 127.0.0.1:9464")
 	f.DurationVar(&o.webhookFirstRetry, "webhook-first-retry", webhook.DefaultFirstRetry, "wait before a failed webhook delivery is tried again; it doubles up to an hour, for three days")
+	f.StringVar(&o.memoryLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, e.g. 2GiB or 1500MiB (0: off); near it the garbage collector runs more often, trading CPU for the headroom it otherwise leaves")
+	f.BoolVar(&o.heapVectors, "heap-vectors", false, "keep the indexes' float vectors in memory instead of in memory-mapped scratch files under DATA/index (faster re-scoring when memory is plentiful, 1.5 KB more anonymous memory per chunk at 384 dimensions)")
 	o.models.register(f, true, llm.ModeAuto)
 	return cmd
 }
@@ -128,6 +135,16 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	}
 	if o.baseURL == "" {
 		o.baseURL = defaultBaseURL(o.addr)
+	}
+	limit, err := parseByteSize(o.memoryLimit)
+	if err != nil {
+		return fmt.Errorf("--memory-limit: %w", err)
+	}
+	if limit > 0 {
+		// A soft limit: the collector works harder as the heap nears it
+		// instead of letting the heap grow to twice the live data (GOGC),
+		// which is about half of the process's anonymous memory.
+		debug.SetMemoryLimit(limit)
 	}
 	ocr, err := o.ocrConfig(ctx, log)
 	if err != nil {
@@ -173,7 +190,16 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 			cfg.Embedders = append(cfg.Embedders, oe)
 		}
 	}
-	engine := ingest.New(st, embedder, filepath.Join(o.data, "index"), cfg, log)
+	indexDir := filepath.Join(o.data, "index")
+	if !o.heapVectors {
+		if err := os.MkdirAll(indexDir, 0o700); err != nil {
+			return fmt.Errorf("index directory: %w", err)
+		}
+		if err := index.SetVectorDir(indexDir); err != nil {
+			return err
+		}
+	}
+	engine := ingest.New(st, embedder, indexDir, cfg, log)
 	if err := engine.Start(); err != nil {
 		return err
 	}
@@ -335,4 +361,28 @@ func (o serveOptions) ocrConfig(ctx context.Context, log *slog.Logger) (pdf.OCR,
 	}
 	log.Info("OCR reads pages without a text layer and images", "languages", o.ocrLanguages, "installed", strings.Join(installed, ","))
 	return cfg, nil
+}
+
+// parseByteSize reads a size such as "2GiB", "1500MiB", "512KiB" or a
+// plain count of bytes; "0" or "" is 0.
+func parseByteSize(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	orig, mult := v, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
+		if num, ok := strings.CutSuffix(v, u.suffix); ok {
+			v, mult = strings.TrimSpace(num), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || n < 0 || n*float64(mult) > float64(1<<62) {
+		return 0, fmt.Errorf("%q is not a size such as 2GiB, 1500MiB or a number of bytes", orig)
+	}
+	return int64(n * float64(mult)), nil
 }

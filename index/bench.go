@@ -35,7 +35,10 @@ type BenchConfig struct {
 	Queries  int    // queries timed and scored
 	Clusters int    // clusters the synthetic vectors are drawn around
 	Seed     uint64 // data generator seed
-	Dir      string // where to write the snapshot; "" = a temp dir
+	Dir      string // where to write the snapshot and map the vectors; "" = a temp dir
+	// HeapVectors keeps the float32 vectors on the heap instead of in
+	// mapped files in Dir (see SetVectorDir), to compare the two.
+	HeapVectors bool
 
 	// VectorsFile and QueriesFile, when set, are .fvecs files to use
 	// instead of synthetic vectors (they are scaled to unit length: the
@@ -103,6 +106,26 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	}
 	res = BenchResult{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries}
 
+	dir := cfg.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "docsift-bench-")
+		if err != nil {
+			return res, fmt.Errorf("index: bench: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	if !cfg.HeapVectors {
+		if prev := vectorDir.Load(); prev != nil {
+			defer vectorDir.Store(prev)
+		} else {
+			defer vectorDir.Store(nil)
+		}
+		if err := SetVectorDir(dir); err != nil {
+			return res, fmt.Errorf("index: bench: %w", err)
+		}
+	}
+
 	entries := make([]Entry, cfg.N)
 	for i, v := range vecs {
 		entries[i] = Entry{ID: uint64(i), Vector: v}
@@ -142,15 +165,6 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	res.SearchP50Ms = ms(lat[len(lat)/2])
 	res.SearchP99Ms = ms(lat[len(lat)*99/100])
 
-	dir := cfg.Dir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "docsift-bench-")
-		if err != nil {
-			return res, fmt.Errorf("index: bench: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	}
 	path := filepath.Join(dir, "bench.idx")
 	fmt.Fprintf(progress, "writing and loading snapshot %s\n", path)
 	start = time.Now()

@@ -8,7 +8,7 @@ type scored struct {
 
 // searchVectors returns up to k slots alive in v, most similar first:
 // through the graph when the generation has one, else by scanning every
-// slot, which is exact and as fast for small owners.
+// slot, which is as fast for small owners.
 func (v *view) searchVectors(q []float32, k int) []scored {
 	if g := v.gen.graph; g != nil {
 		return g.search(v, q, k)
@@ -16,16 +16,21 @@ func (v *view) searchVectors(q []float32, k int) []scored {
 	return v.scan(q, k)
 }
 
+// scan compares q with every slot's codes and re-scores the best
+// max(2k, rescoreMin) exactly: the k it returns are the exact top k unless
+// one of them ranked below that by its codes.
 func (v *view) scan(q []float32, k int) []scored {
 	if k <= 0 {
 		return nil
 	}
-	top := newTopK(k)
+	qc := code{make([]int8, len(q)), 0}
+	qc.scale = quantise(qc.c, q)
+	top := newTopK(max(2*k, rescoreMin))
 	for s := range v.n {
 		if v.dead > 0 && !v.alive(s) {
 			continue
 		}
-		top.push(s, v.pages.dot(q, s))
+		top.push(s, v.pages.approx(qc, s))
 	}
-	return top.sorted()
+	return rescore(v.pages, q, top.heap, k)
 }

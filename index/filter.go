@@ -145,26 +145,29 @@ func (v *view) searchVectorsAllowed(q []float32, k int, a *allowed) []scored {
 	return v.gen.graph.searchWithin(v, q, k, a.set)
 }
 
-// scanAllowed is the exact search over a's slots.
+// scanAllowed is the search over a's slots: by their codes, then the best
+// candidates re-scored exactly, as in scan.
 func (v *view) scanAllowed(q []float32, k int, a *allowed) []scored {
 	if k <= 0 || a.count == 0 {
 		return nil
 	}
-	top := newTopK(k)
+	qc := code{make([]int8, len(q)), 0}
+	qc.scale = quantise(qc.c, q)
+	top := newTopK(max(2*k, rescoreMin))
 	if a.slots != nil {
 		for _, s := range a.slots {
-			top.push(s, v.pages.dot(q, s))
+			top.push(s, v.pages.approx(qc, s))
 		}
-		return top.sorted()
+		return rescore(v.pages, q, top.heap, k)
 	}
 	for w, word := range a.set {
 		for word != 0 {
 			s := uint32(w*64 + bits.TrailingZeros64(word))
 			word &= word - 1
-			top.push(s, v.pages.dot(q, s))
+			top.push(s, v.pages.approx(qc, s))
 		}
 	}
-	return top.sorted()
+	return rescore(v.pages, q, top.heap, k)
 }
 
 // topAllowed is top among the docs a allows (nil: all).
@@ -184,7 +187,8 @@ func (s *lexScores) topAllowed(k int, a *allowed) []scored {
 	return t.sorted()
 }
 
-// searchWithin returns the k slots of allow most similar to q, alive in v.
+// searchWithin returns the k slots of allow (nil: every slot) most similar
+// to q, alive in v.
 // The walk goes through every node, allowed or not (dropping the others
 // would cut the graph into islands), but keeps only allowed ones; since
 // its result list fills with allowed nodes only, it walks until it holds
@@ -196,15 +200,13 @@ func (g *hnsw) searchWithin(v *view, q []float32, k int, allow slotSet) []scored
 	sc := &v.scope
 	c := g.getCtx(sc.n)
 	defer g.putCtx(c)
-	cur := scored{v.entry, sc.pages.dot(q, v.entry)}
+	qc := c.queryCode(q)
+	cur := scored{v.entry, sc.pages.approx(qc, v.entry)}
 	for layer := v.maxLevel; layer > 0; layer-- {
-		cur = g.greedy(c, sc, q, cur, layer, false)
+		cur = g.greedy(c, sc, qc, cur, layer, false)
 	}
 	c.allow = allow
-	res := g.searchLayer(c, sc, q, []scored{cur}, max(g.efSearch, k), 0, false, true)
+	res := g.searchLayer(c, sc, qc, []scored{cur}, max(g.efSearch, k), 0, false, true)
 	c.allow = nil
-	if len(res) > k {
-		res = res[:k]
-	}
-	return res
+	return rescore(sc.pages, q, res, k)
 }

@@ -35,6 +35,7 @@ func (g *generation) appendSlot(id uint64, vec []float32, docLen uint32) uint32 
 	}
 	pg := g.pages[p]
 	copy(pg.vecs[off*g.dim:(off+1)*g.dim], vec)
+	pg.scales[off] = quantise(pg.codes[off*g.dim:(off+1)*g.dim], vec)
 	pg.ids[off] = id
 	pg.docLen[off] = docLen
 	if g.graph != nil {

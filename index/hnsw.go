@@ -110,6 +110,14 @@ type searchCtx struct {
 	sel     []scored
 	// allow, during a filtered search, is the set of slots it may keep.
 	allow slotSet
+	// qcode holds the query's codes during a search.
+	qcode []int8
+}
+
+// queryCode quantises a search's query into c's buffer.
+func (c *searchCtx) queryCode(q []float32) code {
+	c.qcode = slices.Grow(c.qcode[:0], len(q))[:len(q)]
+	return code{c.qcode, quantise(c.qcode, q)}
 }
 
 // keeps reports whether a search with liveOnly may return slot s: alive
@@ -234,8 +242,8 @@ func (g *hnsw) insertOne(sc *scope, q uint32) {
 
 	c := g.getCtx(sc.n)
 	defer g.putCtx(c)
-	qv := sc.pages.vec(q)
-	cur := scored{ep, sc.pages.dot(qv, ep)}
+	qv := sc.pages.code(q)
+	cur := scored{ep, sc.pages.approx(qv, ep)}
 	for layer := top; layer > lvl; layer-- {
 		cur = g.greedy(c, sc, qv, cur, layer, true)
 	}
@@ -280,12 +288,12 @@ func (g *hnsw) link(sc *scope, e, q uint32, sim float32, layer int) {
 		atomic.StoreUint32(&l[0], uint32(n+1))
 		return
 	}
-	ev := sc.pages.vec(e)
+	ev := sc.pages.code(e)
 	var buf [hnswM0 + 1]scored
 	cands := buf[:0]
 	for i := 1; i <= n; i++ {
 		nb := atomic.LoadUint32(&l[i])
-		cands = append(cands, scored{nb, sc.pages.dot(ev, nb)})
+		cands = append(cands, scored{nb, sc.pages.approx(ev, nb)})
 	}
 	cands = append(cands, scored{q, sim})
 	slices.SortFunc(cands, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
@@ -303,10 +311,10 @@ func (g *hnsw) selectNeighbours(sc *scope, cands []scored, m int, out []scored) 
 		if len(out) >= m {
 			break
 		}
-		cv := sc.pages.vec(c.slot)
+		cv := sc.pages.code(c.slot)
 		keep := true
 		for _, r := range out {
-			if sc.pages.dot(cv, r.slot) > c.score {
+			if sc.pages.approx(cv, r.slot) > c.score {
 				keep = false
 				break
 			}
@@ -320,12 +328,12 @@ func (g *hnsw) selectNeighbours(sc *scope, cands []scored, m int, out []scored) 
 
 // greedy walks layer from cur to a local best: the ef=1 search the paper
 // uses above the target layer.
-func (g *hnsw) greedy(c *searchCtx, sc *scope, qv []float32, cur scored, layer int, locked bool) scored {
+func (g *hnsw) greedy(c *searchCtx, sc *scope, qv code, cur scored, layer int, locked bool) scored {
 	for changed := true; changed; {
 		changed = false
 		c.nbuf = g.neighbours(sc, cur.slot, layer, locked, c.nbuf)
 		for _, n := range c.nbuf {
-			if s := sc.pages.dot(qv, n); s > cur.score {
+			if s := sc.pages.approx(qv, n); s > cur.score {
 				cur, changed = scored{n, s}, true
 			}
 		}
@@ -338,7 +346,7 @@ func (g *hnsw) greedy(c *searchCtx, sc *scope, qv []float32, cur scored, layer i
 // is worse than all of them. With liveOnly, nodes not alive in sc (or not
 // in c.allow, when set) are walked through but not kept. The result is
 // sorted best first.
-func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv []float32, eps []scored, ef, layer int, locked, liveOnly bool) []scored {
+func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv code, eps []scored, ef, layer int, locked, liveOnly bool) []scored {
 	c.epoch++
 	if c.epoch == 0 {
 		clear(c.visited)
@@ -366,7 +374,7 @@ func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv []float32, eps []scored, 
 			if !c.visit(n) {
 				continue
 			}
-			s := sc.pages.dot(qv, n)
+			s := sc.pages.approx(qv, n)
 			if len(c.res.heap) < ef || s > c.res.heap[0].score {
 				c.cand.push(scored{n, s})
 				if !liveOnly || c.keeps(sc, n) {
@@ -378,21 +386,9 @@ func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv []float32, eps []scored, 
 	return c.res.sorted()
 }
 
-// search returns the k most similar slots alive in v.
+// search returns the k most similar slots alive in v: the graph is walked
+// by the vectors' codes, and the efSearch best it finds are re-scored
+// exactly.
 func (g *hnsw) search(v *view, q []float32, k int) []scored {
-	if v.entry == noNode || k <= 0 {
-		return nil
-	}
-	sc := &v.scope
-	c := g.getCtx(sc.n)
-	defer g.putCtx(c)
-	cur := scored{v.entry, sc.pages.dot(q, v.entry)}
-	for layer := v.maxLevel; layer > 0; layer-- {
-		cur = g.greedy(c, sc, q, cur, layer, false)
-	}
-	res := g.searchLayer(c, sc, q, []scored{cur}, max(g.efSearch, k), 0, false, true)
-	if len(res) > k {
-		res = res[:k]
-	}
-	return res
+	return g.searchWithin(v, q, k, nil)
 }

@@ -1,6 +1,8 @@
-// Package index is docsift's per-owner search index: a vector index (exact
-// scan for small owners, an HNSW graph for large ones) and a BM25 lexical
-// index over the same entries, fused into one ranking, with atomic snapshots.
+// Package index is docsift's per-owner search index: a vector index (a
+// scan for small owners, an HNSW graph for large ones, both over int8 codes
+// of the vectors with the best candidates re-scored exactly; see quant.go)
+// and a BM25 lexical index over the same entries, fused into one ranking,
+// with atomic snapshots.
 //
 // Searches never wait for writers: they read an immutable published
 // version of the owner's index while a writer prepares the next one in

@@ -2,6 +2,7 @@ package index
 
 import (
 	"math/bits"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/viterin/vek/vek32"
@@ -51,10 +52,14 @@ func pageSlots(p int) int {
 
 // page holds the data of a run of consecutive slots.
 type page struct {
-	dim    int
-	vecs   []float32 // slot i's vector is vecs[i*dim : (i+1)*dim]
-	ids    []uint64  // entry ID
-	docLen []uint32  // lexical doc length in terms
+	dim  int
+	vecs []float32 // slot i's vector is vecs[i*dim : (i+1)*dim]
+	// codes and scales are the vectors quantised (see quant.go): slot
+	// i's codes are codes[i*dim : (i+1)*dim].
+	codes  []int8
+	scales []float32
+	ids    []uint64 // entry ID
+	docLen []uint32 // lexical doc length in terms
 	// The language the slot's text was analysed in, and the length of
 	// its head (document name and title; see fields.go).
 	lang    []uint8
@@ -73,7 +78,8 @@ func newPage(p, dim int, graph bool) *page {
 	n := pageSlots(p)
 	pg := &page{
 		dim:     dim,
-		vecs:    make([]float32, n*dim),
+		codes:   make([]int8, n*dim),
+		scales:  make([]float32, n),
 		ids:     make([]uint64, n),
 		docLen:  make([]uint32, n),
 		lang:    make([]uint8, n),
@@ -81,6 +87,7 @@ func newPage(p, dim int, graph bool) *page {
 		doc:     make([]uint32, n),
 		deadAt:  make([]atomic.Uint64, n),
 	}
+	pg.vecs = allocVectors(pg, n*dim)
 	if graph {
 		pg.addGraph()
 	}
@@ -105,6 +112,14 @@ func (ps pages) vec(s uint32) []float32 {
 	pg := ps[p]
 	o := off * pg.dim
 	return pg.vecs[o : o+pg.dim : o+pg.dim]
+}
+
+// code returns slot s's quantised vector.
+func (ps pages) code(s uint32) code {
+	p, off := pageOf(s)
+	pg := ps[p]
+	o := off * pg.dim
+	return code{pg.codes[o : o+pg.dim : o+pg.dim], pg.scales[off]}
 }
 
 func (ps pages) id(s uint32) uint64 {
@@ -143,7 +158,18 @@ func (ps pages) links(s uint32, layer int) []uint32 {
 // dot is the similarity of a query to a slot: vectors are unit length, so
 // the dot product is the cosine.
 func (ps pages) dot(q []float32, s uint32) float32 {
-	return vek32.Dot(q, ps.vec(s))
+	p, off := pageOf(s)
+	pg := ps[p]
+	o := off * pg.dim
+	d := vek32.Dot(q, pg.vecs[o:o+pg.dim])
+	runtime.KeepAlive(pg) // its vectors may be mapped: see allocVectors
+	return d
+}
+
+// approx is dot's approximation from the codes, for the graph's walks and
+// the scans; their best candidates are re-scored with dot.
+func (ps pages) approx(q code, s uint32) float32 {
+	return q.approx(ps.code(s))
 }
 
 // scope is the part of a generation a reader may touch: the slots below n

@@ -35,6 +35,10 @@ import (
 //
 // Version 5 stores each term as its key (see termKey) instead of its text.
 // Older snapshots are refused and the owner rebuilt, as for version 1.
+//
+// The int8 codes of the vectors (see quant.go) are not stored: they are
+// computed from the float vectors as a snapshot is read, so the format did
+// not change with them.
 const (
 	snapshotMagic   = "DSFTIDX\x00"
 	snapshotVersion = 5

@@ -1,0 +1,143 @@
+package index
+
+import (
+	"math"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"testing"
+
+	"github.com/viterin/vek/vek32"
+)
+
+// TestQuantisedDotIsClose checks the per-vector int8 codes against the
+// float dot product on unit vectors of the bench's dimension: the error
+// must stay far below the gap between neighbours that re-scoring has to
+// close.
+func TestQuantisedDotIsClose(t *testing.T) {
+	const dim = 384
+	vecs := testVectors(200, dim, 31)
+	codes := make([]code, len(vecs))
+	for i, v := range vecs {
+		codes[i] = code{make([]int8, dim), 0}
+		codes[i].scale = quantise(codes[i].c, v)
+	}
+	var worst float64
+	for i := range vecs {
+		for j := range vecs {
+			exact := float64(vek32.Dot(vecs[i], vecs[j]))
+			worst = max(worst, math.Abs(float64(codes[i].approx(codes[j]))-exact))
+		}
+	}
+	if worst > 0.02 {
+		t.Errorf("worst error of a quantised dot product %.4f, want ≤ 0.02", worst)
+	}
+	zero := code{make([]int8, dim), 0}
+	if s := quantise(zero.c, make([]float32, dim)); s != 0 || zero.approx(codes[0]) != 0 {
+		t.Errorf("zero vector: scale %v, dot %v", s, zero.approx(codes[0]))
+	}
+}
+
+func BenchmarkDot384(b *testing.B) {
+	vecs := testVectors(2, 384, 1)
+	x, y := code{make([]int8, 384), 0}, code{make([]int8, 384), 0}
+	x.scale, y.scale = quantise(x.c, vecs[0]), quantise(y.c, vecs[1])
+	b.Run("float32", func(b *testing.B) {
+		var s float32
+		for range b.N {
+			s += vek32.Dot(vecs[0], vecs[1])
+		}
+		_ = s
+	})
+	b.Run("int8", func(b *testing.B) {
+		var s float32
+		for range b.N {
+			s += x.approx(y)
+		}
+		_ = s
+	})
+}
+
+// TestDotInt8MatchesLoop checks the vector kernel against the plain loop
+// at every length around its 16- and 32-code steps, extreme codes included.
+func TestDotInt8MatchesLoop(t *testing.T) {
+	a, b := make([]int8, 100), make([]int8, 100)
+	for i := range a {
+		a[i], b[i] = int8(i*37-128), int8(127-i*53)
+	}
+	a[0], b[0] = -128, -128
+	for n := range len(a) + 1 {
+		if got, want := dotInt8(a[:n], b[:n]), dotInt8Go(a[:n], b[:n]); got != want {
+			t.Fatalf("length %d: %d, want %d", n, got, want)
+		}
+	}
+}
+
+// TestMappedVectorsLeaveTheHeap measures the heap per vector with the
+// float vectors in mapped files and on the heap, in the same run: mapping
+// must take at least most of the floats' 4·dim bytes off the heap, at the
+// same recall.
+func TestMappedVectorsLeaveTheHeap(t *testing.T) {
+	const dim = 64
+	cfg := BenchConfig{N: 6000, Dim: dim, Queries: 100, Dir: t.TempDir(), HeapVectors: true}
+	onHeap, err := RunIndexBench(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HeapVectors, cfg.Dir = false, t.TempDir()
+	mapped, err := RunIndexBench(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("heap bytes/vector: %.0f with floats on the heap, %.0f mapped", onHeap.BytesPerVector, mapped.BytesPerVector)
+	if saved := onHeap.BytesPerVector - mapped.BytesPerVector; saved < 0.8*4*dim {
+		t.Errorf("mapping saved %.0f heap bytes per vector, want ≥ %.0f", saved, 0.8*4*dim)
+	}
+	if mapped.RecallAt10 < 0.95 || onHeap.RecallAt10 < 0.95 {
+		t.Errorf("recall@10 %.3f mapped, %.3f on the heap, want ≥ 0.95", mapped.RecallAt10, onHeap.RecallAt10)
+	}
+	if d := vectorDir.Load(); d != nil && *d != "" {
+		t.Errorf("the bench left vectors mapped into %s", *d)
+	}
+}
+
+// TestMappedVectorsThroughCompaction keeps vectors in mapped files while
+// a compaction drops the old generation (whose pages are unmapped once
+// unreachable), then checks searches against brute force and a snapshot
+// round trip against the index it was written from.
+func TestMappedVectorsThroughCompaction(t *testing.T) {
+	if err := SetVectorDir(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	defer SetVectorDir("")
+	const dim = 32
+	all := testVectors(4100, dim, 41)
+	vecs, queries := all[:4000], all[4000:]
+	x := New("m", dim)
+	must(t, x.Add(entries(vecs, 0)...))
+	var gone []uint64
+	for i := 0; i < len(vecs); i += 3 {
+		if i%3 != 2 {
+			gone = append(gone, uint64(i), uint64(i+1))
+		}
+	}
+	x.Delete(gone...)
+	live := func(i int) bool { return i%3 == 2 }
+	runtime.GC()
+	runtime.GC()
+	if r := recallAt10(x, vecs, queries, live); r < 0.95 {
+		t.Errorf("recall@10 after compaction %.3f, want ≥ 0.95", r)
+	}
+	path := filepath.Join(t.TempDir(), "x.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	y, _, err := ReadSnapshot(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries[:20] {
+		a, b := x.Search(Query{Vector: q, K: 10}), y.Search(Query{Vector: q, K: 10})
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("loaded index answers %v, written one %v", b, a)
+		}
+	}
+}
