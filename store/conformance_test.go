@@ -19,3 +19,14 @@ func TestConformanceProjects(t *testing.T) {
 		return s
 	})
 }
+
+func TestConformanceJobs(t *testing.T) {
+	storetest.RunJobs(t, func(t *testing.T) storetest.Jobs {
+		s, err := store.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

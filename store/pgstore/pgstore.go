@@ -10,7 +10,8 @@
 // and id helpers, while store itself stays free of the PostgreSQL driver.
 //
 // So far it covers projects, API keys, customers and upload sessions, the
-// records authentication needs; the rest of store.Store follows.
+// records authentication needs, and documents with their originals and
+// jobs; the rest of store.Store follows.
 package pgstore
 
 import (

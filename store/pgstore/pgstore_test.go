@@ -31,6 +31,13 @@ func TestConformanceProjects(t *testing.T) {
 	})
 }
 
+func TestConformanceJobs(t *testing.T) {
+	pg := pgtest.Start(t)
+	storetest.RunJobs(t, func(t *testing.T) storetest.Jobs {
+		return open(t, pg.Database(t))
+	})
+}
+
 // Nodes starting together on a new database migrate it once: every Open
 // succeeds and each migration is recorded once.
 func TestConcurrentOpensMigrateOnce(t *testing.T) {

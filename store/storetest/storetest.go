@@ -38,7 +38,7 @@ type clock struct{ t time.Time }
 
 func (c *clock) Now() time.Time          { return c.t }
 func (c *clock) Advance(d time.Duration) { c.t = c.t.Add(d) }
-func newClock(s Projects) *clock {
+func newClock(s interface{ SetClock(func() time.Time) }) *clock {
 	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	s.SetClock(c.Now)
 	return c

@@ -1,0 +1,230 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/docsift/docsift/store"
+)
+
+// filePiece is the size of the pieces an original is stored in: rows of a
+// size PostgreSQL moves and replicates comfortably.
+const filePiece = 1 << 20
+
+const docColumns = `id, seq, project_id, owner_id, name, metadata, format, file_hash, size, pages,
+	job_id, status, error, chunks, created_at, updated_at, external_id`
+
+func scanDoc(row pgx.Row) (*store.Document, error) {
+	var d store.Document
+	var seq int64
+	var metadata []byte
+	err := row.Scan(&d.ID, &seq, &d.ProjectID, &d.OwnerID, &d.Name, &metadata, &d.Format, &d.FileHash,
+		&d.Size, &d.Pages, &d.JobID, &d.Status, &d.Error, &d.Chunks, &d.CreatedAt, &d.UpdatedAt, &d.ExternalID)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if metadata != nil {
+		if err := json.Unmarshal(metadata, &d.Metadata); err != nil {
+			return nil, fmt.Errorf("decode metadata of document %s: %w", d.ID, err)
+		}
+	}
+	d.Seq = uint64(seq)
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	return &d, nil
+}
+
+// CreateDocument stores a document's original bytes, records the document
+// and queues the job that indexes it, all in one transaction. It fills in
+// the ids, hash, statuses and times of d and returns the job.
+func (s *Store) CreateDocument(d *store.Document, data []byte) (*store.Job, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	sum := sha256.Sum256(data)
+	now := s.timestamp()
+	d.FileHash, d.Size = hex.EncodeToString(sum[:]), int64(len(data))
+	d.ID = store.NewID(store.PrefixDocument)
+	d.Status, d.CreatedAt, d.UpdatedAt = store.StatusPending, now, now
+	job := &store.Job{
+		ID: store.NewID(store.PrefixJob), ProjectID: d.ProjectID, OwnerID: d.OwnerID, DocumentID: d.ID,
+		Status: store.StatusPending, CreatedAt: now, UpdatedAt: now,
+	}
+	d.JobID = job.ID
+	var metadata []byte // NULL for none, as the bbolt store omits it
+	if len(d.Metadata) > 0 {
+		var err error
+		if metadata, err = json.Marshal(d.Metadata); err != nil {
+			return nil, fmt.Errorf("store: create document: encode metadata: %w", err)
+		}
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := addFile(ctx, tx, d.OwnerID, d.FileHash, data); err != nil {
+			return err
+		}
+		var seq int64
+		err := tx.QueryRow(ctx, `INSERT INTO documents (id, project_id, owner_id, name, metadata, format,
+			file_hash, size, job_id, status, created_at, updated_at, external_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12) RETURNING seq`,
+			d.ID, d.ProjectID, d.OwnerID, d.Name, metadata, d.Format, d.FileHash, d.Size, d.JobID,
+			d.Status, now, d.ExternalID).Scan(&seq)
+		if err != nil {
+			return err
+		}
+		d.Seq = uint64(seq)
+		if d.ExternalID != "" { // a free external id is taken at once
+			if _, err := tx.Exec(ctx, `INSERT INTO external_ids (owner_id, external_id, document_id)
+				VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, d.OwnerID, d.ExternalID, d.ID); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO jobs (id, project_id, owner_id, document_id, status,
+			created_at, updated_at, due_at, queue_seq)
+			VALUES ($1, $2, $3, $4, $5, $6, $6, $6, nextval('job_queue_seq'))`,
+			job.ID, job.ProjectID, job.OwnerID, job.DocumentID, job.Status, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create document: %w", err)
+	}
+	return job, nil
+}
+
+// addFile counts one more reference to an owner's file, writing its bytes
+// when it is new. The upsert locks the file's row, so of two uploads of
+// one content the second waits for the first and finds its bytes.
+func addFile(ctx context.Context, tx pgx.Tx, ownerID, hash string, data []byte) error {
+	var refs int
+	if err := tx.QueryRow(ctx, `INSERT INTO files (owner_id, hash, refs) VALUES ($1, $2, 1)
+		ON CONFLICT (owner_id, hash) DO UPDATE SET refs = files.refs + 1 RETURNING refs`,
+		ownerID, hash).Scan(&refs); err != nil {
+		return fmt.Errorf("reference file: %w", err)
+	}
+	if refs > 1 {
+		return nil
+	}
+	for n := 0; n == 0 || n*filePiece < len(data); n++ {
+		piece := data[n*filePiece : min((n+1)*filePiece, len(data))]
+		if _, err := tx.Exec(ctx, "INSERT INTO file_pieces (owner_id, hash, n, data) VALUES ($1, $2, $3, $4)",
+			ownerID, hash, n, piece); err != nil {
+			return fmt.Errorf("write file: %w", err)
+		}
+	}
+	return nil
+}
+
+// releaseFile drops one reference to an owner's file, and the file with
+// its last reference.
+func releaseFile(ctx context.Context, tx pgx.Tx, ownerID, hash string) error {
+	var refs int
+	err := tx.QueryRow(ctx, "UPDATE files SET refs = refs - 1 WHERE owner_id = $1 AND hash = $2 RETURNING refs",
+		ownerID, hash).Scan(&refs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("release file: %w", err)
+	}
+	if refs <= 0 {
+		_, err = tx.Exec(ctx, "DELETE FROM files WHERE owner_id = $1 AND hash = $2", ownerID, hash)
+	}
+	return err
+}
+
+// ReadFile returns the original bytes of an owner's file.
+func (s *Store) ReadFile(ownerID, hash string) ([]byte, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, "SELECT data FROM file_pieces WHERE owner_id = $1 AND hash = $2 ORDER BY n",
+		ownerID, hash)
+	if err != nil {
+		return nil, fmt.Errorf("store: read file %s: %w", hash, err)
+	}
+	pieces, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, fmt.Errorf("store: read file %s: %w", hash, err)
+	}
+	if len(pieces) == 0 {
+		return nil, fmt.Errorf("store: read file %s: %w", hash, store.ErrNotFound)
+	}
+	data := []byte{}
+	for _, p := range pieces {
+		data = append(data, p...)
+	}
+	return data, nil
+}
+
+// Document returns a document by id.
+func (s *Store) Document(id string) (*store.Document, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	return scanDoc(s.pool.QueryRow(ctx, "SELECT "+docColumns+" FROM documents WHERE id = $1", id))
+}
+
+// Documents lists an owner's documents, newest first.
+func (s *Store) Documents(ownerID string) ([]store.Document, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, "SELECT "+docColumns+` FROM documents WHERE owner_id = $1
+		ORDER BY created_at DESC, seq DESC`, ownerID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list documents: %w", err)
+	}
+	docs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Document, error) {
+		d, err := scanDoc(row)
+		if err != nil {
+			return store.Document{}, err
+		}
+		return *d, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list documents: %w", err)
+	}
+	return docs, nil
+}
+
+// DeleteDocument removes a document, ends its job if it has not run, frees
+// its external id and drops its reference to its original file. It returns
+// the chunk sequences removed, for the caller to drop from the index: none
+// yet, as chunks are not in this store so far.
+//
+// The job is locked before the document, in the order ClaimJob locks them,
+// so that a delete and a claim of the same document never deadlock.
+func (s *Store) DeleteDocument(id string) ([]uint64, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var jobID string
+		if err := tx.QueryRow(ctx, "SELECT job_id FROM documents WHERE id = $1", id).Scan(&jobID); err != nil {
+			return notFound(err)
+		}
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", jobID); err != nil {
+			return err
+		}
+		d, err := scanDoc(tx.QueryRow(ctx, "DELETE FROM documents WHERE id = $1 RETURNING "+docColumns, id))
+		if err != nil {
+			return err
+		}
+		if d.ExternalID != "" {
+			if _, err := tx.Exec(ctx, `DELETE FROM external_ids
+				WHERE owner_id = $1 AND external_id = $2 AND document_id = $3`, d.OwnerID, d.ExternalID, d.ID); err != nil {
+				return err
+			}
+		}
+		// A job already running notices the document is gone when it ends.
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET status = $2, error = $3, updated_at = $4, due_at = NULL
+			WHERE id = $1 AND status = $5`, d.JobID, store.StatusFailed,
+			"the document was deleted before it was processed", s.timestamp(), store.StatusPending); err != nil {
+			return err
+		}
+		return releaseFile(ctx, tx, d.OwnerID, d.FileHash)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: delete document %s: %w", id, err)
+	}
+	return nil, nil
+}

@@ -1,0 +1,219 @@
+package pgstore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/docsift/docsift/store"
+)
+
+// The jobs table is the queue: a job is queued while its due_at is set.
+// Jobs run as in the bbolt store, with RequeueInterrupted at start; the
+// lease-based claiming of docs/cluster.md, which lets several nodes
+// restart independently, comes with the cluster's workers.
+
+const jobColumns = `id, project_id, owner_id, document_id, status, error, chunks, chunks_embedded,
+	searchable_at, attempts, not_before, created_at, updated_at, pages_done, pages`
+
+func scanJob(row pgx.Row) (*store.Job, error) {
+	var j store.Job
+	var searchable, notBefore *time.Time
+	var done, pages *int
+	err := row.Scan(&j.ID, &j.ProjectID, &j.OwnerID, &j.DocumentID, &j.Status, &j.Error, &j.Chunks,
+		&j.ChunksEmbedded, &searchable, &j.Attempts, &notBefore, &j.CreatedAt, &j.UpdatedAt, &done, &pages)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if searchable != nil {
+		j.SearchableAt = searchable.UTC()
+	}
+	if notBefore != nil {
+		j.NotBefore = notBefore.UTC()
+	}
+	if done != nil && pages != nil {
+		j.Progress = &store.JobProgress{PagesDone: *done, Pages: *pages}
+	}
+	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	return &j, nil
+}
+
+// Job returns a job by id.
+func (s *Store) Job(id string) (*store.Job, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	return scanJob(s.pool.QueryRow(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id = $1", id))
+}
+
+// ClaimJob takes the oldest job that is due, marks it PROCESSING and returns
+// it with its document. It returns store.ErrNoJob when none is due. Claimers
+// skip the jobs others hold locked, so each job goes to one of them.
+func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	var job *store.Job
+	var doc *store.Document
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		now := s.timestamp()
+		for {
+			var id, docID string
+			err := tx.QueryRow(ctx, `SELECT id, document_id FROM jobs WHERE due_at <= $1
+				ORDER BY due_at, queue_seq LIMIT 1 FOR UPDATE SKIP LOCKED`, now).Scan(&id, &docID)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return store.ErrNoJob
+			}
+			if err != nil {
+				return err
+			}
+			doc, err = scanDoc(tx.QueryRow(ctx, `UPDATE documents SET status = $2, updated_at = $3
+				WHERE id = $1 RETURNING `+docColumns, docID, store.StatusProcessing, now))
+			if errors.Is(err, store.ErrNotFound) {
+				// Its document went while it waited: end it, or it would
+				// head the queue for ever.
+				if _, err := tx.Exec(ctx, `UPDATE jobs SET status = $2, error = $3, updated_at = $4, due_at = NULL
+					WHERE id = $1`, id, store.StatusFailed, "the document was deleted before it was processed", now); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, attempts = attempts + 1,
+				updated_at = $3, due_at = NULL, queue_seq = NULL, pages_done = NULL, pages = NULL
+				WHERE id = $1 RETURNING `+jobColumns, id, store.StatusProcessing, now))
+			return err
+		}
+	})
+	if errors.Is(err, store.ErrNoJob) {
+		return nil, nil, store.ErrNoJob
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: claim job: %w", err)
+	}
+	return job, doc, nil
+}
+
+// NextDue returns when the earliest queued job becomes due, or false when
+// the queue is empty (or the database cannot say: workers then sleep
+// their longest and ask again).
+func (s *Store) NextDue() (time.Time, bool) {
+	ctx, cancel := opContext()
+	defer cancel()
+	var next *time.Time
+	if err := s.pool.QueryRow(ctx, "SELECT min(due_at) FROM jobs WHERE due_at IS NOT NULL").Scan(&next); err != nil || next == nil {
+		return time.Time{}, false
+	}
+	return next.UTC(), true
+}
+
+// FinishJob ends a job as SUCCEEDED (errMsg empty) or FAILED, and its
+// document with it.
+//
+// The bbolt store also queues the job's webhook event in that transaction;
+// this store has no webhooks yet, so there is nothing to queue.
+func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error {
+	status := store.StatusSucceeded
+	if errMsg != "" {
+		status = store.StatusFailed
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		now := s.timestamp()
+		var docID string
+		err := tx.QueryRow(ctx, `UPDATE jobs SET status = $2, error = $3, chunks = $4, chunks_embedded = $4,
+			pages_done = NULL, pages = NULL, updated_at = $5 WHERE id = $1 RETURNING document_id`,
+			jobID, status, errMsg, chunks, now).Scan(&docID)
+		if err != nil {
+			return notFound(err)
+		}
+		_, err = tx.Exec(ctx, `UPDATE documents SET status = $2, error = $3, chunks = $4, pages = $5, updated_at = $6
+			WHERE id = $1`, docID, status, errMsg, chunks, pages, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: update job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// SetJobProgress records how far a running job has got. It changes only a
+// PROCESSING job: a report that arrives after the job ended is dropped
+// (and reported as store.ErrNotFound when the job is gone).
+func (s *Store) SetJobProgress(jobID string, p store.JobProgress) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	var status string
+	err := s.pool.QueryRow(ctx, `WITH j AS (SELECT id, status FROM jobs WHERE id = $1),
+		u AS (UPDATE jobs SET pages_done = $2, pages = $3, updated_at = $4
+			WHERE id = $1 AND status = $5)
+		SELECT status FROM j`, jobID, p.PagesDone, p.Pages, s.timestamp(), store.StatusProcessing).Scan(&status)
+	if err != nil {
+		return fmt.Errorf("store: record progress of job %s: %w", jobID, notFound(err))
+	}
+	return nil
+}
+
+// RetryJob puts a job back in the queue, due at notBefore, keeping errMsg as
+// the reason it waits.
+func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	notBefore = notBefore.UTC().Truncate(time.Microsecond)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		now := s.timestamp()
+		var docID string
+		err := tx.QueryRow(ctx, `UPDATE jobs SET status = $2, error = $3, not_before = $4, updated_at = $5,
+			pages_done = NULL, pages = NULL, due_at = $4, queue_seq = nextval('job_queue_seq')
+			WHERE id = $1 RETURNING document_id`, jobID, store.StatusPending, errMsg, notBefore, now).Scan(&docID)
+		if err != nil {
+			return notFound(err)
+		}
+		_, err = tx.Exec(ctx, "UPDATE documents SET status = $2, error = $3, updated_at = $4 WHERE id = $1",
+			docID, store.StatusPending, errMsg, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: retry job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// RequeueInterrupted returns every PROCESSING job to PENDING, due now: they
+// were running when the process stopped. It returns how many there were.
+func (s *Store) RequeueInterrupted() (int, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `WITH j AS (
+				UPDATE jobs SET status = $1, updated_at = $3, due_at = $3, queue_seq = nextval('job_queue_seq'),
+					pages_done = NULL, pages = NULL
+				WHERE status = $2 RETURNING document_id),
+			d AS (UPDATE documents SET status = $1 WHERE id IN (SELECT document_id FROM j))
+			SELECT count(*) FROM j`, store.StatusPending, store.StatusProcessing, s.timestamp()).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: requeue interrupted jobs: %w", err)
+	}
+	return n, nil
+}
+
+// PendingJobs returns how many jobs wait in the queue, due or backing off,
+// and when the oldest of them was created (zero when none waits).
+func (s *Store) PendingJobs() (n int, oldest time.Time, err error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	var first *time.Time
+	if err := s.pool.QueryRow(ctx, "SELECT count(*), min(created_at) FROM jobs WHERE due_at IS NOT NULL").
+		Scan(&n, &first); err != nil {
+		return 0, time.Time{}, fmt.Errorf("store: count pending jobs: %w", err)
+	}
+	if first != nil {
+		oldest = first.UTC()
+	}
+	return n, oldest, nil
+}

@@ -1,0 +1,374 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docsift/docsift/store"
+)
+
+// Jobs is the slice of documents and the jobs that index them, as far as
+// they need no chunks or vectors: creating a document with its original
+// and its job, reading, listing and deleting documents, and the queue.
+type Jobs interface {
+	CreateDocument(d *store.Document, data []byte) (*store.Job, error)
+	Document(id string) (*store.Document, error)
+	Documents(ownerID string) ([]store.Document, error)
+	DeleteDocument(id string) ([]uint64, error)
+	ReadFile(ownerID, hash string) ([]byte, error)
+	Job(id string) (*store.Job, error)
+	ClaimJob() (*store.Job, *store.Document, error)
+	NextDue() (time.Time, bool)
+	FinishJob(jobID string, chunks, pages int, errMsg string) error
+	SetJobProgress(jobID string, p store.JobProgress) error
+	RetryJob(jobID string, notBefore time.Time, errMsg string) error
+	RequeueInterrupted() (int, error)
+	PendingJobs() (n int, oldest time.Time, err error)
+	SetClock(now func() time.Time)
+}
+
+// RunJobs runs every test of the Jobs slice, each on a new store.
+func RunJobs(t *testing.T, open func(t *testing.T) Jobs) {
+	t.Run("DocumentsCreateListDelete", func(t *testing.T) { documentsCreateListDelete(t, open(t)) })
+	t.Run("ClaimByDueTime", func(t *testing.T) { claimByDueTime(t, open(t)) })
+	t.Run("ConcurrentClaimsTakeEachJobOnce", func(t *testing.T) { concurrentClaims(t, open(t)) })
+	t.Run("ProgressAndFinish", func(t *testing.T) { progressAndFinish(t, open(t)) })
+	t.Run("RequeueInterrupted", func(t *testing.T) { requeueInterrupted(t, open(t)) })
+	t.Run("JobOfDeletedDocument", func(t *testing.T) { jobOfDeletedDocument(t, open(t)) })
+}
+
+func upload(t *testing.T, s Jobs, owner, name, content string) (*store.Document, *store.Job) {
+	t.Helper()
+	d := &store.Document{ProjectID: "prj_test", OwnerID: owner, Name: name, Format: "text"}
+	j, err := s.CreateDocument(d, []byte(content))
+	if err != nil {
+		t.Fatalf("CreateDocument(%s): %v", name, err)
+	}
+	return d, j
+}
+
+func mustJob(t *testing.T, s Jobs, id string) *store.Job {
+	t.Helper()
+	j, err := s.Job(id)
+	if err != nil {
+		t.Fatalf("Job(%s): %v", id, err)
+	}
+	return j
+}
+
+func mustDoc(t *testing.T, s Jobs, id string) *store.Document {
+	t.Helper()
+	d, err := s.Document(id)
+	if err != nil {
+		t.Fatalf("Document(%s): %v", id, err)
+	}
+	return d
+}
+
+func mustClaim(t *testing.T, s Jobs) (*store.Job, *store.Document) {
+	t.Helper()
+	j, d, err := s.ClaimJob()
+	if err != nil {
+		t.Fatalf("ClaimJob: %v", err)
+	}
+	return j, d
+}
+
+func documentsCreateListDelete(t *testing.T, s Jobs) {
+	c := newClock(s)
+	in := &store.Document{ProjectID: "prj_test", OwnerID: "alice", Name: "a.txt", Format: "text",
+		Metadata: map[string]string{"lang": "en"}, ExternalID: "ext-1"}
+	job, err := s.CreateDocument(in, []byte("same words"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(in.ID, store.PrefixDocument) || !strings.HasPrefix(job.ID, store.PrefixJob) ||
+		in.JobID != job.ID || job.DocumentID != in.ID || in.Status != store.StatusPending || job.Status != store.StatusPending ||
+		in.Size != 10 || in.FileHash == "" || !in.CreatedAt.Equal(c.Now()) || job.OwnerID != "alice" || job.ProjectID != "prj_test" {
+		t.Fatalf("created document %+v with job %+v", in, job)
+	}
+	got := mustDoc(t, s, in.ID)
+	if got.Name != "a.txt" || got.OwnerID != "alice" || got.Metadata["lang"] != "en" || len(got.Metadata) != 1 ||
+		got.FileHash != in.FileHash || got.Size != 10 || got.JobID != job.ID || got.ExternalID != "ext-1" ||
+		got.Seq != in.Seq || !got.CreatedAt.Equal(in.CreatedAt) || got.Status != store.StatusPending {
+		t.Fatalf("Document = %+v, want %+v", got, in)
+	}
+	if j := mustJob(t, s, job.ID); j.Status != store.StatusPending || j.Attempts != 0 || !j.CreatedAt.Equal(c.Now()) {
+		t.Fatalf("Job = %+v", j)
+	}
+	c.Advance(time.Second)
+	second, _ := upload(t, s, "alice", "b.txt", "same words") // one stored original for both
+	c.Advance(time.Second)
+	other, _ := upload(t, s, "bob", "c.txt", "other words")
+	if second.Seq <= in.Seq || other.Seq <= second.Seq || second.FileHash != in.FileHash {
+		t.Fatalf("seqs %d, %d, %d, hashes %s, %s: want increasing seqs and one hash for one content",
+			in.Seq, second.Seq, other.Seq, in.FileHash, second.FileHash)
+	}
+	docs, err := s.Documents("alice")
+	if err != nil || len(docs) != 2 || docs[0].ID != second.ID || docs[1].ID != in.ID {
+		t.Fatalf("Documents(alice) = %+v, %v; want b.txt then a.txt", docs, err)
+	}
+	if docs, _ := s.Documents("nobody"); len(docs) != 0 {
+		t.Fatalf("Documents(nobody) = %+v", docs)
+	}
+	if data, err := s.ReadFile("alice", in.FileHash); err != nil || string(data) != "same words" {
+		t.Fatalf("ReadFile = %q, %v", data, err)
+	}
+	if _, err := s.ReadFile("bob", in.FileHash); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another owner's file: err = %v, want ErrNotFound", err)
+	}
+
+	c.Advance(time.Second)
+	if _, err := s.DeleteDocument(in.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Document(in.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted document: err = %v, want ErrNotFound", err)
+	}
+	if j := mustJob(t, s, job.ID); j.Status != store.StatusFailed || j.Error == "" {
+		t.Fatalf("job of a document deleted before it ran = %+v, want FAILED with a reason", j)
+	}
+	if data, err := s.ReadFile("alice", in.FileHash); err != nil || string(data) != "same words" {
+		t.Fatalf("the original another document uses: %q, %v", data, err)
+	}
+	if _, err := s.DeleteDocument(second.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadFile("alice", in.FileHash); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("original without documents: err = %v, want ErrNotFound", err)
+	}
+	if docs, _ := s.Documents("alice"); len(docs) != 0 {
+		t.Fatalf("Documents after deletes = %+v", docs)
+	}
+	if _, err := s.DeleteDocument(in.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: err = %v, want ErrNotFound", err)
+	}
+	if n, _, _ := s.PendingJobs(); n != 1 {
+		t.Fatalf("PendingJobs = %d, want 1 (bob's)", n)
+	}
+}
+
+func claimByDueTime(t *testing.T, s Jobs) {
+	c := newClock(s)
+	t0 := c.Now()
+	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+		t.Fatalf("empty queue: err = %v, want ErrNoJob", err)
+	}
+	if _, ok := s.NextDue(); ok {
+		t.Fatal("NextDue on an empty queue reports a job")
+	}
+	x, xJob := upload(t, s, "alice", "x", "x")
+	c.Advance(time.Second)
+	_, yJob := upload(t, s, "alice", "y", "y")
+	if n, oldest, err := s.PendingJobs(); err != nil || n != 2 || !oldest.Equal(t0) {
+		t.Fatalf("PendingJobs = %d, %v, %v; want 2 since %v", n, oldest, err, t0)
+	}
+	j, d := mustClaim(t, s)
+	if j.ID != xJob.ID || d.ID != x.ID || j.Status != store.StatusProcessing || j.Attempts != 1 || d.Status != store.StatusProcessing {
+		t.Fatalf("first claim = %+v, %+v; want x's job PROCESSING, attempt 1", j, d)
+	}
+	if got := mustDoc(t, s, x.ID); got.Status != store.StatusProcessing {
+		t.Fatalf("claimed document status %s", got.Status)
+	}
+	if j, _ := mustClaim(t, s); j.ID != yJob.ID {
+		t.Fatalf("second claim = %s, want y's job %s", j.ID, yJob.ID)
+	}
+	// Retried, the later-created y is due first and so claimed first.
+	if err := s.RetryJob(xJob.ID, t0.Add(20*time.Second), "busy"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RetryJob(yJob.ID, t0.Add(15*time.Second), "busy"); err != nil {
+		t.Fatal(err)
+	}
+	xj, xd := mustJob(t, s, xJob.ID), mustDoc(t, s, x.ID)
+	if xj.Status != store.StatusPending || xj.Error != "busy" || !xj.NotBefore.Equal(t0.Add(20*time.Second)) ||
+		xd.Status != store.StatusPending || xd.Error != "busy" {
+		t.Fatalf("retried job %+v, document %+v", xj, xd)
+	}
+	if next, ok := s.NextDue(); !ok || !next.Equal(t0.Add(15*time.Second)) {
+		t.Fatalf("NextDue = %v, %v; want %v", next, ok, t0.Add(15*time.Second))
+	}
+	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+		t.Fatalf("claim before anything is due: err = %v, want ErrNoJob", err)
+	}
+	c.t = t0.Add(30 * time.Second)
+	if j, _ := mustClaim(t, s); j.ID != yJob.ID || j.Attempts != 2 {
+		t.Fatalf("claim after back-off = %+v, want y's job, attempt 2", j)
+	}
+	if j, _ := mustClaim(t, s); j.ID != xJob.ID || j.Attempts != 2 {
+		t.Fatalf("claim after back-off = %+v, want x's job, attempt 2", j)
+	}
+	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+		t.Fatalf("drained queue: err = %v, want ErrNoJob", err)
+	}
+	if n, _, _ := s.PendingJobs(); n != 0 {
+		t.Fatalf("PendingJobs = %d after claiming all", n)
+	}
+	if err := s.RetryJob("job_nope", t0, "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("RetryJob(unknown): err = %v, want ErrNotFound", err)
+	}
+}
+
+func concurrentClaims(t *testing.T, s Jobs) {
+	newClock(s)
+	const jobs, claimers = 40, 4
+	want := map[string]bool{}
+	for i := range jobs {
+		_, j := upload(t, s, "alice", fmt.Sprint("doc", i), fmt.Sprint("content ", i))
+		want[j.ID] = true
+	}
+	var wg sync.WaitGroup
+	claimed := make([][]string, claimers)
+	errs := make([]error, claimers)
+	for i := range claimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j, _, err := s.ClaimJob()
+				if errors.Is(err, store.ErrNoJob) {
+					return
+				}
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				claimed[i] = append(claimed[i], j.ID)
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for i := range claimers {
+		if errs[i] != nil {
+			t.Fatalf("claimer %d: %v", i, errs[i])
+		}
+		for _, id := range claimed[i] {
+			if _, ok := seen[id]; ok {
+				t.Fatalf("job %s claimed by claimers %d and %d", id, seen[id], i)
+			}
+			seen[id] = i
+		}
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("%d jobs claimed, want %d", len(seen), len(want))
+	}
+	for id := range want {
+		if j := mustJob(t, s, id); j.Attempts != 1 || j.Status != store.StatusProcessing {
+			t.Fatalf("job %+v: want claimed once", j)
+		}
+	}
+}
+
+func progressAndFinish(t *testing.T, s Jobs) {
+	c := newClock(s)
+	ok, okJob := upload(t, s, "alice", "ok", "ok")
+	bad, badJob := upload(t, s, "alice", "bad", "bad")
+	mustClaim(t, s)
+	mustClaim(t, s)
+	if err := s.SetJobProgress(okJob.ID, store.JobProgress{PagesDone: 1, Pages: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if j := mustJob(t, s, okJob.ID); j.Progress == nil || *j.Progress != (store.JobProgress{PagesDone: 1, Pages: 3}) {
+		t.Fatalf("progress = %+v", j.Progress)
+	}
+	c.Advance(time.Minute)
+	if err := s.FinishJob(okJob.ID, 5, 3, ""); err != nil {
+		t.Fatal(err)
+	}
+	j, d := mustJob(t, s, okJob.ID), mustDoc(t, s, ok.ID)
+	if j.Status != store.StatusSucceeded || j.Chunks != 5 || j.ChunksEmbedded != 5 || j.Progress != nil || j.Error != "" ||
+		!j.UpdatedAt.Equal(c.Now()) || d.Status != store.StatusSucceeded || d.Chunks != 5 || d.Pages != 3 || !d.UpdatedAt.Equal(c.Now()) {
+		t.Fatalf("finished job %+v, document %+v", j, d)
+	}
+	// A report arriving after the end is dropped, not an error.
+	if err := s.SetJobProgress(okJob.ID, store.JobProgress{PagesDone: 3, Pages: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if j := mustJob(t, s, okJob.ID); j.Progress != nil {
+		t.Fatalf("progress recorded on an ended job: %+v", j.Progress)
+	}
+	if err := s.FinishJob(badJob.ID, 0, 0, "unreadable"); err != nil {
+		t.Fatal(err)
+	}
+	j, d = mustJob(t, s, badJob.ID), mustDoc(t, s, bad.ID)
+	if j.Status != store.StatusFailed || j.Error != "unreadable" || d.Status != store.StatusFailed || d.Error != "unreadable" {
+		t.Fatalf("failed job %+v, document %+v", j, d)
+	}
+	if err := s.SetJobProgress("job_nope", store.JobProgress{}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("SetJobProgress(unknown): err = %v, want ErrNotFound", err)
+	}
+	if err := s.FinishJob("job_nope", 0, 0, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("FinishJob(unknown): err = %v, want ErrNotFound", err)
+	}
+}
+
+func requeueInterrupted(t *testing.T, s Jobs) {
+	c := newClock(s)
+	var ids []string
+	for i := range 3 {
+		_, j := upload(t, s, "alice", fmt.Sprint("doc", i), fmt.Sprint(i))
+		ids = append(ids, j.ID)
+		c.Advance(time.Second)
+	}
+	a, _ := mustClaim(t, s)
+	b, _ := mustClaim(t, s)
+	if err := s.SetJobProgress(a.ID, store.JobProgress{PagesDone: 1, Pages: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RequeueInterrupted(); err != nil || n != 2 {
+		t.Fatalf("RequeueInterrupted = %d, %v; want 2", n, err)
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		j := mustJob(t, s, id)
+		if d := mustDoc(t, s, j.DocumentID); j.Status != store.StatusPending || j.Progress != nil || d.Status != store.StatusPending {
+			t.Fatalf("requeued job %+v, document status %s", j, d.Status)
+		}
+	}
+	if n, _, _ := s.PendingJobs(); n != 3 {
+		t.Fatalf("PendingJobs = %d after requeue, want 3", n)
+	}
+	if n, err := s.RequeueInterrupted(); err != nil || n != 0 {
+		t.Fatalf("second RequeueInterrupted = %d, %v; want 0", n, err)
+	}
+	attempts := map[string]int{}
+	for range 3 {
+		j, _ := mustClaim(t, s)
+		attempts[j.ID] = j.Attempts
+	}
+	if attempts[ids[0]] != 2 || attempts[ids[1]] != 2 || attempts[ids[2]] != 1 {
+		t.Fatalf("attempts after requeue = %v; want the interrupted two at 2", attempts)
+	}
+}
+
+func jobOfDeletedDocument(t *testing.T, s Jobs) {
+	c := newClock(s)
+	d, job := upload(t, s, "alice", "gone", "gone")
+	mustClaim(t, s)
+	if _, err := s.DeleteDocument(d.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A running job is left to notice the deletion when it ends.
+	if j := mustJob(t, s, job.ID); j.Status != store.StatusProcessing {
+		t.Fatalf("running job of a deleted document = %+v, want still PROCESSING", j)
+	}
+	if err := s.RetryJob(job.ID, c.Now(), "busy"); err != nil {
+		t.Fatal(err)
+	}
+	// Its retry must not head the queue for ever: claiming ends it.
+	later, laterJob := upload(t, s, "alice", "later", "later")
+	j, got := mustClaim(t, s)
+	if j.ID != laterJob.ID || got.ID != later.ID {
+		t.Fatalf("claim = %+v; want the later document's job", j)
+	}
+	if j := mustJob(t, s, job.ID); j.Status != store.StatusFailed || j.Error == "" {
+		t.Fatalf("job of a deleted document = %+v, want FAILED with a reason", j)
+	}
+	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+		t.Fatalf("err = %v, want ErrNoJob", err)
+	}
+}
