@@ -62,7 +62,6 @@ func (o *modelOptions) chooseEmbedder(ctx context.Context, st *store.Store, log 
 		}
 	}
 	log.Info("embedder chosen", "embedder", em.Model(), "why", why)
-	logEmbedSpeed(ctx, em, log)
 	return em, nil
 }
 
@@ -143,6 +142,9 @@ func logEmbedSpeed(ctx context.Context, em llm.Embedder, log *slog.Logger) {
 		return
 	}
 	perSec, err := llm.MeasureEmbedSpeed(ctx, em)
+	if ctx.Err() != nil {
+		return // the server is stopping
+	}
 	if err != nil {
 		log.Warn("embedding speed not measured", "embedder", em.Model(), "err", err)
 		return

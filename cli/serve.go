@@ -177,6 +177,14 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if err != nil {
 		return err
 	}
+	// In the background: with a model server on a CPU the probe takes
+	// seconds, and the server need not wait for a log line. Its batches
+	// queue behind nothing yet and ahead of no query (queries skip the
+	// ingest queue).
+	probeCtx, cancelProbe := context.WithCancel(ctx)
+	probed := make(chan struct{})
+	go func() { defer close(probed); logEmbedSpeed(probeCtx, embedder, log) }()
+	defer func() { cancelProbe(); <-probed }()
 	answerer, err := o.models.chooseAnswerer(ctx, log)
 	if err != nil {
 		return err

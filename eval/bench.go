@@ -390,20 +390,33 @@ func BenchQuery(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 }
 
 func post(ctx context.Context, client *http.Client, url, key string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	_, err := send(ctx, client, http.MethodPost, url, key, body)
+	return err
+}
+
+// send makes a JSON request (with key as the bearer token unless empty)
+// and returns the whole answer of a 200, or an error carrying the status
+// and the answer's text.
+func send(ctx context.Context, client *http.Client, method, url, key string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	msg, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	return msg, nil
 }

@@ -44,10 +44,7 @@ func BenchmarkRealOllamaQueriesDuringIngest(b *testing.B) {
 // oneThreadNomic is the nomic-sized model run on one thread: a server of
 // it stands for a one-core machine, so two of them on this two-core
 // machine stand for two such machines.
-var oneThreadNomic = ollamareal.Bert("nomic-sized-1t", ollamareal.BertSpec{
-	Hidden: 768, Layers: 12, Heads: 12, Intermediate: 3072,
-	Positions: 2048, Words: 30000, Seed: 3,
-})
+var oneThreadNomic = ollamareal.Bert("nomic-sized-1t", ollamareal.NomicSizes)
 
 // BenchmarkRealOllamaTwoServers indexes libtasn1.pdf (60 chunks) with
 // --ollama-url naming one server and then two, each running the

@@ -149,25 +149,8 @@ feed:
 }
 
 func postEmbed(ctx context.Context, client *http.Client, url string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	// Read the whole answer: the vectors are part of the work.
-	msg, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
-	}
-	return nil
+	_, err := send(ctx, client, http.MethodPost, url, "", body) // the whole answer: the vectors are part of the work
+	return err
 }
 
 // embedInputs counts the texts of an /api/embed request body, whose input

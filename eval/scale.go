@@ -2,7 +2,6 @@ package eval
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -340,23 +339,9 @@ func (s *scaleServer) firstQuery(ctx context.Context, q string) (float64, error)
 
 // call sends a JSON request and decodes a 200 answer into out.
 func (s *scaleServer) call(ctx context.Context, method, path string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body))
+	msg, err := send(ctx, s.client, method, s.base+path, s.key, body)
 	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+s.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(msg))
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	return json.Unmarshal(msg, out)
 }

@@ -43,10 +43,14 @@ var (
 	// 12 heads, 3072 intermediate, about 110M parameters in F16) for timing:
 	// its speed, not its output, is what it shows. Its context is 2048
 	// tokens, the length nomic-embed-text runs at by default.
-	NomicSized = bertModel("nomic-sized", BertSpec{
+	NomicSized = bertModel("nomic-sized", NomicSizes, nil)
+
+	// NomicSizes are NomicSized's sizes, for a variant of it (say, on one
+	// thread).
+	NomicSizes = BertSpec{
 		Hidden: 768, Layers: 12, Heads: 12, Intermediate: 3072,
 		Positions: 2048, Words: 30000, Seed: 3,
-	}, nil)
+	}
 
 	// The stand-ins below have the sizes of the small embedding models in
 	// Ollama's library that docsift's default was chosen among, as their
