@@ -36,9 +36,11 @@ clean:
 # The real Ollama server (github.com/ollama/ollama at go.mod's version): the
 # script builds it once into a cache outside the clone, then every test
 # named RealOllama, in every package, runs against it and may not skip.
+# One package at a time (-p 1): each starts its own Ollama, and several
+# runners spinning on two cores made one of them take minutes to answer.
 .PHONY: test-ollama bench-ollama
 test-ollama:
-	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -timeout 30m -run RealOllama ./...
+	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -p 1 -timeout 30m -run RealOllama ./...
 
 # Embeddings/s of a nomic-embed-text-sized model and the tiny chat model's
 # tokens/s on the real server, the candidate default embedders' speeds side
