@@ -55,7 +55,7 @@ type CreatedKey struct {
 
 // Listen serves the admin API of the server that keeps st on
 // dataDir/docsift.sock. The returned function stops it.
-func Listen(dataDir string, st *store.Store, reindexer Reindexer) (func(), error) {
+func Listen(dataDir string, st store.Backend, reindexer Reindexer) (func(), error) {
 	path := filepath.Join(dataDir, SocketName)
 	// The store's file lock says no other server runs here, so a socket
 	// file left behind is stale.
@@ -73,11 +73,10 @@ func Listen(dataDir string, st *store.Store, reindexer Reindexer) (func(), error
 	return func() { srv.Close(); os.Remove(path) }, nil
 }
 
-func handler(st *store.Store, dataDir string, reindexer Reindexer) http.Handler {
+func handler(st store.Backend, dataDir string, reindexer Reindexer) http.Handler {
 	var admin Store = st
 	mux := http.NewServeMux()
 	mux.Handle("POST /reindex", reindexHandler(reindexer))
-	mux.Handle("GET /backup", backupHandler(st, dataDir))
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
@@ -90,9 +89,14 @@ func handler(st *store.Store, dataDir string, reindexer Reindexer) http.Handler 
 		}
 		json.NewEncoder(w).Encode(v)
 	}
-	mux.HandleFunc("GET /doctor", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, Doctor(st, dataDir, true), nil)
-	})
+	// Backup and doctor read the bbolt file and the files beside it in the
+	// data dir; a store kept elsewhere has neither.
+	if bolt, ok := st.(*store.Store); ok {
+		mux.Handle("GET /backup", backupHandler(bolt, dataDir))
+		mux.HandleFunc("GET /doctor", func(w http.ResponseWriter, r *http.Request) {
+			reply(w, Doctor(bolt, dataDir, true), nil)
+		})
+	}
 	mux.HandleFunc("POST /projects", func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Name string }
 		json.NewDecoder(r.Body).Decode(&req)

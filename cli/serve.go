@@ -164,7 +164,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 			}
 		}()
 	}
-	st, err := store.Open(o.data)
+	st, err := openStore(o.data)
 	if err != nil {
 		return err
 	}
@@ -293,10 +293,20 @@ func defaultBaseURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// openStore opens the store the server keeps its records in: the bbolt
+// file in the data dir.
+func openStore(data string) (store.Backend, error) {
+	st, err := store.Open(data)
+	if err != nil {
+		return nil, err // not st: a nil *Store would be a non-nil Backend
+	}
+	return st, nil
+}
+
 // firstStart creates the "default" project on an empty data dir and prints
 // its key once, in a line that puts it in a shell variable: the commands
 // after it use the variable, so the key appears once in a service's log.
-func firstStart(st *store.Store, baseURL string, w io.Writer) error {
+func firstStart(st store.Backend, baseURL string, w io.Writer) error {
 	ps, err := st.Projects()
 	if err != nil || len(ps) > 0 {
 		return err

@@ -88,7 +88,7 @@ func (c Config) withDefaults() Config {
 // Engine is the indexing pipeline and the search over its result.
 type Engine struct {
 	cfg       Config
-	store     *store.Store
+	store     store.Backend
 	indexes   *Indexes
 	embedder  llm.Embedder            // for owners with no vectors yet, and reindexing
 	embedders map[string]llm.Embedder // by model: every embedder this server can run
@@ -106,7 +106,7 @@ type Engine struct {
 
 // New returns an engine over st whose index snapshots live in indexDir.
 // New owners' documents are embedded with embedder.
-func New(st *store.Store, embedder llm.Embedder, indexDir string, cfg Config, log *slog.Logger) *Engine {
+func New(st store.Backend, embedder llm.Embedder, indexDir string, cfg Config, log *slog.Logger) *Engine {
 	e := &Engine{
 		cfg:       cfg.withDefaults(),
 		store:     st,
@@ -219,10 +219,15 @@ func (e *Engine) Start() error {
 	if n > 0 {
 		e.log.Info("requeued jobs interrupted by the last shutdown", "jobs", n)
 	}
-	if n, err := e.store.SweepFiles(); err != nil {
-		e.log.Warn("could not sweep orphaned files", "err", err)
-	} else if n > 0 {
-		e.log.Info("removed orphaned files", "files", n)
+	// Only a store that keeps originals as files beside its records (bbolt)
+	// can leave orphans behind a crash; one that writes them in the
+	// document's transaction has none to sweep.
+	if files, ok := e.store.(interface{ SweepFiles() (int, error) }); ok {
+		if n, err := files.SweepFiles(); err != nil {
+			e.log.Warn("could not sweep orphaned files", "err", err)
+		} else if n > 0 {
+			e.log.Info("removed orphaned files", "files", n)
+		}
 	}
 	e.cfg.Metrics.WatchQueue(e.store.PendingJobs)
 	e.cfg.Metrics.WatchIndexes(e.indexes.Sizes)

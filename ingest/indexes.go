@@ -19,7 +19,7 @@ import (
 // DATA/index/ and caught up with the store, which is the source of truth: a
 // snapshot only saves re-reading and re-inserting every vector.
 type Indexes struct {
-	store *store.Store
+	store store.Backend
 	dir   string
 	model string     // embedder of owners that have no vectors yet
 	dim   func() int // its dimension: a model server's is learnt once it answers
@@ -63,7 +63,7 @@ func (e *ownerIndex) set(x *index.OwnerIndex) {
 // Snapshots live in dir. It removes the temp files of snapshots that a
 // crash interrupted: the caller has the data dir locked, so no snapshot is
 // being written there.
-func NewIndexes(st *store.Store, dir, model string, dim func() int, log *slog.Logger) *Indexes {
+func NewIndexes(st store.Backend, dir, model string, dim func() int, log *slog.Logger) *Indexes {
 	if n, err := index.RemoveStaleTemps(dir); err != nil {
 		log.Warn("could not remove the temp files of interrupted snapshots", "err", err)
 	} else if n > 0 {

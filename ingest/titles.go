@@ -149,7 +149,7 @@ func chunkTitle(docTitle string, c store.Chunk) string {
 // titlesOf returns the title of each document chunks belong to, by
 // document id: from the document's first chunk, read from the store when
 // it is not among chunks. A document deleted meanwhile has none.
-func titlesOf(st *store.Store, chunks []store.Chunk) (map[string]string, error) {
+func titlesOf(st store.Backend, chunks []store.Chunk) (map[string]string, error) {
 	titles := make(map[string]string)
 	for _, c := range chunks {
 		if c.Position == 0 {

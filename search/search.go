@@ -53,7 +53,7 @@ var ErrWebNotConfigured = errors.New("internet search is not configured: set --s
 // Service runs queries.
 type Service struct {
 	indexes  Indexes
-	store    *store.Store
+	store    store.Backend
 	answerer llm.Answerer
 	fallback llm.Answerer // answers when answerer fails
 	web      WebSearcher  // nil: internet search is off
@@ -64,7 +64,7 @@ type Service struct {
 }
 
 // New returns a query service. web may be nil.
-func New(indexes Indexes, st *store.Store, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
+func New(indexes Indexes, st store.Backend, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
 	return &Service{indexes: indexes, store: st, answerer: answerer, fallback: llm.NewExtractive(), web: web, log: log}
 }
 

@@ -35,8 +35,11 @@ func (s *Server) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := s.projectLimit.check(c, p.ID); err != nil {
-			return err
+		// A request another node passed on was counted there.
+		if !s.fromNode(c) {
+			if err := s.projectLimit.check(c, p.ID); err != nil {
+				return err
+			}
 		}
 		c.Set(ctxProject, p)
 		c.Set(ctxKeyID, keyID)

@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/docsift/docsift/store"
 )
 
 // apiError is an error with the status and message the client sees. Every
@@ -58,6 +60,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// Not a bug, and nothing was stored: say so, so the caller retries
 		// once the operator has made room.
 		status, msg = http.StatusInsufficientStorage, "the server is out of disk space: nothing was stored; try again later"
+	case store.Unavailable(err):
+		// The database is down or failing over: nothing was answered from
+		// it, and the same request will work again shortly.
+		status, msg = http.StatusServiceUnavailable, "the database is unreachable right now; try again in a few seconds"
+		c.Response().Header().Set("Retry-After", "5")
 	case errors.As(err, &he):
 		status = he.Code
 		switch status {

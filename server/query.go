@@ -94,6 +94,9 @@ func (s *Server) query(c echo.Context, owner string, q queryFields) error {
 	if err != nil {
 		return err
 	}
+	if s.forward(c, owner) {
+		return nil
+	}
 	ctx := c.Request().Context()
 	if q.Stream {
 		return s.streamQuery(c, owner, text, k, filter)

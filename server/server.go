@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docsift/docsift/cluster"
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/metrics"
@@ -60,6 +61,10 @@ type Config struct {
 	// Drive imports from Google Drive on session pages; nil: off. Its
 	// redirect URL must be DriveRedirectURL(BaseURL).
 	Drive *drive.Client
+
+	// Cluster is this node of a cluster (see cluster.go); nil: a single
+	// node.
+	Cluster *cluster.Node
 }
 
 func (c Config) withDefaults() Config {
@@ -86,7 +91,7 @@ func (c Config) withDefaults() Config {
 // Server is the HTTP API.
 type Server struct {
 	cfg    Config
-	store  *store.Store
+	store  store.Backend
 	engine *ingest.Engine
 	search *search.Service
 	log    *slog.Logger
@@ -96,7 +101,7 @@ type Server struct {
 }
 
 // New builds the API over its parts.
-func New(cfg Config, st *store.Store, engine *ingest.Engine, search *search.Service, log *slog.Logger) *Server {
+func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Service, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg.withDefaults(), store: st, engine: engine, search: search, log: log}
 	s.projectLimit = newRateLimiter(s.cfg.RateLimit, "project")
 	s.sessionLimit = newRateLimiter(s.cfg.SessionRateLimit, "upload session")
@@ -118,15 +123,17 @@ func New(cfg Config, st *store.Store, engine *ingest.Engine, search *search.Serv
 
 	// The key is checked per route, not on a group: a group's middleware
 	// would answer 401 instead of 404 for paths that do not exist.
-	api := func(method, path string, h echo.HandlerFunc) { e.Add(method, path, h, s.requireKey) }
+	api := func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+		e.Add(method, path, h, append([]echo.MiddlewareFunc{s.requireKey}, m...)...)
+	}
 	api(http.MethodPost, "/customer/create", s.createCustomer)
 	api(http.MethodGet, "/customers", s.listCustomers)
 	api(http.MethodPost, "/session/multi-tenant", s.createMultiTenantSession)
 	api(http.MethodPost, "/session/single-tenant", s.createSingleTenantSession)
 	api(http.MethodPost, "/upload/text", s.uploadText)
 	api(http.MethodPost, "/upload/file", s.uploadFile)
-	api(http.MethodPost, "/query/customer", s.queryCustomer)
-	api(http.MethodPost, "/query/project", s.queryProject)
+	api(http.MethodPost, "/query/customer", s.queryCustomer, s.keepBody)
+	api(http.MethodPost, "/query/project", s.queryProject, s.keepBody)
 	api(http.MethodGet, "/jobs/:job_id", s.getJob)
 	api(http.MethodGet, "/documents", s.listDocuments)
 	api(http.MethodGet, "/documents/:document_id", s.getDocument)

@@ -85,7 +85,7 @@ func (c Config) withDefaults() Config {
 // came due.
 type Sender struct {
 	cfg    Config
-	store  *store.Store
+	store  store.Backend
 	client *http.Client
 	wake   func() <-chan struct{} // closed when there may be new deliveries
 	log    *slog.Logger
@@ -97,7 +97,7 @@ type Sender struct {
 
 // New returns a sender of st's outbox. wake returns a channel that is
 // closed when new deliveries may have been queued (a job ended).
-func New(st *store.Store, wake func() <-chan struct{}, cfg Config, log *slog.Logger) *Sender {
+func New(st store.Backend, wake func() <-chan struct{}, cfg Config, log *slog.Logger) *Sender {
 	cfg = cfg.withDefaults()
 	return &Sender{
 		cfg: cfg, store: st, wake: wake, log: log, stop: make(chan struct{}),

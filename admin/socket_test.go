@@ -1,0 +1,53 @@
+package admin_test
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/docsift/docsift/admin"
+	"github.com/docsift/docsift/store"
+)
+
+// backendOnly hides every method of the bbolt store that is not on
+// store.Backend, as a store of another kind lacks them.
+type backendOnly struct{ store.Backend }
+
+// TestSocketOnBackendOnly serves the admin socket over nothing but
+// store.Backend: projects and keys work through it, while backup and
+// doctor, which read the bbolt file, are not offered.
+func TestSocketOnBackendOnly(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stop, err := admin.Listen(dir, backendOnly{st}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	c, err := admin.Dial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p, secret, err := c.CreateProject("through the socket")
+	if err != nil {
+		t.Fatalf("create project: %v", err)
+	}
+	if got, _, err := st.Authenticate(secret); err != nil || got.ID != p.ID {
+		t.Errorf("the key made through the socket authenticates as %+v (%v), want project %s", got, err, p.ID)
+	}
+	if keys, err := c.Keys(p.ID); err != nil || len(keys) != 1 {
+		t.Errorf("keys through the socket: %d (%v), want 1", len(keys), err)
+	}
+
+	if _, err := c.Doctor(); err == nil {
+		t.Error("doctor through the socket of a store without a bbolt file answered")
+	}
+	if _, err := c.Backup(context.Background(), io.Discard); err == nil {
+		t.Error("backup through the socket of a store without a bbolt file answered")
+	}
+}

@@ -1,0 +1,95 @@
+package store
+
+import "time"
+
+// Backend is the store a running server works with: every method the
+// server, ingest, search, webhook and admin-socket packages call while
+// serving. *Store (bbolt, one process on one data dir) implements it, and
+// so does pgstore.Store (PostgreSQL, shared by the nodes of a cluster);
+// store/storetest holds both to the same behaviour.
+//
+// Operations that only make sense for a bbolt file (Backup, SetThrowaway,
+// SweepFiles, Fingerprint, Inspect) are not on it: callers that use them
+// take *Store or ask for them with a type assertion.
+type Backend interface {
+	// Projects, API keys, customers and upload sessions.
+	CreateProject(name string) (*Project, string, error)
+	Project(id string) (*Project, error)
+	Projects() ([]Project, error)
+	CreateKey(projectID string) (string, *APIKey, error)
+	Keys(projectID string) ([]APIKey, error)
+	RevokeKey(keyID string) (*APIKey, error)
+	Authenticate(secret string) (*Project, string, error)
+	CreateCustomer(projectID, name string) (*Customer, error)
+	Customer(id string) (*Customer, error)
+	Customers(projectID string) ([]Customer, error)
+	CreateSession(sess Session, ttl time.Duration) (*Session, string, error)
+	SessionByToken(token string) (*Session, error)
+
+	// Documents and their original files.
+	CreateDocument(d *Document, data []byte) (*Job, error)
+	Document(id string) (*Document, error)
+	Documents(ownerID string) ([]Document, error)
+	DeleteDocument(id string) ([]uint64, error)
+	DocumentsOf(chunks []Chunk) (map[string]*Document, error)
+	DocumentNames(chunks []Chunk) (map[string]string, error)
+	ReadFile(ownerID, hash string) ([]byte, error)
+
+	// Jobs: the indexing queue.
+	Job(id string) (*Job, error)
+	ClaimJob() (*Job, *Document, error)
+	NextDue() (time.Time, bool)
+	FinishJob(jobID string, chunks, pages int, errMsg string) error
+	SetJobProgress(jobID string, p JobProgress) error
+	RetryJob(jobID string, notBefore time.Time, errMsg string) error
+	RequeueInterrupted() (int, error)
+	PendingJobs() (n int, oldest time.Time, err error)
+
+	// Chunks and their vectors, by sequence number.
+	ReplaceChunks(documentID, model string, chunks []Chunk, vectors [][]float32) ([]uint64, error)
+	AddVectors(documentID, model string, seqs []uint64, vectors [][]float32) (newSeqs, removed []uint64, complete bool, err error)
+	DeleteChunks(documentID string) ([]uint64, error)
+	Chunk(id string) (*Chunk, error)
+	ChunksBySeq(seqs []uint64) ([]Chunk, error)
+	OwnerSeqs(ownerID string) ([]uint64, error)
+	Vector(model string, seq uint64) ([]float32, error)
+
+	// Owners' embedding models and reindexing onto another one.
+	OwnerModel(owner string) (*OwnerModel, error)
+	ClaimOwnerModel(owner, model string, dim int) error
+	Owners() (map[string]OwnerModel, error)
+	BeginReindex(owner, next string) error
+	PutVectors(model string, seqs []uint64, vectors [][]float32) error
+	MissingVectors(owner, model string) ([]uint64, error)
+	FinishReindex(owner, model string, dim int) error
+
+	// Embedding cache.
+	CachedVectors(owner, model string, hashes []string) ([][]float32, error)
+
+	// External ids: a caller's own id of a document, one holder per owner.
+	DocumentByExternalID(ownerID, externalID string) (*Document, error)
+
+	// Subpages: PDF slices served at capability URLs.
+	SubpageFor(chunkID string, varience int) (*Subpage, error)
+	CreateSubpage(sp Subpage, data []byte, ttl time.Duration) (*Subpage, error)
+	Subpage(id string) (*Subpage, error)
+	ReadSubpage(id string) ([]byte, error)
+	SweepSubpages() (int, error)
+
+	// Webhooks and their deliveries.
+	CreateWebhook(projectID, url string, events []string) (*Webhook, error)
+	Webhook(id string) (*Webhook, error)
+	Webhooks(projectID string) ([]Webhook, error)
+	DeleteWebhook(id string) error
+	ClaimDelivery(lease time.Duration) (*Delivery, *Webhook, error)
+	ReleaseDeliveries() (int, error)
+	NextDeliveryDue() (time.Time, bool)
+	DeliveryAttempted(id string, status int, errMsg string, retryAt time.Time) error
+	Deliveries(webhookID string, limit int) ([]Delivery, error)
+
+	// The clock expiry times are compared against, and closing.
+	Now() time.Time
+	Close() error
+}
+
+var _ Backend = (*Store)(nil)
