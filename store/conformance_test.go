@@ -30,3 +30,36 @@ func TestConformanceJobs(t *testing.T) {
 		return s
 	})
 }
+
+func TestConformanceSubpages(t *testing.T) {
+	storetest.RunSubpages(t, func(t *testing.T) storetest.Subpages {
+		s, err := store.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestConformanceWebhooks(t *testing.T) {
+	storetest.RunWebhooks(t, func(t *testing.T) storetest.Webhooks {
+		s, err := store.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestConformanceChunks(t *testing.T) {
+	storetest.RunChunks(t, func(t *testing.T) storetest.Chunks {
+		s, err := store.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -86,7 +86,10 @@ func (s *Store) CreateDocument(d *store.Document, data []byte) (*store.Job, erro
 			created_at, updated_at, due_at, queue_seq)
 			VALUES ($1, $2, $3, $4, $5, $6, $6, $6, nextval('job_queue_seq'))`,
 			job.ID, job.ProjectID, job.OwnerID, job.DocumentID, job.Status, now)
-		return err
+		if err != nil {
+			return err
+		}
+		return s.notifyJob(ctx, tx, job.ID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: create document: %w", err)
@@ -187,44 +190,91 @@ func (s *Store) Documents(ownerID string) ([]store.Document, error) {
 	return docs, nil
 }
 
-// DeleteDocument removes a document, ends its job if it has not run, frees
-// its external id and drops its reference to its original file. It returns
-// the chunk sequences removed, for the caller to drop from the index: none
-// yet, as chunks are not in this store so far.
-//
-// The job is locked before the document, in the order ClaimJob locks them,
-// so that a delete and a claim of the same document never deadlock.
+// DeleteDocument removes a document, its chunks and vectors, ends its job
+// if it has not run, frees its external id and drops its reference to its
+// original file, the file going with its last reference. It returns the
+// chunk sequences removed, for the caller to drop from the index.
 func (s *Store) DeleteDocument(id string) ([]uint64, error) {
 	ctx, cancel := opContext()
 	defer cancel()
+	var removed []uint64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var jobID string
-		if err := tx.QueryRow(ctx, "SELECT job_id FROM documents WHERE id = $1", id).Scan(&jobID); err != nil {
-			return notFound(err)
-		}
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", jobID); err != nil {
-			return err
-		}
-		d, err := scanDoc(tx.QueryRow(ctx, "DELETE FROM documents WHERE id = $1 RETURNING "+docColumns, id))
+		d, err := lockDocument(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if d.ExternalID != "" {
-			if _, err := tx.Exec(ctx, `DELETE FROM external_ids
-				WHERE owner_id = $1 AND external_id = $2 AND document_id = $3`, d.OwnerID, d.ExternalID, d.ID); err != nil {
-				return err
-			}
-		}
-		// A job already running notices the document is gone when it ends.
-		if _, err := tx.Exec(ctx, `UPDATE jobs SET status = $2, error = $3, updated_at = $4, due_at = NULL
-			WHERE id = $1 AND status = $5`, d.JobID, store.StatusFailed,
-			"the document was deleted before it was processed", s.timestamp(), store.StatusPending); err != nil {
+		if removed, err = s.removeDocument(ctx, tx, d, "the document was deleted before it was processed"); err != nil {
 			return err
 		}
-		return releaseFile(ctx, tx, d.OwnerID, d.FileHash)
+		if len(removed) == 0 {
+			return nil
+		}
+		return s.notifyChunks(ctx, tx, d.OwnerID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: delete document %s: %w", id, err)
 	}
-	return nil, nil
+	return removed, nil
+}
+
+// lockDocument reads a document locked for a change, taking the locks in
+// the order every writer takes them (see chunks.go): its external id's,
+// its job's (the order ClaimJob locks a job and its document in), then its
+// own. A document gone meanwhile is store.ErrNotFound.
+func lockDocument(ctx context.Context, tx pgx.Tx, id string) (*store.Document, error) {
+	var jobID, owner, externalID string
+	if err := tx.QueryRow(ctx, "SELECT job_id, owner_id, external_id FROM documents WHERE id = $1", id).
+		Scan(&jobID, &owner, &externalID); err != nil {
+		return nil, notFound(err)
+	}
+	if externalID != "" {
+		if err := lockExternalID(ctx, tx, owner, externalID); err != nil {
+			return nil, err
+		}
+	}
+	return lockJobAndDocument(ctx, tx, jobID, id)
+}
+
+// lockJobAndDocument locks a job, then its document, and reads the
+// document.
+func lockJobAndDocument(ctx context.Context, tx pgx.Tx, jobID, id string) (*store.Document, error) {
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", jobID); err != nil {
+		return nil, fmt.Errorf("lock job %s: %w", jobID, err)
+	}
+	return scanDoc(tx.QueryRow(ctx, "SELECT "+docColumns+" FROM documents WHERE id = $1 FOR UPDATE", id))
+}
+
+// removeDocument deletes d's record, chunks and vectors, frees its external
+// id, ends its job with reason if it has not run, and drops its reference
+// to its original file. d is locked (lockDocument). It returns the chunk
+// sequences removed; the caller notifies.
+func (s *Store) removeDocument(ctx context.Context, tx pgx.Tx, d *store.Document, reason string) ([]uint64, error) {
+	removed, err := deleteChunks(ctx, tx, d)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, "DELETE FROM documents WHERE id = $1", d.ID); err != nil {
+		return nil, fmt.Errorf("delete document: %w", err)
+	}
+	if d.ExternalID != "" {
+		if _, err := tx.Exec(ctx, `DELETE FROM external_ids
+			WHERE owner_id = $1 AND external_id = $2 AND document_id = $3`, d.OwnerID, d.ExternalID, d.ID); err != nil {
+			return nil, fmt.Errorf("free external id: %w", err)
+		}
+	}
+	// A job already running notices the document is gone when it ends.
+	ended, err := tx.Exec(ctx, `UPDATE jobs SET status = $2, error = $3, updated_at = $4, due_at = NULL
+		WHERE id = $1 AND status = $5`, d.JobID, store.StatusFailed, reason, s.timestamp(), store.StatusPending)
+	if err != nil {
+		return nil, fmt.Errorf("end job: %w", err)
+	}
+	if ended.RowsAffected() > 0 {
+		if err := s.notifyJob(ctx, tx, d.JobID); err != nil {
+			return nil, err
+		}
+	}
+	if err := releaseFile(ctx, tx, d.OwnerID, d.FileHash); err != nil {
+		return nil, err
+	}
+	return removed, nil
 }

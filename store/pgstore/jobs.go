@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -11,9 +12,10 @@ import (
 )
 
 // The jobs table is the queue: a job is queued while its due_at is set.
-// Jobs run as in the bbolt store, with RequeueInterrupted at start; the
-// lease-based claiming of docs/cluster.md, which lets several nodes
-// restart independently, comes with the cluster's workers.
+// Outside a cluster jobs run as in the bbolt store, with RequeueInterrupted
+// at start. In a cluster (see cluster.go) a claimed job is leased to its
+// node, and RequeueInterrupted leaves the queue alone: other nodes may be
+// running those jobs.
 
 const jobColumns = `id, project_id, owner_id, document_id, status, error, chunks, chunks_embedded,
 	searchable_at, attempts, not_before, created_at, updated_at, pages_done, pages`
@@ -57,10 +59,21 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 	var doc *store.Document
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.timestamp()
+		if s.node != "" {
+			if err := requeueExpired(ctx, tx, now); err != nil {
+				return err
+			}
+		}
 		for {
 			var id, docID string
-			err := tx.QueryRow(ctx, `SELECT id, document_id FROM jobs WHERE due_at <= $1
-				ORDER BY due_at, queue_seq LIMIT 1 FOR UPDATE SKIP LOCKED`, now).Scan(&id, &docID)
+			var err error
+			if s.node == "" {
+				err = tx.QueryRow(ctx, `SELECT id, document_id FROM jobs WHERE due_at <= $1
+					ORDER BY due_at, queue_seq LIMIT 1 FOR UPDATE SKIP LOCKED`, now).Scan(&id, &docID)
+			} else {
+				err = tx.QueryRow(ctx, `SELECT id, document_id FROM jobs j WHERE due_at <= $1 AND `+placedHereArg(2)+`
+					ORDER BY due_at, queue_seq LIMIT 1 FOR UPDATE SKIP LOCKED`, now, s.node).Scan(&id, &docID)
+			}
 			if errors.Is(err, pgx.ErrNoRows) {
 				return store.ErrNoJob
 			}
@@ -82,8 +95,9 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 				return err
 			}
 			job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, attempts = attempts + 1,
-				updated_at = $3, due_at = NULL, queue_seq = NULL, pages_done = NULL, pages = NULL
-				WHERE id = $1 RETURNING `+jobColumns, id, store.StatusProcessing, now))
+				updated_at = $3, due_at = NULL, queue_seq = NULL, pages_done = NULL, pages = NULL,
+				node_id = NULLIF($4, ''), lease_until = CASE WHEN $4 = '' THEN NULL ELSE now() + make_interval(secs => $5) END
+				WHERE id = $1 RETURNING `+jobColumns, id, store.StatusProcessing, now, s.node, jobLease.Seconds()))
 			return err
 		}
 	})
@@ -93,7 +107,22 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: claim job: %w", err)
 	}
+	if s.node != "" {
+		s.leases.add(job.ID)
+	}
 	return job, doc, nil
+}
+
+// requeueExpired queues again, due now, the jobs whose lease ran out: their
+// node died or stalled. The claim that follows may take one of them.
+func requeueExpired(ctx context.Context, tx pgx.Tx, now time.Time) error {
+	_, err := tx.Exec(ctx, `WITH j AS (
+			UPDATE jobs SET status = $1, updated_at = $3, due_at = $3, queue_seq = nextval('job_queue_seq'),
+				pages_done = NULL, pages = NULL, node_id = NULL, lease_until = NULL
+			WHERE status = $2 AND lease_until < now() RETURNING document_id)
+		UPDATE documents SET status = $1, updated_at = $3 WHERE id IN (SELECT document_id FROM j)`,
+		store.StatusPending, store.StatusProcessing, now)
+	return err
 }
 
 // NextDue returns when the earliest queued job becomes due, or false when
@@ -102,6 +131,9 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 func (s *Store) NextDue() (time.Time, bool) {
 	ctx, cancel := opContext()
 	defer cancel()
+	if s.node != "" {
+		return s.nextDueHere(ctx)
+	}
 	var next *time.Time
 	if err := s.pool.QueryRow(ctx, "SELECT min(due_at) FROM jobs WHERE due_at IS NOT NULL").Scan(&next); err != nil || next == nil {
 		return time.Time{}, false
@@ -109,11 +141,29 @@ func (s *Store) NextDue() (time.Time, bool) {
 	return next.UTC(), true
 }
 
+// nextDueHere is NextDue in a cluster: the earliest of the jobs placed on
+// this node and of the leases that run out, and never later than liveFor
+// from now, because placement moves without a notification when a node
+// dies (new jobs and ended ones do notify; see Listen).
+func (s *Store) nextDueHere(ctx context.Context) (time.Time, bool) {
+	var due, lease *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT min(due_at) FROM jobs j WHERE due_at IS NOT NULL AND `+placedHereArg(1)+`),
+		(SELECT min(lease_until) FROM jobs WHERE status = $2)`, s.node, store.StatusProcessing).Scan(&due, &lease)
+	next := s.now().Add(liveFor)
+	if err != nil {
+		return next, true
+	}
+	for _, t := range []*time.Time{due, lease} {
+		if t != nil && t.Before(next) {
+			next = *t
+		}
+	}
+	return next.UTC(), true
+}
+
 // FinishJob ends a job as SUCCEEDED (errMsg empty) or FAILED, and its
-// document with it.
-//
-// The bbolt store also queues the job's webhook event in that transaction;
-// this store has no webhooks yet, so there is nothing to queue.
+// document with it, and queues the event for the project's webhooks in the
+// same transaction: an ended job is never without its deliveries.
 func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error {
 	status := store.StatusSucceeded
 	if errMsg != "" {
@@ -125,15 +175,22 @@ func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error 
 		now := s.timestamp()
 		var docID string
 		err := tx.QueryRow(ctx, `UPDATE jobs SET status = $2, error = $3, chunks = $4, chunks_embedded = $4,
-			pages_done = NULL, pages = NULL, updated_at = $5 WHERE id = $1 RETURNING document_id`,
-			jobID, status, errMsg, chunks, now).Scan(&docID)
+			pages_done = NULL, pages = NULL, updated_at = $5, node_id = NULL, lease_until = NULL
+			WHERE id = $1 AND `+heldBy(6)+` RETURNING document_id`,
+			jobID, status, errMsg, chunks, now, s.node).Scan(&docID)
 		if err != nil {
-			return notFound(err)
+			return s.notHeld(ctx, tx, jobID, err)
 		}
-		_, err = tx.Exec(ctx, `UPDATE documents SET status = $2, error = $3, chunks = $4, pages = $5, updated_at = $6
-			WHERE id = $1`, docID, status, errMsg, chunks, pages, now)
-		return err
+		if _, err = tx.Exec(ctx, `UPDATE documents SET status = $2, error = $3, chunks = $4, pages = $5, updated_at = $6
+			WHERE id = $1`, docID, status, errMsg, chunks, pages, now); err != nil {
+			return err
+		}
+		if err := s.queueJobEvent(ctx, tx, jobID, now); err != nil {
+			return err
+		}
+		return s.notifyJob(ctx, tx, jobID)
 	})
+	s.leases.remove(jobID)
 	if err != nil {
 		return fmt.Errorf("store: update job %s: %w", jobID, err)
 	}
@@ -167,15 +224,19 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 		now := s.timestamp()
 		var docID string
 		err := tx.QueryRow(ctx, `UPDATE jobs SET status = $2, error = $3, not_before = $4, updated_at = $5,
-			pages_done = NULL, pages = NULL, due_at = $4, queue_seq = nextval('job_queue_seq')
-			WHERE id = $1 RETURNING document_id`, jobID, store.StatusPending, errMsg, notBefore, now).Scan(&docID)
+			pages_done = NULL, pages = NULL, due_at = $4, queue_seq = nextval('job_queue_seq'),
+			node_id = NULL, lease_until = NULL
+			WHERE id = $1 AND `+heldBy(6)+` RETURNING document_id`, jobID, store.StatusPending, errMsg, notBefore, now, s.node).Scan(&docID)
 		if err != nil {
-			return notFound(err)
+			return s.notHeld(ctx, tx, jobID, err)
 		}
-		_, err = tx.Exec(ctx, "UPDATE documents SET status = $2, error = $3, updated_at = $4 WHERE id = $1",
-			docID, store.StatusPending, errMsg, now)
-		return err
+		if _, err = tx.Exec(ctx, "UPDATE documents SET status = $2, error = $3, updated_at = $4 WHERE id = $1",
+			docID, store.StatusPending, errMsg, now); err != nil {
+			return err
+		}
+		return s.notifyJob(ctx, tx, jobID)
 	})
+	s.leases.remove(jobID)
 	if err != nil {
 		return fmt.Errorf("store: retry job %s: %w", jobID, err)
 	}
@@ -185,6 +246,9 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 // RequeueInterrupted returns every PROCESSING job to PENDING, due now: they
 // were running when the process stopped. It returns how many there were.
 func (s *Store) RequeueInterrupted() (int, error) {
+	if s.node != "" {
+		return 0, nil // in a cluster, by lease: see requeueExpired
+	}
 	ctx, cancel := opContext()
 	defer cancel()
 	var n int
@@ -216,4 +280,27 @@ func (s *Store) PendingJobs() (n int, oldest time.Time, err error) {
 		oldest = first.UTC()
 	}
 	return n, oldest, nil
+}
+
+// heldBy is the SQL condition that this node may record the outcome of the
+// job row: always outside a cluster (an empty node id), and in one only
+// while this node holds the job's lease.
+func heldBy(n int) string {
+	return fmt.Sprintf("($%d = '' OR node_id = $%d)", n, n)
+}
+
+// notHeld explains why an outcome's UPDATE changed no row: the job is
+// unknown, or (in a cluster) its lease went to another node.
+func (s *Store) notHeld(ctx context.Context, tx pgx.Tx, jobID string, err error) error {
+	if !errors.Is(err, pgx.ErrNoRows) || s.node == "" {
+		return notFound(err)
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)", jobID).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return store.ErrNotFound
+	}
+	return ErrLeaseLost
 }

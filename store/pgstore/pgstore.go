@@ -38,6 +38,12 @@ const opTimeout = 10 * time.Second
 type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+
+	// In a cluster (see cluster.go): this node's id ("" until Join), the
+	// URL it is reached at, and the jobs it holds leases on.
+	node   string
+	url    string
+	leases leases
 }
 
 // Open connects to the database at url (postgres://…) and migrates its

@@ -110,3 +110,24 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatal("opened a database with a newer schema")
 	}
 }
+
+func TestConformanceSubpages(t *testing.T) {
+	pg := pgtest.Start(t)
+	storetest.RunSubpages(t, func(t *testing.T) storetest.Subpages {
+		return open(t, pg.Database(t))
+	})
+}
+
+func TestConformanceWebhooks(t *testing.T) {
+	pg := pgtest.Start(t)
+	storetest.RunWebhooks(t, func(t *testing.T) storetest.Webhooks {
+		return open(t, pg.Database(t))
+	})
+}
+
+func TestConformanceChunks(t *testing.T) {
+	pg := pgtest.Start(t)
+	storetest.RunChunks(t, func(t *testing.T) storetest.Chunks {
+		return open(t, pg.Database(t))
+	})
+}
