@@ -310,6 +310,10 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (*Manifest, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		var e errorReply
+		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
+			return nil, errors.New(e.Error)
+		}
 		return nil, fmt.Errorf("admin: backup: the server answered %s", resp.Status)
 	}
 	m, err := copyBackup(w, resp.Body)

@@ -96,6 +96,12 @@ func handler(st store.Backend, dataDir string, reindexer Reindexer) http.Handler
 		mux.HandleFunc("GET /doctor", func(w http.ResponseWriter, r *http.Request) {
 			reply(w, Doctor(bolt, dataDir, true), nil)
 		})
+	} else {
+		elsewhere := func(w http.ResponseWriter, r *http.Request) {
+			reply(w, nil, errors.New("this server keeps its records in PostgreSQL (serve --store): back them up and check them with PostgreSQL's own tools (pg_dump, a streaming replica); see docs/cluster.md"))
+		}
+		mux.HandleFunc("GET /backup", elsewhere)
+		mux.HandleFunc("GET /doctor", elsewhere)
 	}
 	mux.HandleFunc("POST /projects", func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Name string }

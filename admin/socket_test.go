@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/docsift/docsift/admin"
@@ -15,7 +16,7 @@ type backendOnly struct{ store.Backend }
 
 // TestSocketOnBackendOnly serves the admin socket over nothing but
 // store.Backend: projects and keys work through it, while backup and
-// doctor, which read the bbolt file, are not offered.
+// doctor, which read the bbolt file, are refused with what to use instead.
 func TestSocketOnBackendOnly(t *testing.T) {
 	dir := t.TempDir()
 	st, err := store.Open(dir)
@@ -44,10 +45,10 @@ func TestSocketOnBackendOnly(t *testing.T) {
 		t.Errorf("keys through the socket: %d (%v), want 1", len(keys), err)
 	}
 
-	if _, err := c.Doctor(); err == nil {
-		t.Error("doctor through the socket of a store without a bbolt file answered")
+	if _, err := c.Doctor(); err == nil || !strings.Contains(err.Error(), "pg_dump") {
+		t.Errorf("doctor through the socket of a store without a bbolt file = %v; want a refusal saying what to use", err)
 	}
-	if _, err := c.Backup(context.Background(), io.Discard); err == nil {
-		t.Error("backup through the socket of a store without a bbolt file answered")
+	if _, err := c.Backup(context.Background(), io.Discard); err == nil || !strings.Contains(err.Error(), "pg_dump") {
+		t.Errorf("backup through the socket of a store without a bbolt file = %v; want a refusal saying what to use", err)
 	}
 }

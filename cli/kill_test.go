@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -34,6 +35,7 @@ func buildBinary(t *testing.T) string {
 type process struct {
 	cmd    *exec.Cmd
 	stdout *lockedBuffer
+	log    *lockedBuffer // standard error: shown when the test fails
 	base   string
 }
 
@@ -50,6 +52,12 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// tail is the last n lines written.
+func (b *lockedBuffer) tail(n int) string {
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -59,12 +67,19 @@ func (b *lockedBuffer) String() string {
 func startProcess(t *testing.T, bin, dir, addr string, flags ...string) *process {
 	t.Helper()
 	args := append([]string{"serve", "--data", dir, "--addr", addr, "--workers", "1", "--embedder", "builtin", "--answerer", "extractive"}, flags...)
-	p := &process{cmd: exec.Command(bin, args...), stdout: &lockedBuffer{}, base: "http://" + addr}
+	p := &process{cmd: exec.Command(bin, args...), stdout: &lockedBuffer{}, log: &lockedBuffer{}, base: "http://" + addr}
 	p.cmd.Stdout = p.stdout
+	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("log of docsift serve at %s:\n%s", p.base, p.log.tail(60))
+		}
+	})
 	deadline := time.Now().Add(cliWait)
 	for {
 		resp, err := http.Get(p.base + "/healthz")

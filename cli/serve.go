@@ -42,6 +42,7 @@ const (
 
 type serveOptions struct {
 	addr, data, baseURL string
+	storeURL, nodeURL   string
 	workers             int
 	maxFile, maxText    int64
 	sessionTTL          time.Duration
@@ -85,6 +86,8 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.addr, "addr", defaultAddr, "address to listen on")
 	f.StringVar(&o.data, "data", defaultDataDir, "data directory")
 	f.StringVar(&o.baseURL, "base-url", "", "URL clients reach the server at, for session and subpage URLs (default http://ADDR)")
+	f.StringVar(&o.storeURL, "store", "", "where records live: empty for the bbolt file in the data directory, or a postgres:// URL for a cluster of nodes sharing one PostgreSQL (see docs/cluster.md); each node still needs a data directory of its own for its index snapshots")
+	f.StringVar(&o.nodeURL, "node-url", "", "in a cluster, the URL the other nodes reach this one at (default http://ADDR, with this machine's host name when ADDR listens on every interface)")
 	f.IntVar(&o.workers, "workers", 0, "indexing workers (default: number of CPUs)")
 	f.Int64Var(&o.maxFile, "max-file-size", server.DefaultMaxFileBytes, "largest file upload, in bytes")
 	f.Int64Var(&o.maxText, "max-text-size", server.DefaultMaxTextBytes, "largest text upload, in bytes")
@@ -164,13 +167,25 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 			}
 		}()
 	}
-	st, err := openStore(o.data)
+	st, pg, err := openStore(o.storeURL, o.data)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	if err := firstStart(st, o.baseURL, out); err != nil {
 		return err
+	}
+	var member *clusterMember
+	if pg != nil {
+		if o.nodeURL == "" {
+			o.nodeURL = defaultNodeURL(o.addr)
+		}
+		if member, err = joinCluster(pg, o.nodeURL, log); err != nil {
+			return err
+		}
+		// Deferred before the engine's shutdown, so it runs after it:
+		// the node leaves once its workers have stopped.
+		defer member.leave(context.Background())
 	}
 
 	embedder, err := o.models.chooseEmbedder(ctx, st, log)
@@ -207,9 +222,17 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 			return err
 		}
 	}
+	if member != nil {
+		cfg.Holds = member.node.Holds
+	}
 	engine := ingest.New(st, embedder, indexDir, cfg, log)
 	if err := engine.Start(); err != nil {
 		return err
+	}
+	if member != nil {
+		clusterCtx, stopCluster := context.WithCancel(ctx)
+		wait := member.run(clusterCtx, engine)
+		defer func() { stopCluster(); wait() }()
 	}
 	hooks := webhook.New(st, engine.Ended, webhook.Config{FirstRetry: o.webhookFirstRetry}, log)
 	if err := hooks.Start(); err != nil {
@@ -233,6 +256,9 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	}
 	scfg.Metrics = m
 	scfg.Drive = driveClient
+	if member != nil {
+		scfg.Cluster = member.node
+	}
 	queries := search.New(engine, st, answerer, web, log)
 	queries.SetMetrics(m)
 	queries.SetQueryEmbedTimeout(o.queryEmbedTimeout)
@@ -291,16 +317,6 @@ func defaultBaseURL(addr string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
-}
-
-// openStore opens the store the server keeps its records in: the bbolt
-// file in the data dir.
-func openStore(data string) (store.Backend, error) {
-	st, err := store.Open(data)
-	if err != nil {
-		return nil, err // not st: a nil *Store would be a non-nil Backend
-	}
-	return st, nil
 }
 
 // firstStart creates the "default" project on an empty data dir and prints

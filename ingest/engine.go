@@ -58,6 +58,11 @@ type Config struct {
 	// OCR configures how pages without a text layer (scans, images) are
 	// read; the zero value reads English with the tesseract in PATH.
 	OCR pdf.OCR
+
+	// Holds, in a cluster, reports whether this node holds an owner's
+	// index (see package cluster); nil: every owner's, as a single node.
+	// The engine then keeps only those owners' indexes in memory.
+	Holds func(owner string) bool
 }
 
 func (c Config) withDefaults() Config {
@@ -110,7 +115,7 @@ func New(st store.Backend, embedder llm.Embedder, indexDir string, cfg Config, l
 	e := &Engine{
 		cfg:       cfg.withDefaults(),
 		store:     st,
-		indexes:   NewIndexes(st, indexDir, embedder.Model(), embedder.Dim, log),
+		indexes:   NewIndexes(st, indexDir, embedder.Model(), embedder.Dim, log).placed(cfg.Holds),
 		embedder:  embedder,
 		embedders: map[string]llm.Embedder{},
 		log:       log,
@@ -260,6 +265,9 @@ func (e *Engine) preload() {
 			return
 		default:
 		}
+		if !e.indexes.holds(owner) {
+			continue
+		}
 		if _, err := e.indexes.Get(owner); err != nil {
 			e.log.Warn("loading an index failed; it is retried on first use", "owner", owner, "err", err)
 		}
@@ -395,11 +403,35 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 		chunks = 0
 	}
 	e.cfg.Metrics.JobEnded(outcome, chunks)
+	e.signalEnded()
+}
+
+func (e *Engine) signalEnded() {
 	e.endedMu.Lock()
 	close(e.ended)
 	e.ended = make(chan struct{})
 	e.endedMu.Unlock()
 }
+
+// JobsChanged tells the engine that another node of its cluster queued or
+// ended a job: idle workers look for work, and WaitJob looks again.
+func (e *Engine) JobsChanged() {
+	e.poke()
+	e.signalEnded()
+}
+
+// CatchUp brings an owner's index, if this node has it loaded, up to date
+// with the store after another node of its cluster changed the owner's
+// chunks.
+func (e *Engine) CatchUp(owner string) error { return e.indexes.CatchUp(owner) }
+
+// CatchUpAll is CatchUp of every loaded owner, after notifications may have
+// been missed.
+func (e *Engine) CatchUpAll() error { return e.indexes.CatchUpAll() }
+
+// PlacementChanged drops the indexes of the owners this node no longer
+// holds, after its cluster's nodes changed.
+func (e *Engine) PlacementChanged() { e.indexes.Evict() }
 
 // Ended returns a channel that is closed when the next run of any job ends,
 // however it ended: the signal to look again at what jobs leave behind.

@@ -25,6 +25,10 @@ type Indexes struct {
 	dim   func() int // its dimension: a model server's is learnt once it answers
 	log   *slog.Logger
 
+	// holdsOwner, in a cluster, says whether this node holds an owner's
+	// index; nil: it holds every owner's.
+	holdsOwner func(owner string) bool
+
 	mu     sync.Mutex
 	owners map[string]*ownerIndex
 
@@ -72,6 +76,25 @@ func NewIndexes(st store.Backend, dir, model string, dim func() int, log *slog.L
 	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}, waiting: map[string]map[uint64]bool{}}
 }
 
+// placed makes r keep only the owners holds says this node holds; nil:
+// every owner.
+func (r *Indexes) placed(holds func(owner string) bool) *Indexes {
+	r.holdsOwner = holds
+	return r
+}
+
+func (r *Indexes) holds(owner string) bool { return r.holdsOwner == nil || r.holdsOwner(owner) }
+
+// loadedEntry returns the owner's entry when its index is loaded, else nil.
+func (r *Indexes) loadedEntry(owner string) *ownerIndex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.owners[owner]; e != nil && e.ready.Load() != nil {
+		return e
+	}
+	return nil
+}
+
 func (r *Indexes) entry(owner string) *ownerIndex {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -103,6 +126,9 @@ func (r *Indexes) Get(owner string) (*index.OwnerIndex, error) {
 // index, and no other update of that owner interleaves. Searches see
 // everything fn changes in the index at once, when fn returns.
 func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uint64, err error)) error {
+	if !r.holds(owner) && r.loadedEntry(owner) == nil {
+		return r.updateElsewhere(owner, fn)
+	}
 	e := r.entry(owner)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -124,6 +150,115 @@ func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uin
 	e.dirty = true
 	e.lastSeq = max(e.lastSeq, seq)
 	return err
+}
+
+// updateElsewhere is Update for an owner whose index another node holds
+// and this one has not loaded (a document deleted through this node, a job
+// that was running here when the owner moved): fn writes to the store as
+// always and applies its change to an empty index that is then dropped.
+// The holder hears of the change from the store and catches up.
+func (r *Indexes) updateElsewhere(owner string, fn func(x *index.OwnerIndex) (uint64, error)) error {
+	model, dim, err := r.ownerModel(owner)
+	if err != nil {
+		return fmt.Errorf("ingest: update %s: %w", owner, err)
+	}
+	x := index.New(model, dim)
+	err = x.Commit(func() error {
+		_, err := fn(x)
+		return err
+	})
+	r.setWaiting(owner, nil)
+	return err
+}
+
+// CatchUp brings an owner's loaded index up to date with the store after
+// another node changed the owner's chunks; an owner not loaded here has
+// nothing to catch up. Searches see the change at once, when it is done.
+// An owner reindexed meanwhile with another model is loaded afresh.
+func (r *Indexes) CatchUp(owner string) error {
+	e := r.loadedEntry(owner)
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.loaded {
+		return nil
+	}
+	model, dim, err := r.ownerModel(owner)
+	if err != nil {
+		return fmt.Errorf("ingest: catch up %s: %w", owner, err)
+	}
+	if model != e.x.Model() || dim != e.x.Dim() {
+		e.loaded = false
+		e.ready.Store(nil)
+		return r.load(owner, e)
+	}
+	var changed bool
+	var last uint64
+	err = e.x.Commit(func() error {
+		var err error
+		changed, last, err = r.reconcile(owner, e.x)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ingest: catch up %s: %w", owner, err)
+	}
+	e.dirty = e.dirty || changed
+	e.lastSeq = max(e.lastSeq, last)
+	return nil
+}
+
+// CatchUpAll is CatchUp of every loaded owner.
+func (r *Indexes) CatchUpAll() error {
+	var errs []error
+	for _, owner := range r.loadedOwners() {
+		errs = append(errs, r.CatchUp(owner))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Indexes) loadedOwners() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	owners := make([]string, 0, len(r.owners))
+	for o, e := range r.owners {
+		if e.ready.Load() != nil {
+			owners = append(owners, o)
+		}
+	}
+	return owners
+}
+
+// Evict snapshots and drops the indexes of the owners this node no longer
+// holds (a node joined and won them, or this one answered for a dead
+// holder); they load again should they come back.
+func (r *Indexes) Evict() {
+	if r.holdsOwner == nil {
+		return
+	}
+	for _, owner := range r.loadedOwners() {
+		if r.holds(owner) {
+			continue
+		}
+		r.mu.Lock()
+		e := r.owners[owner]
+		r.mu.Unlock()
+		e.mu.Lock()
+		if e.loaded && e.dirty {
+			if err := e.x.WriteSnapshot(r.path(owner), e.lastSeq); err != nil {
+				r.log.Warn("snapshot of an index that moved to another node failed", "owner", owner, "err", err)
+			}
+		}
+		r.mu.Lock()
+		if r.owners[owner] == e {
+			delete(r.owners, owner)
+		}
+		r.mu.Unlock()
+		e.mu.Unlock()
+		r.setWaiting(owner, nil)
+		r.log.Info("index moved to another node", "owner", owner)
+	}
 }
 
 // Replace swaps an owner's index for the one fn returns, under the owner's
@@ -202,12 +337,8 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	if e.loaded {
 		return nil
 	}
-	model, dim := r.model, r.dim()
-	om, err := r.store.OwnerModel(owner)
-	switch {
-	case err == nil:
-		model, dim = om.Model, om.Dim
-	case !errors.Is(err, store.ErrNotFound):
+	model, dim, err := r.ownerModel(owner)
+	if err != nil {
 		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
 	}
 	x, lastSeq, err := index.ReadSnapshot(r.path(owner))
@@ -222,9 +353,27 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 		r.log.Warn("index snapshot unusable, rebuilding from the store", "owner", owner, "err", err)
 		x, lastSeq = index.New(model, dim), 0
 	}
-	seqs, err := r.store.OwnerSeqs(owner)
+	changed, last, err := r.reconcile(owner, x)
 	if err != nil {
 		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+	}
+	e.loaded, e.dirty = true, changed
+	e.lastSeq = max(lastSeq, last)
+	e.set(x)
+	return nil
+}
+
+// reconcile makes x hold exactly the owner's chunks in the store: entries
+// the store no longer has are deleted, chunks x lacks are added, and the
+// chunks without a vector are noted. It reports whether x changed, and the
+// highest sequence the owner has.
+func (r *Indexes) reconcile(owner string, x *index.OwnerIndex) (changed bool, last uint64, err error) {
+	seqs, err := r.store.OwnerSeqs(owner)
+	if err != nil {
+		return false, 0, err
+	}
+	if len(seqs) > 0 {
+		last = seqs[len(seqs)-1]
 	}
 	want := make(map[uint64]bool, len(seqs))
 	var missing []uint64
@@ -243,26 +392,33 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	x.Delete(stale...)
 	added, err := r.addFromStore(x, missing)
 	if err != nil {
-		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+		return false, 0, err
 	}
 	// A chunk's sequence names its content, vector included (see
 	// store.AddVectors), so the chunks the store has no vector for are
 	// exactly those the index holds without one, snapshot or not.
 	waiting, err := r.store.MissingVectors(owner, x.Model())
 	if err != nil {
-		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+		return false, 0, err
 	}
 	r.setWaiting(owner, waiting)
 	if len(stale)+added > 0 {
 		r.log.Info("index caught up with the store", "owner", owner, "added", added, "removed", len(stale))
 	}
-	e.loaded, e.dirty = true, len(stale)+added > 0
-	if len(seqs) > 0 {
-		lastSeq = max(lastSeq, seqs[len(seqs)-1])
+	return len(stale)+added > 0, last, nil
+}
+
+// ownerModel is the model and dimension of an owner's vectors: recorded in
+// the store once it has any, the default embedder's before.
+func (r *Indexes) ownerModel(owner string) (string, int, error) {
+	om, err := r.store.OwnerModel(owner)
+	switch {
+	case err == nil:
+		return om.Model, om.Dim, nil
+	case errors.Is(err, store.ErrNotFound):
+		return r.model, r.dim(), nil
 	}
-	e.lastSeq = lastSeq
-	e.set(x)
-	return nil
+	return "", 0, err
 }
 
 // catchUpBatch bounds how many chunks are read per batch while rebuilding.

@@ -24,6 +24,10 @@ import (
 // client cannot forge it without the secret, which lives in the database.
 const nodeHeader = "X-Docsift-Node"
 
+// servedByHeader names, on a query's response, the node that answered it:
+// for operators following a query through the cluster.
+const servedByHeader = "X-Docsift-Served-By"
+
 // ctxBody is the context key of a query's body, kept as it is read so that
 // it can be passed on whole.
 const ctxBody = "docsift.body"
@@ -106,4 +110,11 @@ func (s *Server) forward(c echo.Context, owner string) bool {
 	}
 	proxy.ServeHTTP(c.Response(), c.Request())
 	return !failed || c.Request().Context().Err() != nil
+}
+
+// servedHere marks a query's response as answered by this node.
+func (s *Server) servedHere(c echo.Context) {
+	if n := s.cfg.Cluster; n != nil {
+		c.Response().Header().Set(servedByHeader, n.ID())
+	}
 }

@@ -97,6 +97,7 @@ func (s *Server) query(c echo.Context, owner string, q queryFields) error {
 	if s.forward(c, owner) {
 		return nil
 	}
+	s.servedHere(c)
 	ctx := c.Request().Context()
 	if q.Stream {
 		return s.streamQuery(c, owner, text, k, filter)

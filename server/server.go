@@ -198,5 +198,11 @@ func requestID(c echo.Context) string {
 }
 
 func (s *Server) healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+	body := map[string]any{"status": "ok", "version": s.cfg.Version}
+	if n := s.cfg.Cluster; n != nil {
+		// What this node sees of its cluster, for operators and load
+		// balancers: nodes that disagree here are still converging.
+		body["node_id"], body["live_nodes"] = n.ID(), len(n.Live())
+	}
+	return c.JSON(http.StatusOK, body)
 }

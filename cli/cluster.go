@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/docsift/docsift/cluster"
+	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/pgstore"
+)
+
+// isDatabaseURL reports whether a --store value names a PostgreSQL
+// database rather than nothing (the bbolt file in the data dir).
+func isDatabaseURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// openStore opens the store the server keeps its records in: the bbolt
+// file in the data dir, or with a postgres:// URL the database a cluster
+// of nodes shares. The data dir then holds only this node's index
+// snapshots and admin socket, so it is locked here instead of by bbolt.
+func openStore(storeURL, data string) (st store.Backend, pg *pgstore.Store, err error) {
+	switch {
+	case storeURL == "":
+		s, err := store.Open(data)
+		if err != nil {
+			return nil, nil, err // not s: a nil *Store would be a non-nil Backend
+		}
+		return s, nil, nil
+	case isDatabaseURL(storeURL):
+		unlock, err := lockDataDir(data)
+		if err != nil {
+			return nil, nil, err
+		}
+		pg, err := pgstore.Open(storeURL)
+		if err != nil {
+			unlock()
+			return nil, nil, err
+		}
+		return closing{pg, unlock}, pg, nil
+	}
+	return nil, nil, fmt.Errorf("--store must be empty (the data directory's own file) or a postgres:// URL, not %q", storeURL)
+}
+
+// closing is a store that also releases the data dir when closed.
+type closing struct {
+	*pgstore.Store
+	unlock func()
+}
+
+func (c closing) Close() error {
+	defer c.unlock()
+	return c.Store.Close()
+}
+
+// lockDataDir takes the data dir for this process, as bbolt's file lock
+// does for a single node: two nodes on one machine need a dir each.
+func lockDataDir(data string) (func(), error) {
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(data, "node.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data directory %s is in use by another docsift process; give each node its own --data", data)
+	}
+	return func() { f.Close() }, nil
+}
+
+// defaultNodeURL is how other nodes reach this one when --node-url is not
+// set: the listening address, with the machine's host name when it listens
+// on every interface.
+func defaultNodeURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if name, err := os.Hostname(); err == nil {
+			host = name
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// clusterMember is this process as a node of a cluster: it joins before
+// the engine starts (so that placement counts it before it claims jobs),
+// and is tied to the engine once there is one.
+type clusterMember struct {
+	node   *cluster.Node
+	pg     *pgstore.Store
+	engine atomic.Pointer[ingest.Engine]
+	log    *slog.Logger
+}
+
+func joinCluster(pg *pgstore.Store, url string, log *slog.Logger) (*clusterMember, error) {
+	m := &clusterMember{pg: pg, log: log}
+	node, err := cluster.Join(pg, url, pgstore.HeartbeatInterval, m.placementChanged, log)
+	if err != nil {
+		return nil, err
+	}
+	m.node = node
+	log.Info("joined the cluster", "node", node.ID(), "url", url, "live_nodes", len(node.Live()))
+	return m, nil
+}
+
+func (m *clusterMember) placementChanged() {
+	if e := m.engine.Load(); e != nil {
+		e.PlacementChanged()
+	}
+}
+
+// run ties the engine to the cluster until ctx ends: other nodes' new and
+// ended jobs wake it, and their changes to the chunks of owners it holds
+// are caught up, one owner at a time, each change coalesced with those
+// that arrive while it waits.
+func (m *clusterMember) run(ctx context.Context, e *ingest.Engine) (wait func()) {
+	m.engine.Store(e)
+	var mu sync.Mutex
+	pending := map[string]bool{}
+	all := false
+	kick := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		m.pg.Listen(ctx, m.log, func(owner, from string) {
+			if from == m.node.ID() {
+				return // our own change, already in our index
+			}
+			mu.Lock()
+			if owner == "" {
+				all = true
+			} else {
+				pending[owner] = true
+			}
+			mu.Unlock()
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}, func(string) { e.JobsChanged() })
+	}()
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			}
+			mu.Lock()
+			owners, everyone := pending, all
+			pending, all = map[string]bool{}, false
+			mu.Unlock()
+			if everyone {
+				if err := e.CatchUpAll(); err != nil {
+					m.log.Warn("catching up with other nodes' changes failed", "err", err)
+				}
+				continue
+			}
+			for owner := range owners {
+				if err := e.CatchUp(owner); err != nil {
+					m.log.Warn("catching up with another node's change failed", "owner", owner, "err", err)
+				}
+			}
+		}
+	}()
+	return wg.Wait
+}
+
+// leave takes the node out of the cluster at a clean shutdown, once its
+// workers have stopped.
+func (m *clusterMember) leave(ctx context.Context) {
+	if err := m.node.Leave(ctx); err != nil {
+		m.log.Warn("leaving the cluster failed; the other nodes take over when its heartbeat ages", "err", err)
+	}
+}
