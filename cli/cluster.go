@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/docsift/docsift/cluster"
 	"github.com/docsift/docsift/ingest"
@@ -95,6 +96,11 @@ func defaultNodeURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// rateBucketIdle is how long a rate limit's unused bucket is kept in the
+// database (it is full again long before) and how often they are swept;
+// every node sweeps, and a sweep is one DELETE.
+const rateBucketIdle = 10 * time.Minute
+
 // clusterMember is this process as a node of a cluster: it joins before
 // the engine starts (so that placement counts it before it claims jobs),
 // and is tied to the engine once there is one.
@@ -133,7 +139,22 @@ func (m *clusterMember) run(ctx context.Context, e *ingest.Engine) (wait func())
 	all := false
 	kick := make(chan struct{}, 1)
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(rateBucketIdle)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := m.pg.SweepRateBuckets(rateBucketIdle); err != nil {
+					m.log.Warn("removing idle rate-limit buckets failed", "err", err)
+				}
+			}
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		m.pg.Listen(ctx, m.log, func(owner, from string) {

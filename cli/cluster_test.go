@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/docsift/docsift/cluster"
 	"github.com/docsift/docsift/internal/pgtest"
+	"github.com/docsift/docsift/internal/testpdf"
 	"github.com/docsift/docsift/store"
 )
 
@@ -26,13 +31,14 @@ type testCluster struct {
 	pg           *pgtest.Server
 	nodes        []*process
 	key, project string
+	flags        []string // more flags for every node's serve
 }
 
 // startCluster starts n nodes on a new database. The first creates the
 // project and prints its key, as a single node does on first start.
-func startCluster(t *testing.T, n int) *testCluster {
+func startCluster(t *testing.T, n int, flags ...string) *testCluster {
 	t.Helper()
-	c := &testCluster{bin: buildBinary(t), pg: pgtest.Start(t)}
+	c := &testCluster{bin: buildBinary(t), pg: pgtest.Start(t), flags: flags}
 	c.db = c.pg.Database(t)
 	for i := range n {
 		c.nodes = append(c.nodes, c.start(t))
@@ -83,7 +89,7 @@ func (c *testCluster) running() int {
 }
 
 func (c *testCluster) start(t *testing.T) *process {
-	return startProcess(t, c.bin, t.TempDir(), freeAddr(t), "--store", c.db)
+	return startProcess(t, c.bin, t.TempDir(), freeAddr(t), append([]string{"--store", c.db}, c.flags...)...)
 }
 
 // live reads the live nodes as the database has them, and the node
@@ -403,5 +409,112 @@ func TestClusterSurvivesPostgresRestart(t *testing.T) {
 		if texts, _ := c.query(t, p, cus, "snapdragon"); !containsWord(texts, "snapdragon") {
 			t.Fatalf("after the restart, through %s: %q", p.base, texts)
 		}
+	}
+}
+
+// onNode is url (made by one node, with its base URL) on node p.
+func onNode(t *testing.T, url string, p *process) string {
+	t.Helper()
+	_, path, ok := strings.Cut(strings.TrimPrefix(url, "http://"), "/")
+	if !ok {
+		t.Fatalf("not a URL with a path: %q", url)
+	}
+	return p.base + "/" + path
+}
+
+// Upload sessions, subpages and webhooks work whichever node a request
+// lands on: a session made on one node is served by another, a subpage cut
+// through one is downloaded from another, and a webhook registered through
+// one hears of a job that ran on whichever node held its owner.
+func TestClusterSessionsSubpagesWebhooksOnAnyNode(t *testing.T) {
+	c := startCluster(t, 3)
+	a, b, d := c.nodes[0], c.nodes[1], c.nodes[2]
+	events := make(chan map[string]any, 8)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev map[string]any
+		json.NewDecoder(r.Body).Decode(&ev)
+		events <- ev
+	}))
+	defer hook.Close()
+	a.call(t, http.MethodPost, "/webhooks", c.key, map[string]any{"url": hook.URL, "events": []string{"job.succeeded"}})
+	cus := c.customer(t, b, "acme")
+
+	sess := a.call(t, http.MethodPost, "/session/multi-tenant", c.key, map[string]any{
+		"project_id": c.project, "customer_id": cus, "services": []string{"file_upload"},
+		"success_url": "https://example.com/done", "cancel_url": "https://example.com/cancel"})
+	resp, err := http.Get(onNode(t, sess["url"].(string), d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("session page made on one node, opened on another: %d", resp.StatusCode)
+	}
+
+	pdf := testpdf.Pages([]string{"Harbour report. The north pier was repaired in May.", "Dredging. The channel was dredged to nine metres.", "Budget. The budget is unchanged."})
+	job, _ := uploadBytes(t, b.base, c.key, cus, "harbour.pdf", pdf)
+	if j := waitJobState(t, d.base, c.key, job, succeeded); j.Status != "SUCCEEDED" {
+		t.Fatalf("job: %+v", j)
+	}
+	select {
+	case ev := <-events:
+		if ev["type"] != "job.succeeded" {
+			t.Fatalf("webhook event %v", ev)
+		}
+	case <-time.After(cliWait):
+		t.Fatal("no webhook delivery for the job")
+	}
+
+	status, out := apiCall(t, http.MethodPost, d.base+"/query/customer", c.key, map[string]any{"customer_id": cus, "query": "dredged channel"})
+	chunks, _ := out["chunks"].([]any)
+	if status != http.StatusOK || len(chunks) == 0 {
+		t.Fatalf("query: %d %v", status, out)
+	}
+	chunk := chunks[0].(map[string]any)["chunk_id"].(string)
+	sp := a.call(t, http.MethodPost, "/subpage", c.key, map[string]any{"chunk_id": chunk, "owner_id": cus, "varience": 1})
+	resp, err = http.Get(onNode(t, sp["subpage_url"].(string), b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("%PDF")) {
+		t.Fatalf("subpage cut on one node, fetched from another: %d, %d bytes", resp.StatusCode, len(body))
+	}
+}
+
+// uploadBytes uploads data as a file named name for owner.
+func uploadBytes(t *testing.T, base, key, owner, name string, data []byte) (jobID, docID string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return uploadPDF(t, base, key, owner, path)
+}
+
+// A project's rate limit holds across the nodes: requests spread over two
+// nodes get one bucket's burst, not one per node.
+func TestClusterRateLimitSharedByNodes(t *testing.T) {
+	c := startCluster(t, 2, "--rate-limit", "0.5") // a burst of 2, then one every 2 s
+	ok, limited := 0, 0
+	for i := range 8 {
+		p := c.nodes[i%2]
+		status, out := apiCall(t, http.MethodGet, p.base+"/customers", c.key, nil)
+		switch status {
+		case http.StatusOK:
+			ok++
+		case http.StatusTooManyRequests:
+			limited++
+			if msg, _ := out["error"].(string); !strings.Contains(msg, "rate limit") {
+				t.Fatalf("429 says %q", msg)
+			}
+		default:
+			t.Fatalf("GET /customers through %s: %d %v", p.base, status, out)
+		}
+	}
+	// The burst is 2; a token may flow in while the requests run.
+	if ok > 3 || limited == 0 {
+		t.Fatalf("%d requests passed and %d were limited across two nodes at 0.5/s; want the one bucket's burst", ok, limited)
 	}
 }

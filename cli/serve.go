@@ -257,7 +257,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	scfg.Metrics = m
 	scfg.Drive = driveClient
 	if member != nil {
-		scfg.Cluster = member.node
+		scfg.Cluster, scfg.RateBuckets = member.node, pg
 	}
 	queries := search.New(engine, st, answerer, web, log)
 	queries.SetMetrics(m)

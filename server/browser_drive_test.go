@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docsift/docsift/internal/testpdf"
+
 	"github.com/chromedp/chromedp"
 	"github.com/docsift/docsift/internal/drivetest"
 )
@@ -19,7 +21,7 @@ func TestBrowserDriveImport(t *testing.T) {
 	g := drivetest.New(t, driveClientID, driveClientSecret)
 	field := g.AddFile(drivetest.File{Name: "Field work", MimeType: drivetest.FolderType})
 	g.AddFile(drivetest.File{Name: "Harbour plan", MimeType: drivetest.DocumentType, Parents: []string{field.ID},
-		Exports: map[string][]byte{"application/pdf": testPDF(reportPages)}})
+		Exports: map[string][]byte{"application/pdf": testpdf.Pages(reportPages)}})
 	g.AddFile(drivetest.File{Name: "tide-notes.md", MimeType: "text/markdown", Parents: []string{field.ID},
 		Content: []byte("# Tides\n\nSpring tides reach the second step of the north pier.\n")})
 	g.AddFile(drivetest.File{Name: "pier photo.gif", MimeType: "image/gif", Content: []byte("GIF89a not really")})

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docsift/docsift/internal/testpdf"
+
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
@@ -281,7 +283,7 @@ func TestBrowserSessionUploadAndDone(t *testing.T) {
 	}
 
 	files := writeFiles(t, map[string][]byte{
-		"Q3 field report.pdf": testPDF(reportPages),
+		"Q3 field report.pdf": testpdf.Pages(reportPages),
 		"meeting-notes.md":    []byte("# Harbour meeting\n\nThe new tide gauge goes on the north pier in May.\n\nThe ferry timetable changes with the summer schedule.\n"),
 	}, "Q3 field report.pdf", "meeting-notes.md")
 	b.do("choose two files", chromedp.SetUploadFiles(chromedp.ID("file-input"), files))
@@ -531,7 +533,7 @@ func TestBrowserConsole(t *testing.T) {
 	}
 
 	files := writeFiles(t, map[string][]byte{
-		"field-report.pdf": testPDF(reportPages),
+		"field-report.pdf": testpdf.Pages(reportPages),
 		"notes.txt":        []byte("Ferry timetables change with the summer schedule. The harbour office opens at eight."),
 	}, "field-report.pdf", "notes.txt")
 	b.do("upload two files",
@@ -614,60 +616,4 @@ var reportPages = []string{
 	"Quarterly field report. This report covers the survey work of the harbour team during the third quarter. Staffing stayed the same and the boat was serviced in July.",
 	"Tide gauge installation. The new tide gauge was installed on the north pier, next to the ferry ramp. The tide gauge records the water level every minute and sends it to the harbour office.",
 	"Budget and next steps. The dredging budget is unchanged. Next quarter the team will survey the south channel and replace two navigation buoys.",
-}
-
-// testPDF writes a small PDF with one page of text per element of pages.
-// It is built by hand so the tests need no fixture file.
-func testPDF(pages []string) []byte {
-	var buf bytes.Buffer
-	var offsets []int
-	obj := func(body string) {
-		offsets = append(offsets, buf.Len())
-		fmt.Fprintf(&buf, "%d 0 obj\n%s\nendobj\n", len(offsets), body)
-	}
-	buf.WriteString("%PDF-1.4\n")
-	obj("<< /Type /Catalog /Pages 2 0 R >>")
-	var kids []string
-	for i := range pages {
-		kids = append(kids, fmt.Sprintf("%d 0 R", 4+2*i))
-	}
-	obj(fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(pages)))
-	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-	esc := strings.NewReplacer(`\`, `\\`, "(", `\(`, ")", `\)`)
-	for i, text := range pages {
-		obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i))
-		var content strings.Builder
-		content.WriteString("BT /F1 12 Tf 16 TL 72 720 Td\n")
-		for _, line := range wrapWords(text, 70) {
-			fmt.Fprintf(&content, "(%s) Tj T*\n", esc.Replace(line))
-		}
-		content.WriteString("ET")
-		obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", content.Len(), content.String()))
-	}
-	xref := buf.Len()
-	fmt.Fprintf(&buf, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&buf, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&buf, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
-	return buf.Bytes()
-}
-
-func wrapWords(text string, width int) []string {
-	var lines []string
-	var line string
-	for _, w := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }

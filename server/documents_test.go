@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docsift/docsift/internal/testpdf"
+
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
 	"github.com/pdfcpu/pdfcpu/pkg/api"
@@ -137,7 +139,7 @@ func numberedPDF(n int) []byte {
 	for i := range pages {
 		pages[i] = "This is page " + pageWord(i+1) + " of the numbered test document. It talks about " + pageWord(i+1) + " things only."
 	}
-	return testPDF(pages)
+	return testpdf.Pages(pages)
 }
 
 func pageWord(n int) string {
@@ -285,7 +287,7 @@ func TestBadFilesGetClearErrorsAndTheServerStaysUp(t *testing.T) {
 	}{
 		{"truncated.pdf", good[:len(good)/2], "damaged or truncated"},
 		{"locked.pdf", encryptedPDF(t), "password-protected"},
-		{"scan.pdf", testPDF([]string{"", ""}), "no text layer"},
+		{"scan.pdf", testpdf.Pages([]string{"", ""}), "no text layer"},
 	} {
 		j := e.uploadPDF(t, e.a.key, owner, c.name, c.data)
 		if j.Status != store.StatusFailed || !strings.Contains(j.Error, c.want) {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docsift/docsift/internal/testpdf"
+
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/internal/drivetest"
 	"github.com/docsift/docsift/server"
@@ -273,7 +275,7 @@ func TestDriveImportGoogleDocIsIndexed(t *testing.T) {
 	e, g := newDriveEnv(t, withMaxFileBytes(64<<10))
 	reports := g.AddFile(drivetest.File{Name: "Reports", MimeType: drivetest.FolderType})
 	doc := g.AddFile(drivetest.File{Name: "Harbour plan", MimeType: drivetest.DocumentType, Parents: []string{reports.ID},
-		Exports: map[string][]byte{"application/pdf": testPDF([]string{
+		Exports: map[string][]byte{"application/pdf": testpdf.Pages([]string{
 			"Harbour plan. The quartermaster orders new mooring lines every spring.",
 			"The lighthouse keeper logs the fog signal hours in the blue ledger.",
 		})}})

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docsift/docsift/internal/testpdf"
+
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/internal/drivetest"
@@ -32,7 +34,7 @@ func TestOpenAPIDriveResponsesMatchSchemas(t *testing.T) {
 	g := drivetest.New(t, clientID, secret)
 	folder := g.AddFile(drivetest.File{Name: "Reports", MimeType: drivetest.FolderType})
 	notes := g.AddFile(drivetest.File{Name: "notes.txt", MimeType: "text/plain", Content: []byte("The pier opens at eight.")})
-	g.AddFile(drivetest.File{Name: "Plan", MimeType: drivetest.DocumentType, Exports: map[string][]byte{"application/pdf": openAPITestPDF([]string{"Plan."})}})
+	g.AddFile(drivetest.File{Name: "Plan", MimeType: drivetest.DocumentType, Exports: map[string][]byte{"application/pdf": testpdf.Pages([]string{"Plan."})}})
 	photo := g.AddFile(drivetest.File{Name: "pier.gif", MimeType: "image/gif", Content: []byte("GIF89a")})
 
 	dir := t.TempDir()

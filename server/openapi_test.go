@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docsift/docsift/internal/testpdf"
 
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
@@ -575,7 +576,7 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 	call("GET", "/s/{token}/jobs", "/s/"+token+"/jobs?job_id="+jobID, nil, 200)
 
 	// A PDF of the project's own, cut into a subpage.
-	pdfUp := call("POST", "/upload/file", "/upload/file", newMultipartBody(t, "harbour.pdf", openAPITestPDF([]string{
+	pdfUp := call("POST", "/upload/file", "/upload/file", newMultipartBody(t, "harbour.pdf", testpdf.Pages([]string{
 		"Harbour report. The pier was repaired in March.",
 		"Tide gauge. A new tide gauge records the water level every minute.",
 		"Budget. The dredging budget is unchanged.",
@@ -622,36 +623,6 @@ func newMultipartBody(t *testing.T, name string, content []byte, data string) *m
 		t.Fatal(err)
 	}
 	return &multipartBody{data: buf.String(), contentType: w.FormDataContentType()}
-}
-
-// openAPITestPDF writes a PDF with one line of text per page.
-func openAPITestPDF(pages []string) []byte {
-	var buf strings.Builder
-	var offsets []int
-	obj := func(body string) {
-		offsets = append(offsets, buf.Len())
-		fmt.Fprintf(&buf, "%d 0 obj\n%s\nendobj\n", len(offsets), body)
-	}
-	buf.WriteString("%PDF-1.4\n")
-	kids := make([]string, len(pages))
-	for i := range pages {
-		kids[i] = fmt.Sprintf("%d 0 R", 4+2*i)
-	}
-	obj("<< /Type /Catalog /Pages 2 0 R >>")
-	obj(fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(pages)))
-	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-	for i, text := range pages {
-		obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i))
-		content := fmt.Sprintf("BT /F1 12 Tf 72 720 Td (%s) Tj ET", text)
-		obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
-	}
-	xref := buf.Len()
-	fmt.Fprintf(&buf, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&buf, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&buf, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
-	return []byte(buf.String())
 }
 
 // undocumentedFields lists the object members in v that schema does not

@@ -29,9 +29,18 @@ const (
 	pruneAbove = 10000
 )
 
+// SharedBuckets keeps token buckets where every node of a cluster draws on
+// them: TakeToken takes one token from key's bucket (filling at perSecond,
+// holding up to burst) and returns 0, or returns how long until one is
+// there. The PostgreSQL store is one.
+type SharedBuckets interface {
+	TakeToken(key string, perSecond float64, burst int) (time.Duration, error)
+}
+
 type rateLimiter struct {
 	perSecond float64
-	what      string // "project", "session": for the error message
+	what      string        // "project", "session": for the error message
+	shared    SharedBuckets // nil: the buckets below, in this process
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -42,18 +51,29 @@ type bucket struct {
 	seen time.Time
 }
 
-func newRateLimiter(perSecond float64, what string) *rateLimiter {
+func newRateLimiter(perSecond float64, what string, shared SharedBuckets) *rateLimiter {
 	if perSecond <= 0 {
 		return nil
 	}
-	return &rateLimiter{perSecond: perSecond, what: what, buckets: map[string]*bucket{}}
+	return &rateLimiter{perSecond: perSecond, what: what, shared: shared, buckets: map[string]*bucket{}}
 }
+
+func (r *rateLimiter) burst() int { return max(1, int(math.Ceil(r.perSecond*burstSeconds))) }
 
 // check takes a token for key, or returns a 429 saying when to retry. A nil
 // limiter allows everything.
 func (r *rateLimiter) check(c echo.Context, key string) error {
 	if r == nil {
 		return nil
+	}
+	if r.shared != nil {
+		delay, err := r.shared.TakeToken(r.what+" "+key, r.perSecond, r.burst())
+		if err != nil {
+			// The request itself needs the same database and will say
+			// that it is unreachable; the limit is not the news.
+			return nil
+		}
+		return r.refuse(c, delay)
 	}
 	now := time.Now()
 	r.mu.Lock()
@@ -66,8 +86,7 @@ func (r *rateLimiter) check(c echo.Context, key string) error {
 				}
 			}
 		}
-		burst := max(1, int(math.Ceil(r.perSecond*burstSeconds)))
-		b = &bucket{lim: rate.NewLimiter(rate.Limit(r.perSecond), burst)}
+		b = &bucket{lim: rate.NewLimiter(rate.Limit(r.perSecond), r.burst())}
 		r.buckets[key] = b
 	}
 	b.seen = now
@@ -77,7 +96,13 @@ func (r *rateLimiter) check(c echo.Context, key string) error {
 		res.CancelAt(now) // a refused request does not use up the future
 	}
 	r.mu.Unlock()
-	if delay == 0 {
+	return r.refuse(c, delay)
+}
+
+// refuse is the 429 of a request that would have to wait delay; nil when
+// it need not wait.
+func (r *rateLimiter) refuse(c echo.Context, delay time.Duration) error {
+	if delay <= 0 {
 		return nil
 	}
 	secs := int(math.Ceil(delay.Seconds()))

@@ -65,6 +65,9 @@ type Config struct {
 	// Cluster is this node of a cluster (see cluster.go); nil: a single
 	// node.
 	Cluster *cluster.Node
+	// RateBuckets, when set, keeps the rate limits' buckets where all the
+	// nodes of a cluster share them; nil: in this process.
+	RateBuckets SharedBuckets
 }
 
 func (c Config) withDefaults() Config {
@@ -103,8 +106,8 @@ type Server struct {
 // New builds the API over its parts.
 func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Service, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg.withDefaults(), store: st, engine: engine, search: search, log: log}
-	s.projectLimit = newRateLimiter(s.cfg.RateLimit, "project")
-	s.sessionLimit = newRateLimiter(s.cfg.SessionRateLimit, "upload session")
+	s.projectLimit = newRateLimiter(s.cfg.RateLimit, "project", s.cfg.RateBuckets)
+	s.sessionLimit = newRateLimiter(s.cfg.SessionRateLimit, "upload session", s.cfg.RateBuckets)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
