@@ -45,6 +45,7 @@ type Chunks interface {
 // RunChunks runs every test of the Chunks slice, each on a new store.
 func RunChunks(t *testing.T, open func(t *testing.T) Chunks) {
 	t.Run("RerunReplacesChunks", func(t *testing.T) { rerunReplacesChunks(t, open(t)) })
+	t.Run("ChunkIDsNameTheirDocument", func(t *testing.T) { chunkIDsNameTheirDocument(t, open(t)) })
 	t.Run("VectorsAfterChunks", func(t *testing.T) { vectorsAfterChunks(t, open(t)) })
 	t.Run("DeleteChunksKeepsDocument", func(t *testing.T) { deleteChunksKeepsDocument(t, open(t)) })
 	t.Run("DeleteDocumentRemovesEverything", func(t *testing.T) { deleteDocumentRemovesEverything(t, open(t)) })
@@ -161,6 +162,33 @@ func rerunReplacesChunks(t *testing.T, s Chunks) {
 	}
 	if job := mustJob(t, s, j.ID); job.Chunks != 0 || job.ChunksEmbedded != 0 {
 		t.Fatalf("job after a run with no chunks = %+v", job)
+	}
+}
+
+// chunkIDsNameTheirDocument: a chunk's id is derived from its document and
+// position, so the document can be read back from it; an id that is no
+// chunk id names no document and finds no chunk.
+func chunkIDsNameTheirDocument(t *testing.T, s Chunks) {
+	d, _ := upload(t, s, "alice", "n.txt", "x")
+	chunks := []store.Chunk{{Position: 0, Text: "a"}, {Position: 12, Text: "b"}}
+	if _, err := s.ReplaceChunks(d.ID, "m", chunks, [][]float32{{1}, nil}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if c.ID != store.ChunkID(d.ID, c.Position) {
+			t.Fatalf("chunk at %d has id %s, want %s", c.Position, c.ID, store.ChunkID(d.ID, c.Position))
+		}
+		if doc, ok := store.DocumentOfChunk(c.ID); !ok || doc != d.ID {
+			t.Fatalf("DocumentOfChunk(%s) = %s, %v; want %s", c.ID, doc, ok, d.ID)
+		}
+	}
+	for _, bad := range []string{d.ID, store.PrefixChunk, store.PrefixChunk + "-1", ""} {
+		if doc, ok := store.DocumentOfChunk(bad); ok {
+			t.Errorf("DocumentOfChunk(%q) = %s, ok", bad, doc)
+		}
+		if _, err := s.Chunk(bad); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Chunk(%q): err = %v, want ErrNotFound", bad, err)
+		}
 	}
 }
 
@@ -422,6 +450,9 @@ func ownerModelAndReindex(t *testing.T, s Chunks) {
 	}
 	if om, _ := s.OwnerModel("cus_a"); om == nil || om.Model != "new" || om.Dim != 3 || om.Next != "" {
 		t.Fatalf("after switch: %+v", om)
+	}
+	if _, err := s.ReplaceChunks(d.ID, "old", chunks, [][]float32{{1, 0}, {0, 1}}); !errors.Is(err, store.ErrModelMismatch) {
+		t.Fatalf("vectors of the model switched away from: err = %v, want ErrModelMismatch", err)
 	}
 	if err := s.FinishReindex("cus_none", "new", 3); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("FinishReindex of an owner without vectors: err = %v, want ErrNotFound", err)

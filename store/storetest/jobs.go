@@ -35,6 +35,7 @@ type Jobs interface {
 func RunJobs(t *testing.T, open func(t *testing.T) Jobs) {
 	t.Run("DocumentsCreateListDelete", func(t *testing.T) { documentsCreateListDelete(t, open(t)) })
 	t.Run("ClaimByDueTime", func(t *testing.T) { claimByDueTime(t, open(t)) })
+	t.Run("RetryOfAQueuedJobMovesIt", func(t *testing.T) { retryOfAQueuedJobMovesIt(t, open(t)) })
 	t.Run("ConcurrentClaimsTakeEachJobOnce", func(t *testing.T) { concurrentClaims(t, open(t)) })
 	t.Run("ProgressAndFinish", func(t *testing.T) { progressAndFinish(t, open(t)) })
 	t.Run("RequeueInterrupted", func(t *testing.T) { requeueInterrupted(t, open(t)) })
@@ -195,12 +196,25 @@ func claimByDueTime(t *testing.T, s Jobs) {
 	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("claim before anything is due: err = %v, want ErrNoJob", err)
 	}
-	c.t = t0.Add(30 * time.Second)
-	if j, _ := mustClaim(t, s); j.ID != yJob.ID || j.Attempts != 2 {
-		t.Fatalf("claim after back-off = %+v, want y's job, attempt 2", j)
+	// A new job is due when created: it goes ahead of the waiting retries.
+	_, zJob := upload(t, s, "alice", "z", "z")
+	if j, _ := mustClaim(t, s); j.ID != zJob.ID || j.Attempts != 1 {
+		t.Fatalf("claim while retries wait = %+v, want the new z's job", j)
 	}
+	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+		t.Fatalf("claim before the retries are due: err = %v, want ErrNoJob", err)
+	}
+	// A retry is due at its not-before time, not after it.
+	c.t = t0.Add(15 * time.Second)
+	if j, _ := mustClaim(t, s); j.ID != yJob.ID || j.Attempts != 2 {
+		t.Fatalf("claim at y's not-before = %+v, want y's job, attempt 2", j)
+	}
+	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+		t.Fatalf("claim before x is due: err = %v, want ErrNoJob", err)
+	}
+	c.t = t0.Add(20 * time.Second)
 	if j, _ := mustClaim(t, s); j.ID != xJob.ID || j.Attempts != 2 {
-		t.Fatalf("claim after back-off = %+v, want x's job, attempt 2", j)
+		t.Fatalf("claim at x's not-before = %+v, want x's job, attempt 2", j)
 	}
 	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("drained queue: err = %v, want ErrNoJob", err)
@@ -210,6 +224,32 @@ func claimByDueTime(t *testing.T, s Jobs) {
 	}
 	if err := s.RetryJob("job_nope", t0, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("RetryJob(unknown): err = %v, want ErrNotFound", err)
+	}
+}
+
+// retryOfAQueuedJobMovesIt: retrying a job that is still queued moves its
+// place in the queue; it does not queue it a second time.
+func retryOfAQueuedJobMovesIt(t *testing.T, s Jobs) {
+	c := newClock(s)
+	_, j := upload(t, s, "alice", "a", "a")
+	if err := s.RetryJob(j.ID, c.Now().Add(time.Hour), "later"); err != nil {
+		t.Fatal(err)
+	}
+	if next, ok := s.NextDue(); !ok || !next.Equal(c.Now().Add(time.Hour)) {
+		t.Fatalf("NextDue = %v, %v; want the retry's %v", next, ok, c.Now().Add(time.Hour))
+	}
+	if err := s.RetryJob(j.ID, c.Now(), "now after all"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := s.PendingJobs(); err != nil || n != 1 {
+		t.Fatalf("PendingJobs = %d, %v; want the one job", n, err)
+	}
+	if got, _ := mustClaim(t, s); got.ID != j.ID {
+		t.Fatalf("claimed %s, want %s", got.ID, j.ID)
+	}
+	c.Advance(2 * time.Hour)
+	if got, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+		t.Fatalf("the job was queued twice: claimed %+v again, %v", got, err)
 	}
 }
 

@@ -113,9 +113,10 @@ func keysCreateListRevoke(t *testing.T, s Projects) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if key.ProjectID != p.ID || !strings.HasPrefix(second, key.Hint) || len(key.Hint) >= len(second) ||
-		len(key.Hint) <= len(store.PrefixAPIKey) {
-		t.Fatalf("key %+v for secret %q: want the project and a short prefix of the secret as hint", key, second)
+	// The hint is shown in key listings: both stores keep the prefix and 4
+	// characters of the secret, no more.
+	if key.ProjectID != p.ID || len(second) <= len(store.PrefixAPIKey)+4 || key.Hint != second[:len(store.PrefixAPIKey)+4] {
+		t.Fatalf("key %+v for secret %q: want the project and the secret's prefix and 4 characters as hint", key, second)
 	}
 	keys, err := s.Keys(p.ID)
 	if err != nil || len(keys) != 2 || keys[1].ID != key.ID || keys[1].Hint != key.Hint || !keys[1].CreatedAt.Equal(key.CreatedAt) {
@@ -228,6 +229,9 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 		strings.Join(got.Services, ",") != "drive,web" || got.SuccessURL != in.SuccessURL || got.CancelURL != in.CancelURL ||
 		!got.CreatedAt.Equal(sess.CreatedAt) || !got.ExpiresAt.Equal(sess.ExpiresAt) {
 		t.Fatalf("SessionByToken = %+v, %v; want %+v", got, err, sess)
+	}
+	if got.Expired(c.Now()) || !got.Expired(c.Now().Add(time.Hour)) {
+		t.Fatalf("session %+v: want open now and expired after its ttl", got)
 	}
 	in.KeyID = otherKey.ID
 	kept, keptToken, _ := s.CreateSession(in, time.Hour)
