@@ -518,3 +518,45 @@ func TestClusterRateLimitSharedByNodes(t *testing.T) {
 		t.Fatalf("%d requests passed and %d were limited across two nodes at 0.5/s; want the one bucket's burst", ok, limited)
 	}
 }
+
+// A node that joins takes over the owners it wins: after the nodes agree,
+// queries for them are answered by it, from the store, with everything the
+// owners had.
+func TestClusterNodeJoinTakesOwners(t *testing.T) {
+	c := startCluster(t, 2)
+	// Placement is by random ids: with 24 owners the new node wins none
+	// with probability (2/3)^24, about 6 in 100,000.
+	const owners = 24
+	var customers, jobs []string
+	for i := range owners {
+		cus := c.customer(t, c.nodes[0], fmt.Sprintf("customer %d", i))
+		customers = append(customers, cus)
+		jobs = append(jobs, c.uploadText(t, c.nodes[i%2], cus, "notes.txt", fmt.Sprintf("Customer %d keeps the ledger code lx%d.", i, i)))
+	}
+	for _, id := range jobs {
+		if j := waitJobState(t, c.nodes[0].base, c.key, id, succeeded); j.Status != "SUCCEEDED" {
+			t.Fatalf("job %s: %+v", id, j)
+		}
+	}
+	c.nodes = append(c.nodes, c.start(t))
+	c.converge(t)
+	joined := c.nodes[2]
+	live := c.live(t)
+	won := 0
+	for i, cus := range customers {
+		h, _ := cluster.Holder(cus, live)
+		word := fmt.Sprintf("lx%d", i)
+		for _, p := range c.nodes {
+			texts, servedBy := c.query(t, p, cus, word)
+			if !containsWord(texts, word) || servedBy != h.ID {
+				t.Fatalf("after the join, %s through %s: %q served by %s; want found, by %s", word, p.base, texts, servedBy, h.ID)
+			}
+		}
+		if h.URL == joined.base {
+			won++
+		}
+	}
+	if won == 0 {
+		t.Fatalf("the new node won none of %d owners", owners)
+	}
+}
