@@ -63,13 +63,16 @@ func (c closing) Close() error {
 	return c.Store.Close()
 }
 
+// nodeLockFile is the file a cluster node locks in its data dir.
+const nodeLockFile = "node.lock"
+
 // lockDataDir takes the data dir for this process, as bbolt's file lock
 // does for a single node: two nodes on one machine need a dir each.
 func lockDataDir(data string) (func(), error) {
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(data, "node.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(data, nodeLockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}

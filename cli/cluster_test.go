@@ -30,6 +30,7 @@ type testCluster struct {
 	bin, db      string
 	pg           *pgtest.Server
 	nodes        []*process
+	dirs         []string // each node's data dir
 	key, project string
 	flags        []string // more flags for every node's serve
 }
@@ -89,7 +90,9 @@ func (c *testCluster) running() int {
 }
 
 func (c *testCluster) start(t *testing.T) *process {
-	return startProcess(t, c.bin, t.TempDir(), freeAddr(t), append([]string{"--store", c.db}, c.flags...)...)
+	dir := t.TempDir()
+	c.dirs = append(c.dirs, dir)
+	return startProcess(t, c.bin, dir, freeAddr(t), append([]string{"--store", c.db}, c.flags...)...)
 }
 
 // live reads the live nodes as the database has them, and the node
@@ -558,5 +561,26 @@ func TestClusterNodeJoinTakesOwners(t *testing.T) {
 	}
 	if won == 0 {
 		t.Fatalf("the new node won none of %d owners", owners)
+	}
+}
+
+// The admin commands reach a cluster through a running node's data dir,
+// or through --store when none runs; a stopped node's dir is not mistaken
+// for a single node's.
+func TestClusterAdminCommands(t *testing.T) {
+	c := startCluster(t, 1)
+	viaNode := createProject(t, c.dirs[0], "through the node")
+	if status, _ := apiCall(t, http.MethodGet, c.nodes[0].base+"/customers", viaNode.APIKey, nil); status != http.StatusOK {
+		t.Fatalf("key made through a node's socket: %d", status)
+	}
+	c.nodes[0].kill9(t)
+	if _, err := runCLI(t, "project", "create", "--name", "x", "--data", c.dirs[0]); err == nil || !strings.Contains(err.Error(), "--store") {
+		t.Fatalf("project create on a stopped node's dir = %v; want a refusal naming --store", err)
+	}
+	var p projectJSON
+	decodeStrict(t, mustCLI(t, "project", "create", "--name", "direct", "--json", "--data", c.dirs[0], "--store", c.db), &p)
+	node := c.start(t)
+	if status, _ := apiCall(t, http.MethodGet, node.base+"/customers", p.APIKey, nil); status != http.StatusOK {
+		t.Fatalf("key made with --store: %d", status)
 	}
 }

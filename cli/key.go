@@ -13,12 +13,13 @@ import (
 
 func keyCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "key", Short: "Manage a project's API keys"}
-	var data, projectID string
+	var projectID string
+	var target adminTarget
 	var asJSON bool
-	cmd.PersistentFlags().StringVar(&data, "data", defaultDataDir, "data directory")
+	target.register(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	withAdmin := func(fn func(admin.Store, io.Writer) error) func(*cobra.Command, []string) error {
-		return withAdminOf(&data, fn)
+		return withAdminOf(&target, fn)
 	}
 	create := &cobra.Command{
 		Use: "create", Short: "Create an API key for a project", Args: cobra.NoArgs,

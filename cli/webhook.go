@@ -15,14 +15,15 @@ import (
 
 func webhookCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "webhook", Short: "Manage a project's webhooks (also: POST/GET/DELETE /webhooks)"}
-	var data, projectID, url string
+	var projectID, url string
+	var target adminTarget
 	var events []string
 	var asJSON bool
-	cmd.PersistentFlags().StringVar(&data, "data", defaultDataDir, "data directory")
+	target.register(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	create := &cobra.Command{
 		Use: "create", Short: "Register an endpoint for job events; prints its signing secret once", Args: cobra.NoArgs,
-		RunE: withAdminOf(&data, func(a admin.Store, w io.Writer) error {
+		RunE: withAdminOf(&target, func(a admin.Store, w io.Writer) error {
 			var evs []string
 			if len(events) > 0 {
 				evs = events
@@ -48,7 +49,7 @@ func webhookCmd() *cobra.Command {
 	create.Flags().StringSliceVar(&events, "event", nil, "event to deliver (repeat for more): "+strings.Join(webhook.Events, ", ")+"; default all")
 	list := &cobra.Command{
 		Use: "list", Short: "List a project's webhooks (never their secrets)", Args: cobra.NoArgs,
-		RunE: withAdminOf(&data, func(a admin.Store, w io.Writer) error {
+		RunE: withAdminOf(&target, func(a admin.Store, w io.Writer) error {
 			ws, err := a.Webhooks(projectID)
 			if err != nil {
 				return err
@@ -77,7 +78,7 @@ func webhookCmd() *cobra.Command {
 		Use: "delete WEBHOOK_ID", Short: "Delete a webhook and its deliveries", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id = args[0]
-			return withAdminOf(&data, func(a admin.Store, w io.Writer) error {
+			return withAdminOf(&target, func(a admin.Store, w io.Writer) error {
 				if err := a.DeleteWebhook(id); err != nil {
 					return err
 				}
