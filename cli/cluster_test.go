@@ -239,6 +239,19 @@ func TestClusterUploadsQueryableOnEveryNode(t *testing.T) {
 			elsewhere = p
 		}
 	}
+	// A streamed answer comes through the node that passes it on.
+	body, _ := json.Marshal(map[string]any{"customer_id": cus, "query": words[0], "stream": true})
+	req, _ := http.NewRequest(http.MethodPost, elsewhere.base+"/query/customer", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "text/event-stream" || !strings.Contains(string(stream), "event: chunks") || !strings.Contains(string(stream), words[0]) {
+		t.Fatalf("streamed query through a node that does not hold the owner: %s %q", resp.Header.Get("Content-Type"), stream)
+	}
 	docs := elsewhere.call(t, http.MethodGet, "/documents?owner_id="+cus, c.key, nil)
 	doc := docs["documents"].([]any)[0].(map[string]any)["document_id"].(string)
 	elsewhere.call(t, http.MethodDelete, "/documents/"+doc, c.key, nil)
