@@ -175,7 +175,7 @@ func (m *clusterMember) run(ctx context.Context, e *ingest.Engine) (wait func())
 			case kick <- struct{}{}:
 			default:
 			}
-		}, func(string) { e.JobsChanged() })
+		}, func(_, owner string) { e.JobsChanged(owner) })
 	}()
 	go func() {
 		defer wg.Done()

@@ -414,9 +414,13 @@ func (e *Engine) signalEnded() {
 }
 
 // JobsChanged tells the engine that another node of its cluster queued or
-// ended a job: idle workers look for work, and WaitJob looks again.
-func (e *Engine) JobsChanged() {
-	e.poke()
+// ended a job: WaitJob looks again, and when the job's owner is held here
+// (or unknown) idle workers look for work. Others' jobs do not wake them:
+// each claim would walk past those jobs for nothing.
+func (e *Engine) JobsChanged(owner string) {
+	if owner == "" || e.indexes.holds(owner) {
+		e.poke()
+	}
 	e.signalEnded()
 }
 

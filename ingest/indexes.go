@@ -442,13 +442,19 @@ func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) 
 		if err != nil {
 			return added, err
 		}
+		chunkSeqs := make([]uint64, len(chunks))
+		for i, c := range chunks {
+			chunkSeqs[i] = c.Seq
+		}
+		vecs, err := r.store.Vectors(x.Model(), chunkSeqs)
+		if err != nil {
+			return added, err
+		}
 		entries := make([]index.Entry, 0, len(chunks))
-		for _, c := range chunks {
-			vec, err := r.store.Vector(x.Model(), c.Seq)
-			if errors.Is(err, store.ErrNotFound) {
+		for i, c := range chunks {
+			vec := vecs[i]
+			if vec == nil {
 				vec = zeroVector(x.Dim()) // written before its vector: found by its words
-			} else if err != nil {
-				return added, err
 			}
 			if len(vec) != x.Dim() {
 				r.log.Warn("stored vector does not fit the index, skipped", "chunk", c.ID, "dim", len(vec), "index_dim", x.Dim())

@@ -53,6 +53,7 @@ type Backend interface {
 	ChunksBySeq(seqs []uint64) ([]Chunk, error)
 	OwnerSeqs(ownerID string) ([]uint64, error)
 	Vector(model string, seq uint64) ([]float32, error)
+	Vectors(model string, seqs []uint64) ([][]float32, error)
 
 	// Owners' embedding models and reindexing onto another one.
 	OwnerModel(owner string) (*OwnerModel, error)

@@ -399,6 +399,39 @@ func (s *Store) Vector(model string, seq uint64) ([]float32, error) {
 	return decodeVector(data), nil
 }
 
+// Vectors returns the vectors of the chunks seqs under model, in order,
+// with nil for a chunk that has none, in one query.
+func (s *Store) Vectors(model string, seqs []uint64) ([][]float32, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	at := make(map[int64][]int, len(seqs)) // where each seq was asked for
+	keys := make([]int64, len(seqs))
+	for i, seq := range seqs {
+		at[int64(seq)], keys[i] = append(at[int64(seq)], i), int64(seq)
+	}
+	rows, err := s.pool.Query(ctx, "SELECT seq, data FROM vectors WHERE model = $1 AND seq = ANY($2)", model, keys)
+	if err != nil {
+		return nil, fmt.Errorf("store: vectors: %w", err)
+	}
+	defer rows.Close()
+	out := make([][]float32, len(seqs))
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return nil, fmt.Errorf("store: vectors: %w", err)
+		}
+		v := decodeVector(data)
+		for _, i := range at[seq] {
+			out[i] = v
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: vectors: %w", err)
+	}
+	return out, nil
+}
+
 // encodeVector writes float32s little-endian, 4 bytes each, as the bbolt
 // store does: a quarter of the size of a float8[] and no parsing.
 func encodeVector(v []float32) []byte {

@@ -25,8 +25,8 @@ import (
 // on rollback. chunksChannel's payload is "<owner> <node>" (node: the
 // writing node's id, empty outside a cluster): the node holding the owner's
 // index catches up from the store when it hears it. jobsChannel's payload
-// is a job id: a job was queued or ended, so idle workers look and waiters
-// look again. Notifications are only wake-ups; the rows are the truth, so a
+// is "<job> <owner>": a job was queued or ended, so the owner's holder
+// looks for work and waiters look again. Notifications are only wake-ups; the rows are the truth, so a
 // lost one delays work but never loses it.
 const (
 	chunksChannel = "docsift_chunks"
@@ -39,9 +39,10 @@ func (s *Store) notifyChunks(ctx context.Context, tx pgx.Tx, owner string) error
 	return err
 }
 
-// notifyJob queues the notification that a job was queued or ended.
-func (s *Store) notifyJob(ctx context.Context, tx pgx.Tx, jobID string) error {
-	_, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", jobsChannel, jobID)
+// notifyJob queues the notification that a job of owner was queued or
+// ended.
+func (s *Store) notifyJob(ctx context.Context, tx pgx.Tx, jobID, owner string) error {
+	_, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", jobsChannel, jobID+" "+owner)
 	return err
 }
 
@@ -57,15 +58,17 @@ const (
 	jobLease          = 5 * HeartbeatInterval
 )
 
-// placedHere is the SQL condition that the owner of the job row j is placed
-// on node $node: of the live nodes, the one with the highest
-// md5(owner || ' ' || node id) holds it (rendezvous hashing). The cluster
-// package computes the same function in Go.
-const placedHere = `(SELECT n.id FROM nodes n WHERE n.heartbeat_at > now() - make_interval(secs => %g)
-	ORDER BY md5(j.owner_id || ' ' || n.id) COLLATE "C" DESC LIMIT 1) = $%d`
-
+// placedHereArg is the SQL condition that the owner of the job row j is
+// placed on node $arg: of the live nodes, the one with the highest
+// md5(owner || ' ' || node id) holds it (rendezvous hashing; the cluster
+// package computes the same in Go). It is evaluated for every queued job a
+// claim walks past, so it compares this node's weight with the others'
+// (three MD5s for three nodes, no sort), over the live nodes read once per
+// statement.
 func placedHereArg(arg int) string {
-	return fmt.Sprintf(placedHere, liveFor.Seconds(), arg)
+	return fmt.Sprintf(`md5(j.owner_id || ' ' || $%d) COLLATE "C" >= ALL (
+		SELECT md5(j.owner_id || ' ' || l) COLLATE "C" FROM unnest((SELECT array_agg(id) FROM nodes
+			WHERE heartbeat_at > now() - make_interval(secs => %g))) l)`, arg, liveFor.Seconds())
 }
 
 // leases is the set of jobs this node runs, whose leases its heartbeats
@@ -207,16 +210,17 @@ func (s *Store) Leave() error {
 }
 
 // Listen calls chunks(owner, node) for every notification that an owner's
-// chunks changed and job(id) for every job queued or ended, until ctx is
-// done. It holds a connection of its own; when that is lost it reconnects,
-// and then calls chunks("", "") and job(""): notifications may have been
-// missed meanwhile, so listeners should look at everything again.
-func (s *Store) Listen(ctx context.Context, log *slog.Logger, chunks func(owner, node string), job func(id string)) {
+// chunks changed and job(id, owner) for every job queued or ended, until
+// ctx is done. It holds a connection of its own; when that is lost it
+// reconnects, and then calls chunks("", "") and job("", ""):
+// notifications may have been missed meanwhile, so listeners should look at
+// everything again.
+func (s *Store) Listen(ctx context.Context, log *slog.Logger, chunks func(owner, node string), job func(id, owner string)) {
 	backoff := 100 * time.Millisecond
 	for first := true; ctx.Err() == nil; first = false {
 		if !first {
 			chunks("", "")
-			job("")
+			job("", "")
 		}
 		err := s.listenOnce(ctx, chunks, job, func() { backoff = 100 * time.Millisecond })
 		if ctx.Err() != nil {
@@ -232,7 +236,7 @@ func (s *Store) Listen(ctx context.Context, log *slog.Logger, chunks func(owner,
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context, chunks func(owner, node string), job func(id string), connected func()) error {
+func (s *Store) listenOnce(ctx context.Context, chunks func(owner, node string), job func(id, owner string), connected func()) error {
 	pooled, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -257,7 +261,8 @@ func (s *Store) listenOnce(ctx context.Context, chunks func(owner, node string),
 			owner, node, _ := strings.Cut(n.Payload, " ")
 			chunks(owner, node)
 		case jobsChannel:
-			job(n.Payload)
+			id, owner, _ := strings.Cut(n.Payload, " ")
+			job(id, owner)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // joined opens n stores on one database, each joined as a node.
-func joined(t *testing.T, n int) []*Store {
+func joined(t testing.TB, n int) []*Store {
 	t.Helper()
 	url := pgtest.Start(t).Database(t)
 	var nodes []*Store
@@ -29,7 +29,7 @@ func joined(t *testing.T, n int) []*Store {
 	return nodes
 }
 
-func uploadTo(t *testing.T, s *Store, owner string) (*store.Document, *store.Job) {
+func uploadTo(t testing.TB, s *Store, owner string) (*store.Document, *store.Job) {
 	t.Helper()
 	d := &store.Document{ProjectID: "prj_test", OwnerID: owner, Name: owner + ".txt", Format: "text"}
 	j, err := s.CreateDocument(d, []byte("text of "+owner))
@@ -41,7 +41,7 @@ func uploadTo(t *testing.T, s *Store, owner string) (*store.Document, *store.Job
 
 // exec runs SQL on the database behind s: the tests move the database's
 // clock-dependent columns instead of waiting for time to pass.
-func exec(t *testing.T, s *Store, sql string, args ...any) {
+func exec(t testing.TB, s *Store, sql string, args ...any) {
 	t.Helper()
 	if _, err := s.pool.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatal(err)
@@ -180,7 +180,11 @@ func TestClusterListen(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	jobs := make(chan string, 16)
-	go a.Listen(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), func(owner, node string) {}, func(id string) { jobs <- id })
+	go a.Listen(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), func(owner, node string) {}, func(id, owner string) {
+		if owner == "cus_listen" {
+			jobs <- id
+		}
+	})
 	// The listener may not be listening yet: upload until it hears one.
 	deadline := time.After(30 * time.Second)
 	for heard := false; !heard; {
@@ -196,7 +200,7 @@ func TestClusterListen(t *testing.T) {
 }
 
 // ownerPlacedOn finds an owner id that live places on node.
-func ownerPlacedOn(t *testing.T, node string, live []store.Node) string {
+func ownerPlacedOn(t testing.TB, node string, live []store.Node) string {
 	t.Helper()
 	for i := range 1000 {
 		owner := fmt.Sprintf("cus_%d", i)

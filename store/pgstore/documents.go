@@ -89,7 +89,7 @@ func (s *Store) CreateDocument(d *store.Document, data []byte) (*store.Job, erro
 		if err != nil {
 			return err
 		}
-		return s.notifyJob(ctx, tx, job.ID)
+		return s.notifyJob(ctx, tx, job.ID, job.OwnerID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: create document: %w", err)
@@ -269,7 +269,7 @@ func (s *Store) removeDocument(ctx context.Context, tx pgx.Tx, d *store.Document
 		return nil, fmt.Errorf("end job: %w", err)
 	}
 	if ended.RowsAffected() > 0 {
-		if err := s.notifyJob(ctx, tx, d.JobID); err != nil {
+		if err := s.notifyJob(ctx, tx, d.JobID, d.OwnerID); err != nil {
 			return nil, err
 		}
 	}

@@ -173,11 +173,11 @@ func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error 
 	defer cancel()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.timestamp()
-		var docID string
+		var docID, owner string
 		err := tx.QueryRow(ctx, `UPDATE jobs SET status = $2, error = $3, chunks = $4, chunks_embedded = $4,
 			pages_done = NULL, pages = NULL, updated_at = $5, node_id = NULL, lease_until = NULL
-			WHERE id = $1 AND `+heldBy(6)+` RETURNING document_id`,
-			jobID, status, errMsg, chunks, now, s.node).Scan(&docID)
+			WHERE id = $1 AND `+heldBy(6)+` RETURNING document_id, owner_id`,
+			jobID, status, errMsg, chunks, now, s.node).Scan(&docID, &owner)
 		if err != nil {
 			return s.notHeld(ctx, tx, jobID, err)
 		}
@@ -188,7 +188,7 @@ func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error 
 		if err := s.queueJobEvent(ctx, tx, jobID, now); err != nil {
 			return err
 		}
-		return s.notifyJob(ctx, tx, jobID)
+		return s.notifyJob(ctx, tx, jobID, owner)
 	})
 	s.leases.remove(jobID)
 	if err != nil {
@@ -222,11 +222,11 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 	notBefore = notBefore.UTC().Truncate(time.Microsecond)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.timestamp()
-		var docID string
+		var docID, owner string
 		err := tx.QueryRow(ctx, `UPDATE jobs SET status = $2, error = $3, not_before = $4, updated_at = $5,
 			pages_done = NULL, pages = NULL, due_at = $4, queue_seq = nextval('job_queue_seq'),
 			node_id = NULL, lease_until = NULL
-			WHERE id = $1 AND `+heldBy(6)+` RETURNING document_id`, jobID, store.StatusPending, errMsg, notBefore, now, s.node).Scan(&docID)
+			WHERE id = $1 AND `+heldBy(6)+` RETURNING document_id, owner_id`, jobID, store.StatusPending, errMsg, notBefore, now, s.node).Scan(&docID, &owner)
 		if err != nil {
 			return s.notHeld(ctx, tx, jobID, err)
 		}
@@ -234,7 +234,7 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 			docID, store.StatusPending, errMsg, now); err != nil {
 			return err
 		}
-		return s.notifyJob(ctx, tx, jobID)
+		return s.notifyJob(ctx, tx, jobID, owner)
 	})
 	s.leases.remove(jobID)
 	if err != nil {

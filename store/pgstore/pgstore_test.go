@@ -12,7 +12,7 @@ import (
 	"github.com/docsift/docsift/store/storetest"
 )
 
-func open(t *testing.T, url string) *Store {
+func open(t testing.TB, url string) *Store {
 	t.Helper()
 	s, err := Open(url)
 	if err != nil {

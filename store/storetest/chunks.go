@@ -25,6 +25,7 @@ type Chunks interface {
 	ChunksBySeq(seqs []uint64) ([]store.Chunk, error)
 	OwnerSeqs(ownerID string) ([]uint64, error)
 	Vector(model string, seq uint64) ([]float32, error)
+	Vectors(model string, seqs []uint64) ([][]float32, error)
 	DocumentNames(chunks []store.Chunk) (map[string]string, error)
 	DocumentsOf(chunks []store.Chunk) (map[string]*store.Document, error)
 
@@ -140,6 +141,13 @@ func rerunReplacesChunks(t *testing.T, s Chunks) {
 		t.Fatalf("Vector of a replaced chunk: err = %v, want ErrNotFound", err)
 	}
 	// Batch reads keep the order asked and skip what is gone.
+	vecs, err = s.Vectors("m", []uint64{again[1].Seq, chunks[1].Seq, again[1].Seq})
+	if err != nil || len(vecs) != 3 || !slices.Equal(vecs[0], []float32{0, 1}) || vecs[1] != nil || !slices.Equal(vecs[2], []float32{0, 1}) {
+		t.Fatalf("Vectors = %v, %v; want the vector, nil for the replaced chunk, the vector again", vecs, err)
+	}
+	if vecs, err := s.Vectors("other model", []uint64{again[1].Seq}); err != nil || len(vecs) != 1 || vecs[0] != nil {
+		t.Fatalf("Vectors of another model = %v, %v; want [nil]", vecs, err)
+	}
 	ask := []uint64{again[1].Seq, chunks[0].Seq, again[0].Seq}
 	if got, err := s.ChunksBySeq(ask); err != nil || len(got) != 2 || got[0].ID != again[1].ID || got[1].ID != again[0].ID {
 		t.Fatalf("ChunksBySeq(%v) = %+v, %v; want the second chunk, then the first", ask, got, err)
