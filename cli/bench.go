@@ -194,7 +194,7 @@ is 1 − Levenshtein distance / characters, over whitespace-normalised text.`,
 	ocrCmd.Flags().IntSliceVar(&oc.DPIs, "dpi", pdf.DefaultOCRBenchDPIs, "scan resolutions")
 	ocrCmd.Flags().StringVar(&oc.OCR.Languages, "ocr-languages", pdf.DefaultOCRLanguages, "Tesseract languages, joined by +")
 
-	cmd.AddCommand(indexCmd, ingestCmd, queryCmd, ocrCmd, benchFilterCmd(&asJSON), benchScaleCmd(&asJSON))
+	cmd.AddCommand(indexCmd, ingestCmd, queryCmd, ocrCmd, benchFilterCmd(&asJSON), benchScaleCmd(&asJSON), benchClusterCmd(&asJSON))
 	return cmd
 }
 

@@ -125,7 +125,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	gen := newScaleText(cfg.Seed)
 	res := &ScaleResult{}
 
-	srv, err := startScaleServer(ctx, cfg.Binary, dir)
+	srv, err := startChildServer(ctx, cfg.Binary, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	res.SnapshotAtKill = snapshotBytes(dir) > 0
 	srv.kill()
 	fmt.Fprintln(cfg.Progress, "killed with SIGKILL; restarting")
-	if srv, err = startScaleServer(ctx, cfg.Binary, dir); err != nil {
+	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
 		return nil, err
 	}
 	if res.FirstQueryAfterKillSeconds, err = srv.firstQuery(ctx, queries[0]); err != nil {
@@ -159,7 +159,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	}
 	res.SnapshotBytes = snapshotBytes(dir)
 	fmt.Fprintln(cfg.Progress, "stopped cleanly; restarting from the snapshot")
-	if srv, err = startScaleServer(ctx, cfg.Binary, dir); err != nil {
+	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
 		return nil, err
 	}
 	if res.FirstQueryAfterRestartSeconds, err = srv.firstQuery(ctx, queries[0]); err != nil {
@@ -185,8 +185,8 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	return res, srv.stop()
 }
 
-// scaleServer is a child `docsift serve`.
-type scaleServer struct {
+// childServer is a child `docsift serve` of a benchmark.
+type childServer struct {
 	cmd          *exec.Cmd
 	start        time.Time // just before the process started
 	exited       chan struct{}
@@ -202,26 +202,32 @@ var (
 	projectLine = regexp.MustCompile(`created project "default" \((prj_\S+)\)`)
 )
 
-// startScaleServer starts docsift serve on dir and a free port. The first
-// start on dir prints the default project's key; later ones reuse it
-// from the file it is kept in beside the data.
-func startScaleServer(ctx context.Context, bin, dir string) (*scaleServer, error) {
+// startChildServer starts docsift serve on dir and a free port, with
+// flags added to its own. The first start on dir prints the default
+// project's key; later ones reuse it from the file it is kept in beside
+// the data (written there beforehand when the key comes from elsewhere,
+// as for the second node of a cluster), and then return without waiting
+// for the server to answer.
+func startChildServer(ctx context.Context, bin, dir string, flags ...string) (*childServer, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
 	data := filepath.Join(dir, "data")
-	cmd := exec.CommandContext(ctx, bin, "serve", "--data", data, "--addr", addr,
-		"--embedder", "builtin", "--answerer", "extractive", "--log-file", filepath.Join(dir, "server.log"))
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--data", data, "--addr", addr,
+		"--embedder", "builtin", "--answerer", "extractive", "--log-file", filepath.Join(dir, "server.log")}, flags...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("eval: scale: %w", err)
+		return nil, fmt.Errorf("eval: %w", err)
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("eval: scale: start docsift serve: %w", err)
+		return nil, fmt.Errorf("eval: start docsift serve: %w", err)
 	}
-	s := &scaleServer{cmd: cmd, exited: make(chan struct{}), base: "http://" + addr, start: start,
+	s := &childServer{cmd: cmd, exited: make(chan struct{}), base: "http://" + addr, start: start,
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	found := make(chan [2]string, 1)
 	go func() {
@@ -252,13 +258,13 @@ func startScaleServer(ctx context.Context, bin, dir string) (*scaleServer, error
 	case kp := <-found:
 		s.key, s.project = kp[0], kp[1]
 	case <-s.exited:
-		return nil, fmt.Errorf("eval: scale: docsift serve exited before printing its key; see %s", filepath.Join(dir, "server.log"))
+		return nil, fmt.Errorf("eval: docsift serve exited before printing its key; see %s", filepath.Join(dir, "server.log"))
 	case <-time.After(time.Minute):
 		s.kill()
-		return nil, errors.New("eval: scale: docsift serve printed no key within a minute")
+		return nil, errors.New("eval: docsift serve printed no key within a minute")
 	}
 	if err := os.WriteFile(keyFile, []byte(s.key+" "+s.project), 0o600); err != nil {
-		return nil, fmt.Errorf("eval: scale: %w", err)
+		return nil, fmt.Errorf("eval: %w", err)
 	}
 	return s, s.waitHealthy(ctx)
 }
@@ -266,16 +272,16 @@ func startScaleServer(ctx context.Context, bin, dir string) (*scaleServer, error
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", fmt.Errorf("eval: scale: find a free port: %w", err)
+		return "", fmt.Errorf("eval: find a free port: %w", err)
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
 }
 
-func (s *scaleServer) pid() int { return s.cmd.Process.Pid }
+func (s *childServer) pid() int { return s.cmd.Process.Pid }
 
 // kill ends the child with SIGKILL, as a crash would, and waits for it.
-func (s *scaleServer) kill() {
+func (s *childServer) kill() {
 	if s == nil {
 		return
 	}
@@ -284,18 +290,18 @@ func (s *scaleServer) kill() {
 }
 
 // stop asks the child to shut down (it snapshots its indexes) and waits.
-func (s *scaleServer) stop() error {
+func (s *childServer) stop() error {
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("eval: scale: stop docsift serve: %w", err)
+		return fmt.Errorf("eval: stop docsift serve: %w", err)
 	}
 	<-s.exited
 	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
-		return fmt.Errorf("eval: scale: docsift serve exited with status %d at shutdown", code)
+		return fmt.Errorf("eval: docsift serve exited with status %d at shutdown", code)
 	}
 	return nil
 }
 
-func (s *scaleServer) waitHealthy(ctx context.Context) error {
+func (s *childServer) waitHealthy(ctx context.Context) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		resp, err := s.client.Get(s.base + "/healthz")
@@ -304,7 +310,7 @@ func (s *scaleServer) waitHealthy(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("eval: scale: docsift serve did not answer: %w", err)
+			return fmt.Errorf("eval: docsift serve did not answer: %w", err)
 		}
 		time.Sleep(scalePoll)
 	}
@@ -312,7 +318,7 @@ func (s *scaleServer) waitHealthy(ctx context.Context) error {
 
 // firstQuery sends q until the answer has chunks and returns the seconds
 // since the process started.
-func (s *scaleServer) firstQuery(ctx context.Context, q string) (float64, error) {
+func (s *childServer) firstQuery(ctx context.Context, q string) (float64, error) {
 	body, _ := json.Marshal(map[string]any{"project_id": s.project, "query": q, "top_k": 5})
 	deadline := time.Now().Add(scaleStartWait)
 	var last error
@@ -338,7 +344,7 @@ func (s *scaleServer) firstQuery(ctx context.Context, q string) (float64, error)
 }
 
 // call sends a JSON request and decodes a 200 answer into out.
-func (s *scaleServer) call(ctx context.Context, method, path string, body []byte, out any) error {
+func (s *childServer) call(ctx context.Context, method, path string, body []byte, out any) error {
 	msg, err := send(ctx, s.client, method, s.base+path, s.key, body)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
@@ -350,7 +356,7 @@ func (s *scaleServer) call(ctx context.Context, method, path string, body []byte
 // for every job to end. Documents of at most chunkTargetWords words are
 // one chunk each; longer ones are uploaded until the jobs' chunk counts
 // reach the target.
-func (s *scaleServer) ingest(ctx context.Context, gen *scaleText, cfg ScaleConfig, res *ScaleResult) error {
+func (s *childServer) ingest(ctx context.Context, gen *scaleText, cfg ScaleConfig, res *ScaleResult) error {
 	docs := make(chan int)
 	jobs := make(chan string, 4096)
 	errc := make(chan error, cfg.Uploaders+1)
@@ -436,7 +442,7 @@ feed:
 }
 
 // waitJob polls a job until it ends and returns its chunks.
-func (s *scaleServer) waitJob(ctx context.Context, id string) (int, error) {
+func (s *childServer) waitJob(ctx context.Context, id string) (int, error) {
 	for {
 		var job struct {
 			Status string `json:"status"`
@@ -444,13 +450,13 @@ func (s *scaleServer) waitJob(ctx context.Context, id string) (int, error) {
 			Error  string `json:"error"`
 		}
 		if err := s.call(ctx, http.MethodGet, "/jobs/"+id, nil, &job); err != nil {
-			return 0, fmt.Errorf("eval: scale: job %s: %w", id, err)
+			return 0, fmt.Errorf("eval: job %s: %w", id, err)
 		}
 		switch job.Status {
 		case "SUCCEEDED":
 			return job.Chunks, nil
 		case "FAILED":
-			return 0, fmt.Errorf("eval: scale: job %s failed: %s", id, job.Error)
+			return 0, fmt.Errorf("eval: job %s failed: %s", id, job.Error)
 		}
 		select {
 		case <-ctx.Done():
@@ -464,7 +470,7 @@ func (s *scaleServer) waitJob(ctx context.Context, id string) (int, error) {
 func rss(pid int) (anon, file int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, fmt.Errorf("eval: scale: memory of the server: %w (it needs Linux's /proc)", err)
+		return 0, 0, fmt.Errorf("eval: memory of the server: %w (it needs Linux's /proc)", err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		name, value, ok := strings.Cut(line, ":")
@@ -473,7 +479,7 @@ func rss(pid int) (anon, file int64, err error) {
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("eval: scale: parse %s: %w", line, err)
+			return 0, 0, fmt.Errorf("eval: parse %s: %w", line, err)
 		}
 		if name == "RssAnon" {
 			anon = kb << 10

@@ -1,7 +1,8 @@
-// Package pgtest starts a throwaway PostgreSQL server for a test: a fresh
-// cluster made by initdb in a temporary directory, listening on a free port
-// of 127.0.0.1 with its unix socket in that directory, stopped and deleted
-// when the test ends. It never touches a system PostgreSQL service.
+// Package pgtest starts a throwaway PostgreSQL server for a test (Start) or
+// a benchmark (Launch): a fresh cluster made by initdb in a temporary
+// directory, listening on a free port of 127.0.0.1 with its unix socket in
+// that directory, stopped and deleted when the test ends (or at Close). It
+// never touches a system PostgreSQL service.
 //
 // The server binaries come from PATH or from Debian's
 // /usr/lib/postgresql/*/bin. Without them a test skips, saying how to
@@ -43,60 +44,94 @@ type Server struct {
 	dbs  atomic.Int64        // names databases made by Database
 }
 
+// ErrNotInstalled is the cause of Launch's error when this machine lacks
+// what a server needs: the binaries, or as root the postgres user.
+var ErrNotInstalled = errors.New("PostgreSQL is not installed")
+
 // Start starts a server for t, stopped and removed when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	s, err := Launch()
+	if errors.Is(err, ErrNotInstalled) {
+		unavailable(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return s
+}
+
+// Launch starts a server in a new temporary directory, for callers that
+// are not tests (benchmarks); Close stops it and removes the directory.
+func Launch() (*Server, error) {
 	bin, err := findBinaries()
 	if err != nil {
-		unavailable(t, err)
+		return nil, fmt.Errorf("pgtest: %w: %w", ErrNotInstalled, err)
 	}
 	s := &Server{bin: bin}
 	if os.Geteuid() == 0 {
 		// initdb refuses to run as root, so the server runs as the system
 		// user Debian's package creates for it.
-		s.cred, err = postgresUser()
-		if err != nil {
-			unavailable(t, err)
+		if s.cred, err = postgresUser(); err != nil {
+			return nil, fmt.Errorf("pgtest: %w: %w", ErrNotInstalled, err)
 		}
 	}
-	// Not t.TempDir: its parents are private to root, and the postgres
-	// user must reach this directory.
-	s.dir, err = os.MkdirTemp("", "docsift-pg-")
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+	// Not a test's TempDir: its parents are private to root, and the
+	// postgres user must reach this directory.
+	if s.dir, err = os.MkdirTemp("", "docsift-pg-"); err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	t.Cleanup(func() { os.RemoveAll(s.dir) })
+	if err := s.launch(); err != nil {
+		os.RemoveAll(s.dir)
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	return s, nil
+}
+
+// launch makes the cluster in s.dir and starts the server.
+func (s *Server) launch() error {
 	if s.cred != nil {
 		if err := os.Chown(s.dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
-			t.Fatalf("pgtest: give %s to the postgres user: %v", s.dir, err)
+			return fmt.Errorf("give %s to the postgres user: %w", s.dir, err)
 		}
 	}
 	if out, err := s.command("initdb", "-D", s.dataDir(), "-U", "postgres",
 		"--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("pgtest: initdb: %v\n%s", err, out)
+		return fmt.Errorf("initdb: %w\n%s", err, out)
 	}
 	// A port is free when picked but may be taken before postgres binds it:
 	// try a few.
 	for attempt := 0; ; attempt++ {
-		if s.port, err = freePort(); err != nil {
-			t.Fatalf("pgtest: %v", err)
+		port, err := freePort()
+		if err != nil {
+			return err
 		}
-		if err = s.configure(); err != nil {
-			t.Fatalf("pgtest: %v", err)
+		s.port = port
+		if err := s.configure(); err != nil {
+			return err
 		}
-		if err = s.Resume(); err == nil {
-			break
+		err = s.Resume()
+		if err == nil {
+			return nil
 		}
 		if attempt == 2 {
-			t.Fatalf("pgtest: %v", err)
+			return err
 		}
 	}
-	t.Cleanup(func() {
-		if err := s.Stop(true); err != nil {
-			t.Errorf("pgtest: %v", err)
-		}
-	})
-	return s
+}
+
+// Close stops the server at once and removes its directory.
+func (s *Server) Close() error {
+	err := s.Stop(true)
+	if rmErr := os.RemoveAll(s.dir); err == nil && rmErr != nil {
+		err = fmt.Errorf("pgtest: %w", rmErr)
+	}
+	return err
 }
 
 // URL is the connection URL of the server's postgres database.
@@ -120,18 +155,27 @@ func (s *Server) Port() int { return s.port }
 // so that tests sharing one server do not see each other's tables.
 func (s *Server) Database(t testing.TB) string {
 	t.Helper()
+	u, err := s.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// NewDatabase is Database for callers that are not tests.
+func (s *Server) NewDatabase() (string, error) {
 	name := fmt.Sprintf("test_%d", s.dbs.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.URL())
 	if err != nil {
-		t.Fatalf("pgtest: connect: %v", err)
+		return "", fmt.Errorf("pgtest: connect: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("pgtest: create database %s: %v", name, err)
+		return "", fmt.Errorf("pgtest: create database %s: %w", name, err)
 	}
-	return s.url(name)
+	return s.url(name), nil
 }
 
 // Stop stops the server. A fast stop disconnects clients and shuts down
@@ -272,7 +316,7 @@ func freePort() (int, error) {
 // unavailable skips t, or fails it when PostgreSQL is required.
 func unavailable(t testing.TB, err error) {
 	t.Helper()
-	msg := fmt.Sprintf("pgtest: %v; install them with `apt-get install postgresql` (Debian)", err)
+	msg := fmt.Sprintf("%v; install them with `apt-get install postgresql` (Debian)", err)
 	if strings.TrimSpace(os.Getenv(RequireEnv)) == "1" {
 		t.Fatal(msg + " (" + RequireEnv + "=1)")
 	}

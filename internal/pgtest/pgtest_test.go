@@ -2,6 +2,8 @@ package pgtest
 
 import (
 	"context"
+	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -72,4 +74,41 @@ func TestStopAndResume(t *testing.T) {
 		t.Fatalf("connect after resume: %v", err)
 	}
 	conn.Close(ctx)
+}
+
+// Launched outside a test, the server answers in a database of its own,
+// and Close stops it and leaves nothing behind.
+func TestLaunchClose(t *testing.T) {
+	s, err := Launch()
+	if errors.Is(err, ErrNotInstalled) {
+		unavailable(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := s.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&name); err != nil || name == "postgres" {
+		t.Fatalf("NewDatabase's URL reaches database %q (err %v); want a new one", name, err)
+	}
+	conn.Close(ctx)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still there after Close: %v", s.dir, err)
+	}
+	if conn, err := pgx.Connect(ctx, s.URL()); err == nil {
+		conn.Close(ctx)
+		t.Fatal("connected after Close")
+	}
 }
