@@ -126,7 +126,7 @@ func TestBackupRestoreAnswersTheSame(t *testing.T) {
 	if err != nil || aside != "" {
 		t.Fatalf("restore: %v (aside %q)", err, aside)
 	}
-	if len(m.Files) < 31 { // the database and 30 originals at least
+	if len(m.Files) < 1 { // the database, which holds these small originals
 		t.Errorf("manifest lists %d files", len(m.Files))
 	}
 	restored := startNode(t, dst)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/docsift/docsift/admin"
+	"github.com/docsift/docsift/ingest"
 )
 
 func findingsOf(fs []admin.Finding, check string) []admin.Finding {
@@ -37,6 +38,13 @@ func TestDoctorFindsWhatIsWrong(t *testing.T) {
 	for i := range 3 {
 		n.wait(t, n.upload(t, owner, i))
 	}
+	// One original large enough to be a file (small ones are kept in the
+	// database), for the doctor to miss below.
+	big, _, err := n.engine.Submit(ingest.Upload{ProjectID: owner, OwnerID: owner, Name: "big.txt", Data: []byte(strings.Repeat("The harbour of the big town. ", 3000))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.wait(t, big.ID)
 	if err := n.engine.Shutdown(context.Background()); err != nil { // writes the snapshot
 		t.Fatal(err)
 	}

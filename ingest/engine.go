@@ -36,9 +36,24 @@ const (
 	DefaultMaxAttempts      = 10
 )
 
+// Small text documents (plain text, Markdown or HTML of at most
+// smallTextBytes) are read in-process in microseconds, and with the
+// built-in embedder a job of one is mostly waiting for its commits, which
+// only a group of such jobs at once makes cheap (store/commit.go,
+// chunkwrites.go). So a worker that claims one runs it beside its own
+// work, up to smallJobsPerWorker of them per worker, and goes on claiming.
+// Workers thus still bounds the documents read at once through a child
+// process (PDFs, office files, images), which take a core and memory each,
+// and the jobs waiting on a model server, which embeds one batch at a time
+// anyway.
+const (
+	smallTextBytes     = 64 << 10
+	smallJobsPerWorker = 8
+)
+
 // Config tunes an Engine. The zero value of each field takes its default.
 type Config struct {
-	Workers          int           // job workers; default: number of CPUs
+	Workers          int           // job workers, each running one job at a time (and, with the built-in embedder, small text jobs beside it); default: number of CPUs
 	EmbedBatch       int           // texts per embedder call
 	ExtractTimeout   time.Duration // per document
 	SnapshotInterval time.Duration // how often changed indexes are saved and expired subpages swept
@@ -99,9 +114,11 @@ type Engine struct {
 	embedders map[string]llm.Embedder // by model: every embedder this server can run
 	log       *slog.Logger
 	progress  progressState // running jobs' progress reports (progress.go)
+	writes    chunkWrites   // step 1 of documents, grouped by owner (chunkwrites.go)
 
 	ended    chan struct{} // closed and replaced whenever a job ends or is requeued
 	endedMu  sync.Mutex
+	small    chan struct{} // a slot for each small text job running (see smallTextBytes)
 	wake     chan struct{} // a job was queued
 	stop     chan struct{} // closed: claim no more jobs
 	cancel   context.CancelFunc
@@ -123,6 +140,8 @@ func New(st store.Backend, embedder llm.Embedder, indexDir string, cfg Config, l
 		stop:      make(chan struct{}),
 		ended:     make(chan struct{}),
 	}
+	e.writes.engine = e
+	e.small = make(chan struct{}, e.cfg.Workers*smallJobsPerWorker)
 	for _, em := range append([]llm.Embedder{llm.NewBuiltin(), embedder}, cfg.Embedders...) {
 		e.embedders[em.Model()] = em
 	}
@@ -336,7 +355,11 @@ func (e *Engine) work(ctx context.Context) {
 		job, doc, err := e.store.ClaimJob()
 		if err == nil {
 			e.poke() // more may be queued: let an idle worker look
-			e.run(ctx, job, doc)
+			if e.beside(doc) {
+				e.runBeside(ctx, job, doc)
+			} else {
+				e.run(ctx, job, doc)
+			}
 			continue
 		}
 		if !errors.Is(err, store.ErrNoJob) {
@@ -356,6 +379,36 @@ func (e *Engine) work(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// beside reports whether doc's job runs beside the worker's own: a small
+// text document embedded in-process (see smallTextBytes). An owner whose
+// vectors come from a model server is not known here; such a job then
+// waits on it beside, as it would in the worker.
+func (e *Engine) beside(doc *store.Document) bool {
+	if _, inProcess := e.embedder.(*llm.Builtin); !inProcess {
+		return false
+	}
+	switch pdf.Format(doc.Format) {
+	case pdf.FormatText, pdf.FormatMarkdown, pdf.FormatHTML:
+		return doc.Size <= smallTextBytes
+	}
+	return false
+}
+
+// runBeside runs a small text job in the background, once one of the
+// slots for them is free, so that the worker can claim the next job.
+func (e *Engine) runBeside(ctx context.Context, job *store.Job, doc *store.Document) {
+	e.small <- struct{}{}
+	e.workers.Add(1)
+	go func() {
+		defer e.workers.Done()
+		e.run(ctx, job, doc)
+		<-e.small
+		// The job may be queued again for a retry: the workers, which
+		// did not run it, look at the queue again.
+		e.poke()
+	}()
 }
 
 // run processes one claimed job and records how it ended.

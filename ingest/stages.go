@@ -77,6 +77,15 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 	if reused := len(texts) - countChunks(todo); reused > 0 {
 		e.log.Debug("embeddings reused", "document", d.doc.ID, "model", d.model, "chunks", len(texts), "reused", reused)
 	}
+	if _, inProcess := embedder.(*llm.Builtin); inProcess && len(todo) > 0 {
+		// Embedding here takes microseconds a chunk, less than a second
+		// commit and index update would: the chunks are written once,
+		// with their vectors.
+		if err := d.embedInto(ctx, embedder, todo, vectors); err != nil {
+			return err
+		}
+		todo = nil
+	}
 	// The index of an owner with no vectors yet is sized by the model's
 	// dimension; a model server's is unknown until it has embedded
 	// something, so then the chunks are written with the first batch.
@@ -115,6 +124,27 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 	}
 	if !written { // every vector came from the cache
 		return d.writeChunks(vectors, 0)
+	}
+	return nil
+}
+
+// embedInto embeds the texts of todo and sets the vectors of their chunks.
+func (d *docRun) embedInto(ctx context.Context, embedder llm.Embedder, todo []pendingText, vectors [][]float32) error {
+	texts := make([]string, len(todo))
+	for i, p := range todo {
+		texts[i] = p.text
+	}
+	vecs, err := d.engine.embed(ctx, embedder, texts)
+	if err != nil {
+		return err
+	}
+	for i, p := range todo {
+		for n, j := range p.chunks {
+			vectors[j] = vecs[i]
+			if n > 0 {
+				vectors[j] = slices.Clone(vecs[i]) // the index keeps what it is given
+			}
+		}
 	}
 	return nil
 }
@@ -165,8 +195,9 @@ func countChunks(todo []pendingText) int {
 
 // writeChunks is step 1: it writes the document's chunks, with the vectors
 // known (nil for the others), and adds them to the owner's index in one
-// commit, replacing what an earlier run of the job left. dim, when not 0,
-// is the model's dimension, recorded for an owner that has no vectors yet.
+// commit, replacing what an earlier run of the job left; the commit may
+// hold other documents of the owner (see chunkWrites). dim, when not 0, is
+// the model's dimension, recorded for an owner that has no vectors yet.
 func (d *docRun) writeChunks(vectors [][]float32, dim int) error {
 	e, owner := d.engine, d.doc.OwnerID
 	if dim > 0 && slices.ContainsFunc(vectors, func(v []float32) bool { return v == nil }) {
@@ -174,33 +205,7 @@ func (d *docRun) writeChunks(vectors [][]float32, dim int) error {
 			return err
 		}
 	}
-	return e.indexes.Update(owner, func(x *index.OwnerIndex) (uint64, error) {
-		if x.Model() != d.model {
-			return 0, errReindexed(x)
-		}
-		// A replacement under an external id removes the old version in
-		// the store's transaction once the new one has every vector; its
-		// chunks are among removed, so that this one commit swaps the
-		// versions for searches.
-		removed, err := e.store.ReplaceChunks(d.doc.ID, d.model, d.chunks, vectors)
-		if err != nil {
-			return 0, storeError(err)
-		}
-		x.Delete(removed...)
-		var waiting []uint64
-		zero := zeroVector(x.Dim())
-		entries := make([]index.Entry, len(d.chunks))
-		for i, c := range d.chunks {
-			vec := vectors[i]
-			if vec == nil {
-				vec = zero // the index copies it
-				waiting = append(waiting, c.Seq)
-			}
-			entries[i] = d.entry(c, vec)
-		}
-		e.indexes.noteWaiting(owner, waiting, removed)
-		return d.chunks[len(d.chunks)-1].Seq, x.Add(entries...)
-	})
+	return e.writes.write(owner, &chunkWrite{doc: d, vectors: vectors})
 }
 
 // addVectors is step 2 for one batch: the vectors of the batch's texts,

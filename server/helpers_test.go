@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -657,21 +655,13 @@ func (g *gateEmbedder) waitEntered(t *testing.T) {
 	}
 }
 
-// storedFiles counts the original files kept for owner (DATA/files/OWNER/).
+// storedFiles counts the originals kept for owner (small ones in the
+// database, the others in DATA/files/OWNER/).
 func (e *env) storedFiles(t *testing.T, owner string) int {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(e.dir, "files", owner))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0
-	}
+	n, err := e.store.StoredOriginals(owner)
 	if err != nil {
 		t.Fatal(err)
-	}
-	n := 0
-	for _, en := range entries {
-		if !strings.HasPrefix(en.Name(), ".") {
-			n++
-		}
 	}
 	return n
 }

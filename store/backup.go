@@ -22,8 +22,8 @@ type BackupItem struct {
 }
 
 // Backup hands add a consistent copy of the store: the database as of one
-// moment (bbolt's transactional copy), then every original file the copy
-// refers to. It runs beside uploads and deletes: the copy is a read
+// moment (bbolt's transactional copy, small originals included), then
+// every original file the copy refers to. It runs beside uploads and deletes: the copy is a read
 // transaction, and no original file is removed until Backup returns (a file
 // a delete left meanwhile is swept then), so every file the copy names is
 // still there to read. The read transaction ends before the files are
@@ -41,6 +41,9 @@ func (s *Store) Backup(add func(BackupItem) error) error {
 			owner, hash, ok := bytes.Cut(k, []byte{0})
 			if !ok {
 				return fmt.Errorf("store: backup: malformed file reference %q", k)
+			}
+			if inline(tx, string(owner), string(hash)) != nil {
+				continue // in the database's copy
 			}
 			files = append(files, filepath.Join(filepath.Base(string(owner)), filepath.Base(string(hash))))
 		}

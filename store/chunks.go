@@ -62,7 +62,8 @@ func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors 
 	}
 	var removed, replaced []uint64
 	var owner, orphan string
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
+		removed, replaced, orphan = nil, nil, "" // from a run rolled back (see update)
 		d, err := getDoc(tx, documentID)
 		if err != nil {
 			return err
@@ -149,8 +150,9 @@ func (s *Store) AddVectors(documentID, model string, seqs []uint64, vectors [][]
 		return nil, nil, false, fmt.Errorf("store: add vectors: %d chunks but %d vectors", len(seqs), len(vectors))
 	}
 	var owner, orphan string
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		newSeqs, removed = make([]uint64, len(seqs)), nil
+	err = s.update(func(tx *bolt.Tx) error {
+		// Reset what a run rolled back left (see update).
+		newSeqs, removed, complete, orphan = make([]uint64, len(seqs)), nil, false, ""
 		d, err := getDoc(tx, documentID)
 		if err != nil {
 			return err
@@ -245,7 +247,7 @@ func countEmbedded(tx *bolt.Tx, d *Document, model string) (total, embedded int,
 // deleted document is ErrNotFound.
 func (s *Store) DeleteChunks(documentID string) ([]uint64, error) {
 	var removed []uint64
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		d, err := getDoc(tx, documentID)
 		if err != nil {
 			return err

@@ -86,15 +86,22 @@ func putJob(tx *bolt.Tx, j *Job) error { return put(tx.Bucket(bucketJobs), j.ID,
 // and queues the job that indexes it. It fills in the ids, hash, statuses and
 // times of d and returns the job.
 //
-// fileMu makes the file write and the reference that keeps it one step as
-// far as DeleteDocument is concerned: otherwise a delete of another document
-// with the same content could remove the blob between the two.
+// Uploads commit in groups (see update). A small original is written in
+// the transaction (see files.go); a larger one is a file, durable before
+// the transaction that refers to it commits. fileMu, held shared, makes the
+// file write and the reference that keeps it one step as far as
+// DeleteDocument is concerned: otherwise a delete of another document with
+// the same content could remove the file between the two.
 func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
-	s.fileMu.Lock()
-	defer s.fileMu.Unlock()
-	hash, err := s.putFile(d.OwnerID, data)
-	if err != nil {
-		return nil, fmt.Errorf("store: create document: %w", err)
+	small := len(data) <= inlineOriginalMax
+	hash := contentHash(data)
+	if !small {
+		s.fileMu.RLock()
+		defer s.fileMu.RUnlock()
+		var err error
+		if hash, err = s.putFile(d.OwnerID, data); err != nil {
+			return nil, fmt.Errorf("store: create document: %w", err)
+		}
 	}
 	d.FileHash, d.Size = hash, int64(len(data))
 	now := s.now().UTC()
@@ -105,7 +112,13 @@ func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
 		Status: StatusPending, CreatedAt: now, UpdatedAt: now,
 	}
 	d.JobID = job.ID
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
+		job.QueueKey = nil // from a run rolled back (see update)
+		if small {
+			if err := putInline(tx, d.OwnerID, hash, data); err != nil {
+				return err
+			}
+		}
 		if err := s.enqueue(tx, job, now); err != nil {
 			return err
 		}
@@ -212,7 +225,11 @@ func (s *Store) removeDocument(tx *bolt.Tx, d *Document, reason string) (removed
 		return nil, "", err
 	}
 	if fileRefs(tx, d.OwnerID, d.FileHash) == 0 {
-		orphan = d.FileHash
+		if inline(tx, d.OwnerID, d.FileHash) == nil {
+			orphan = d.FileHash
+		} else if err := tx.Bucket(bucketOriginals).Delete(ownerKey(d.OwnerID, []byte(d.FileHash))); err != nil {
+			return nil, "", err
+		}
 	}
 	return removed, orphan, nil
 }

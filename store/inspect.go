@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -70,7 +71,9 @@ func (s *Store) Inspect() (*Inspection, error) {
 		}
 		return tx.Bucket(bucketFileRefs).ForEach(func(k, _ []byte) error {
 			owner, hash, _ := bytes.Cut(k, []byte{0})
-			referenced[string(owner)+"/"+string(hash)] = true
+			if inline(tx, string(owner), string(hash)) == nil { // else it is no file
+				referenced[string(owner)+"/"+string(hash)] = true
+			}
 			return nil
 		})
 	})
@@ -102,4 +105,32 @@ func (s *Store) Inspect() (*Inspection, error) {
 		}
 	}
 	return in, nil
+}
+
+// StoredOriginals counts the originals kept for owner, in the database
+// (small ones, see files.go) and as files: one per distinct content its
+// documents hold.
+func (s *Store) StoredOriginals(ownerID string) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		prefix := ownerKey(ownerID, nil)
+		c := tx.Bucket(bucketOriginals).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: count originals of %s: %w", ownerID, err)
+	}
+	files, err := os.ReadDir(filepath.Join(s.filesDir, filepath.Base(ownerID)))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("store: count originals of %s: %w", ownerID, err)
+	}
+	for _, f := range files {
+		if !strings.HasPrefix(f.Name(), ".") {
+			n++
+		}
+	}
+	return n, nil
 }

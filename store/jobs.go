@@ -45,15 +45,20 @@ func (s *Store) Job(id string) (*Job, error) {
 // ClaimJob takes the oldest job that is due, marks it PROCESSING and returns
 // it with its document. It returns ErrNoJob when none is due.
 func (s *Store) ClaimJob() (*Job, *Document, error) {
+	now := s.now().UTC()
+	// Idle workers ask often: a read answers them without a commit.
+	if due, ok := s.NextDue(); !ok || due.After(now) {
+		return nil, nil, ErrNoJob
+	}
 	var job *Job
 	var doc *Document
-	now := s.now().UTC()
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
+		job, doc = nil, nil // from a run rolled back (see update)
 		q := tx.Bucket(bucketQueue)
 		for {
 			k, v := q.Cursor().First()
 			if k == nil || dueOf(k).After(now) {
-				return ErrNoJob
+				return nil // no job: not an error, which would fail the group
 			}
 			if err := q.Delete(k); err != nil {
 				return err
@@ -88,10 +93,10 @@ func (s *Store) ClaimJob() (*Job, *Document, error) {
 		}
 	})
 	if err != nil {
-		if errors.Is(err, ErrNoJob) {
-			return nil, nil, ErrNoJob
-		}
 		return nil, nil, fmt.Errorf("store: claim job: %w", err)
+	}
+	if job == nil {
+		return nil, nil, ErrNoJob
 	}
 	return job, doc, nil
 }
@@ -155,9 +160,9 @@ type JobProgress struct {
 // PROCESSING job: a report that arrives after the job ended, or from an
 // attempt that was interrupted, is dropped (and reported as ErrNotFound
 // when the job is gone). Callers write it every few seconds at most: each
-// call is a transaction with an fsync.
+// call waits for a commit with an fsync.
 func (s *Store) SetJobProgress(jobID string, p JobProgress) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		j, err := getJob(tx, jobID)
 		if err != nil {
 			return err
@@ -177,7 +182,7 @@ func (s *Store) SetJobProgress(jobID string, p JobProgress) error {
 // RetryJob puts a job back in the queue, due at notBefore, keeping errMsg as
 // the reason it waits.
 func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		j, err := getJob(tx, jobID)
 		if err != nil {
 			return err
@@ -238,7 +243,7 @@ func (s *Store) RequeueInterrupted() (int, error) {
 // updateJob applies fn to a job and its document (nil when deleted) and
 // saves both in one transaction.
 func (s *Store) updateJob(jobID string, fn func(*bolt.Tx, *Job, *Document) error) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		j, err := getJob(tx, jobID)
 		if err != nil {
 			return err

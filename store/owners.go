@@ -49,7 +49,17 @@ func claimOwnerModel(tx *bolt.Tx, owner, model string, dim int) error {
 // one is ErrModelMismatch. Chunks written before their vectors thus leave
 // the owner's index sized for the vectors to come.
 func (s *Store) ClaimOwnerModel(owner, model string, dim int) error {
-	err := s.db.Update(func(tx *bolt.Tx) error { return claimOwnerModel(tx, owner, model, dim) })
+	// Most calls find the model recorded: a read answers them without a
+	// commit.
+	var recorded bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		om, err := get[OwnerModel](tx.Bucket(bucketOwners), owner)
+		recorded = err == nil && om.Model == model && om.Dim == dim
+		return nil
+	})
+	if err == nil && !recorded {
+		err = s.update(func(tx *bolt.Tx) error { return claimOwnerModel(tx, owner, model, dim) })
+	}
 	if err != nil {
 		return fmt.Errorf("store: claim model of %s: %w", owner, err)
 	}

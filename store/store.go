@@ -1,6 +1,7 @@
 // Package store keeps docsift's durable state in one bbolt file: projects,
 // API keys, customers, sessions, jobs, documents, chunks and their vectors,
-// plus the original uploaded files as content-addressed blobs on disk.
+// plus the original uploaded files, content-addressed: small ones in the
+// bbolt file, larger ones as files on disk (see files.go).
 //
 // Every change that touches more than one record happens in one bbolt
 // transaction, so a crash leaves either all of it or none of it. Records are
@@ -25,8 +26,11 @@ import (
 )
 
 // schemaVersion is written on creation and checked on open; a file from a
-// newer docsift is refused rather than misread.
-const schemaVersion = 1
+// newer docsift is refused rather than misread. Version 2 keeps small
+// originals in the file (see files.go), which a build of version 1 would
+// look for on disk in vain; a file of version 1 is upgraded on open, since
+// the upgrade only adds a bucket.
+const schemaVersion = 2
 
 // openTimeout bounds the wait for bbolt's file lock, so that a second process
 // on the same data dir fails with a clear error instead of hanging.
@@ -48,6 +52,7 @@ var (
 	bucketVectors    = []byte("vectors")    // model \x00 8-byte chunk sequence → little-endian float32s
 	bucketOwners     = []byte("owners")     // owner id → OwnerModel
 	bucketFileRefs   = []byte("filerefs")   // owner \x00 sha256 hex → reference count
+	bucketOriginals  = []byte("originals")  // owner \x00 sha256 hex → a small original's bytes (see files.go)
 	bucketSubpages   = []byte("subpages")   // subpage id → Subpage
 	bucketWebhooks   = []byte("webhooks")   // webhook id → Webhook
 	bucketDeliveries = []byte("deliveries") // delivery id → Delivery
@@ -58,7 +63,7 @@ var (
 		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue,
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
 		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
-		bucketEmbedCache, bucketExternalIDs}
+		bucketEmbedCache, bucketExternalIDs, bucketOriginals}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -73,7 +78,11 @@ var (
 type Store struct {
 	db       *bolt.DB
 	filesDir string
-	fileMu   sync.Mutex // see CreateDocument
+	// fileMu keeps an original file and the reference that keeps it one
+	// step for whoever removes files: uploads hold it shared from writing
+	// a file to committing its reference, removals hold it alone.
+	fileMu  sync.RWMutex
+	commits commitQueue // see update
 	// pinned counts running backups; while any runs, originals whose last
 	// reference goes are kept (orphansHeld) and swept when it ends.
 	pinned      int
@@ -118,8 +127,11 @@ func (s *Store) init() error {
 		if v == nil {
 			return meta.Put(keySchemaVersion, u64(schemaVersion))
 		}
-		if got := fromU64(v); got > schemaVersion {
+		switch got := fromU64(v); {
+		case got > schemaVersion:
 			return fmt.Errorf("store: data was written by a newer docsift (schema %d, this build reads %d)", got, schemaVersion)
+		case got < schemaVersion:
+			return meta.Put(keySchemaVersion, u64(schemaVersion))
 		}
 		return nil
 	})

@@ -46,6 +46,7 @@ func TestSweepFilesRemovesOrphans(t *testing.T) {
 	s, dir := openTest(t)
 	d, _ := newDoc(t, s, "prj_x", "kept")
 	orphan := filepath.Join(dir, "files", "prj_x", "deadbeef")
+	os.MkdirAll(filepath.Dir(orphan), 0o700) // a small original is no file
 	if err := os.WriteFile(orphan, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}

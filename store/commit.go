@@ -1,0 +1,122 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Group commits. Every bbolt commit ends with two fdatasyncs, a fraction of
+// a millisecond to milliseconds each, while the records of a small document
+// take microseconds to write. So the writes that come with every upload and
+// every job (creating the document, claiming, writing chunks, finishing)
+// go through update: calls that arrive while a commit is under way wait for
+// it, and the next commit takes all of them in one transaction and one pair
+// of fsyncs. A call returns once its transaction is durable, as with
+// db.Update: nothing acknowledged is lost by a crash.
+//
+// bbolt's own DB.Batch does the same but waits up to MaxBatchDelay for
+// company before committing, which a caller alone (a job under its owner's
+// commit lock, an upload when nothing else runs) would pay every time.
+// Here the first caller commits at once, and its company is whoever came
+// while it did.
+//
+// A function given to update may run more than once: when another one in
+// its transaction fails, the transaction is rolled back and run again
+// without that one. So it must derive every output from its last run,
+// resetting what it captures, and must not act outside the transaction.
+
+// commitQueue is the calls waiting for the next group commit.
+type commitQueue struct {
+	mu      sync.Mutex
+	waiting []*commitCall
+	leading bool // a caller is committing; the rest wait for it
+}
+
+// commitCall is one function waiting in the queue. wake receives true when
+// its caller is to commit the next group itself, false when its function
+// has been committed (or failed) with the group of another caller.
+type commitCall struct {
+	fn   func(*bolt.Tx) error
+	err  error
+	wake chan bool
+}
+
+// update runs fn in a write transaction, grouped with the calls that wait
+// meanwhile (see above), and returns fn's error or the commit's.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	c := &commitCall{fn: fn, wake: make(chan bool, 1)}
+	q := &s.commits
+	q.mu.Lock()
+	q.waiting = append(q.waiting, c)
+	lead := !q.leading
+	q.leading = true
+	q.mu.Unlock()
+	if !lead && !<-c.wake {
+		return c.err
+	}
+	// This caller commits every call waiting now, its own among them,
+	// then hands the lead to the first that came meanwhile, so that no
+	// caller commits for others for longer than one group.
+	q.mu.Lock()
+	group := q.waiting
+	q.waiting = nil
+	q.mu.Unlock()
+	s.commitGroup(group)
+	q.mu.Lock()
+	if len(q.waiting) > 0 {
+		q.waiting[0].wake <- true
+	} else {
+		q.leading = false
+	}
+	q.mu.Unlock()
+	for _, other := range group {
+		if other != c {
+			other.wake <- false
+		}
+	}
+	return c.err
+}
+
+// commitGroup runs the functions of group in one transaction. One that
+// fails gets its error and is left out, and the transaction, rolled back,
+// is run again without it: its failure saw the others' writes before it,
+// and it wrote nothing, so its caller sees what a serial order would have
+// shown it.
+func (s *Store) commitGroup(group []*commitCall) {
+	todo := slices.Clone(group)
+	for len(todo) > 0 {
+		failed := -1
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for i, c := range todo {
+				if err := c.run(tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if failed < 0 { // committed, or the commit itself failed for all
+			for _, c := range todo {
+				c.err = err
+			}
+			return
+		}
+		todo[failed].err = err
+		todo = slices.Delete(todo, failed, failed+1)
+	}
+}
+
+// run runs c's function, turning a panic into its error: the callers
+// committing with it, and every later commit, must not wait for ever
+// behind a bug.
+func (c *commitCall) run(tx *bolt.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("store: bug in a transaction: %v", r)
+		}
+	}()
+	return c.fn(tx)
+}

@@ -1,0 +1,358 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Group commits (commit.go) and small originals kept in the database
+// (files.go): what the bbolt store alone does to make ingest cheap.
+
+func openGroupTest(t *testing.T) (*Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir
+}
+
+// txID is the id of the last committed write transaction: the count of
+// commits so far.
+func txID(t *testing.T, s *Store) int {
+	t.Helper()
+	var id int
+	if err := s.db.View(func(tx *bolt.Tx) error { id = int(tx.ID()); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// Many uploads, claims and finishes at once share commits, and every one
+// acknowledged is in the file: a copy of the file taken right after the
+// last call returned (what a kill -9 would leave on disk) holds every
+// document, its original and its SUCCEEDED job.
+func TestGroupCommitAcknowledgedIsInTheFile(t *testing.T) {
+	s, dir := openGroupTest(t)
+	const uploads, workers = 200, 16
+	before := txID(t, s)
+	var wg sync.WaitGroup
+	jobs := make(chan string, uploads)
+	for i := range uploads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := &Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: fmt.Sprintf("d%d.txt", i), Format: "text"}
+			j, err := s.CreateDocument(d, []byte(fmt.Sprintf("text of document %d", i)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			jobs <- j.ID
+		}()
+	}
+	wg.Wait()
+	close(jobs)
+	if got := len(jobs); got != uploads {
+		t.Fatalf("%d uploads acknowledged, want %d", got, uploads)
+	}
+	var finished sync.Map // job id → true once FinishJob returned
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j, _, err := s.ClaimJob()
+				if errors.Is(err, ErrNoJob) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.FinishJob(j.ID, 1, 0, ""); err != nil {
+					t.Error(err)
+					return
+				}
+				finished.Store(j.ID, true)
+			}
+		}()
+	}
+	wg.Wait()
+	// 200 uploads, 200 claims and 200 finishes: one commit each would be
+	// 600; grouped, they take fewer than one a document.
+	if commits := txID(t, s) - before; commits >= uploads {
+		t.Errorf("%d commits for %d uploads, claims and finishes: not grouped", commits, 3*uploads)
+	}
+
+	crashed := filepath.Join(t.TempDir(), "crashed")
+	if err := os.MkdirAll(crashed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := os.ReadFile(filepath.Join(dir, DBFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(crashed, DBFileName), db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(crashed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	docs, err := c.Documents("prj_g")
+	if err != nil || len(docs) != uploads {
+		t.Fatalf("after the crash: %d documents (%v), want %d", len(docs), err, uploads)
+	}
+	n := 0
+	for _, d := range docs {
+		j, err := c.Job(d.JobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := finished.Load(j.ID); !ok {
+			t.Fatalf("job %s was never finished", j.ID)
+		}
+		if j.Status != StatusSucceeded || d.Status != StatusSucceeded {
+			t.Errorf("acknowledged SUCCEEDED, after the crash job %s is %s and its document %s", j.ID, j.Status, d.Status)
+		}
+		data, err := c.ReadFile(d.OwnerID, d.FileHash)
+		if err != nil || !bytes.HasPrefix(data, []byte("text of document ")) {
+			t.Errorf("original of %s after the crash: %q, %v", d.Name, data, err)
+		}
+		n++
+	}
+	if n != uploads {
+		t.Errorf("%d documents checked", n)
+	}
+}
+
+// holdCommits makes the next group commit wait until release is closed,
+// with its caller leading: the calls made meanwhile queue, and commit
+// together as the next group.
+func holdCommits(t *testing.T, s *Store) (release chan struct{}, done chan error) {
+	t.Helper()
+	entered, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.update(func(*bolt.Tx) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	return release, done
+}
+
+// waitQueued waits until n calls wait for the next group commit.
+func waitQueued(s *Store, n int) {
+	for {
+		s.commits.mu.Lock()
+		got := len(s.commits.waiting)
+		s.commits.mu.Unlock()
+		if got >= n {
+			return
+		}
+		// The callers queue from other goroutines: yield to them.
+		runtime.Gosched()
+	}
+}
+
+// One function failing, or panicking, in a group fails only its own
+// caller: the others are committed once each, and later commits go on.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	s, _ := openGroupTest(t)
+	bucket := []byte("grouptest")
+	if err := s.db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	release, held := holdCommits(t, s)
+
+	const calls = 12
+	var runs [calls]atomic.Int32
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.update(func(tx *bolt.Tx) error {
+				runs[i].Add(1)
+				b := tx.Bucket(bucket)
+				// Each adds one to a shared counter: a run that was
+				// rolled back and run again must count once.
+				n := 0
+				if v := b.Get([]byte("count")); v != nil {
+					n = int(fromU64(v))
+				}
+				if err := b.Put([]byte("count"), u64(uint64(n+1))); err != nil {
+					return err
+				}
+				if err := b.Put([]byte(fmt.Sprintf("call-%02d", i)), nil); err != nil {
+					return err
+				}
+				switch i {
+				case 4:
+					return errors.New("refused")
+				case 9:
+					panic("a bug")
+				}
+				return nil
+			})
+		}()
+	}
+	waitQueued(s, calls)
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+
+	for i, err := range errs {
+		switch {
+		case i == 4 && (err == nil || err.Error() != "refused"):
+			t.Errorf("call 4: err = %v, want its own error", err)
+		case i == 9 && (err == nil || !strings.Contains(err.Error(), "a bug")):
+			t.Errorf("call 9: err = %v, want its panic as an error", err)
+		case i != 4 && i != 9 && err != nil:
+			t.Errorf("call %d: err = %v, failed with another call", i, err)
+		}
+	}
+	rerun := 0
+	for i := range calls {
+		rerun += int(runs[i].Load()) - 1
+	}
+	if rerun == 0 {
+		t.Errorf("no call ran twice: the group was not rolled back and run again")
+	}
+	var count uint64
+	var written []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket)
+		count = fromU64(b.Get([]byte("count")))
+		return b.ForEach(func(k, _ []byte) error {
+			if bytes.HasPrefix(k, []byte("call-")) {
+				written = append(written, string(k))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count != calls-2 || len(written) != calls-2 || strings.Contains(strings.Join(written, ","), "call-04") || strings.Contains(strings.Join(written, ","), "call-09") {
+		t.Errorf("count %d, written %v: want the %d calls that succeeded, once each", count, written, calls-2)
+	}
+	// The queue is not left waiting for a leader.
+	if err := s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte("after"), nil) }); err != nil {
+		t.Fatalf("a commit after the failures: %v", err)
+	}
+}
+
+// A claim that finds no job left (another claim of its group took it)
+// fails none of the calls it is grouped with.
+func TestGroupCommitEmptyClaimFailsNothing(t *testing.T) {
+	s, _ := openGroupTest(t)
+	if _, err := s.CreateDocument(&Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "a.txt", Format: "text"}, []byte("a text")); err != nil {
+		t.Fatal(err)
+	}
+	release, held := holdCommits(t, s)
+	claims := make(chan error, 2)
+	for range 2 {
+		go func() { _, _, err := s.ClaimJob(); claims <- err }()
+	}
+	waitQueued(s, 2)
+	created := make(chan error, 1)
+	go func() {
+		_, err := s.CreateDocument(&Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "b.txt", Format: "text"}, []byte("b text"))
+		created <- err
+	}()
+	waitQueued(s, 3)
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	first, second := <-claims, <-claims
+	if (first == nil) == (second == nil) || !errors.Is(errors.Join(first, second), ErrNoJob) {
+		t.Errorf("two claims of one job: %v and %v, want one job and one ErrNoJob", first, second)
+	}
+	if err := <-created; err != nil {
+		t.Errorf("upload in the claims' group: %v", err)
+	}
+}
+
+// Small originals live in the database, larger ones in files; either is
+// read back, counted, and goes with its last document.
+func TestSmallOriginalsInTheDatabase(t *testing.T) {
+	s, dir := openGroupTest(t)
+	small := []byte("a short text")
+	large := bytes.Repeat([]byte("a longer text. "), inlineOriginalMax/10)
+	var docs []*Document
+	for _, data := range [][]byte{small, small, large} {
+		d := &Document{ProjectID: "prj_o", OwnerID: "prj_o", Name: "x.txt", Format: "text"}
+		if _, err := s.CreateDocument(d, data); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	files, _ := os.ReadDir(filepath.Join(dir, "files", "prj_o"))
+	if len(files) != 1 || files[0].Name() != docs[2].FileHash {
+		t.Errorf("files on disk: %v, want the large original's alone", files)
+	}
+	if n, err := s.StoredOriginals("prj_o"); n != 2 || err != nil {
+		t.Errorf("StoredOriginals = %d, %v; want 2 (one small kept once, one large)", n, err)
+	}
+	for i, d := range docs {
+		want := [][]byte{small, small, large}[i]
+		if got, err := s.ReadFile("prj_o", d.FileHash); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("ReadFile of document %d: %d bytes, %v", i, len(got), err)
+		}
+	}
+	for _, d := range docs {
+		if _, err := s.DeleteDocument(d.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.StoredOriginals("prj_o"); n != 0 || err != nil {
+		t.Errorf("after deleting every document: %d originals left, %v", n, err)
+	}
+	if _, err := s.ReadFile("prj_o", docs[0].FileHash); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ReadFile of a deleted small original: %v, want ErrNotFound", err)
+	}
+}
+
+// A file of schema 1, from before small originals were kept in it, is
+// upgraded on open, so that a build of schema 1 refuses it afterwards
+// instead of looking for those originals on disk.
+func TestSchemaOneIsUpgraded(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(1)) }); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in, err := s.Inspect()
+	if err != nil || in.SchemaVersion != schemaVersion || schemaVersion < 2 {
+		t.Fatalf("schema after opening a file of schema 1: %d (%v), want %d", in.SchemaVersion, err, schemaVersion)
+	}
+}
