@@ -1,17 +1,15 @@
 // Package pgstore keeps docsift's durable state in PostgreSQL, for the
 // cluster mode where several docsift nodes share one database (see
-// docs/cluster.md). It implements the methods of store.Store with the same
-// signatures, records (store.Project, store.APIKey, …) and errors
-// (store.ErrNotFound), and a shared conformance suite (store/storetest)
-// holds both to the same behaviour.
+// docs/cluster.md). It implements store.Backend with the bbolt store's
+// records (store.Project, store.APIKey, …) and errors (store.ErrNotFound),
+// and a shared conformance suite (store/storetest) holds both to the same
+// behaviour. Beyond that it has what a cluster needs (cluster.go): nodes
+// and their heartbeats, job leases, notifications of changed chunks and
+// jobs, and rate-limit buckets shared by the nodes (ratelimit.go).
 //
 // It lives under store/ because it is a second implementation of that
 // package's contract, not a layer above it: it reuses store's record types
 // and id helpers, while store itself stays free of the PostgreSQL driver.
-//
-// So far it covers projects, API keys, customers and upload sessions, the
-// records authentication needs, and documents with their originals and
-// jobs; the rest of store.Store follows.
 package pgstore
 
 import (
