@@ -133,7 +133,7 @@ func writeChunk(tx *bolt.Tx, c *Chunk, model string, vec []float32) error {
 	if vec == nil {
 		return nil
 	}
-	return tx.Bucket(bucketVectors).Put(vectorKey(model, c.Seq), encodeVector(vec))
+	return tx.Bucket(bucketVectors).Put(vectorKey(model, c.Seq), EncodeVector(vec))
 }
 
 // AddVectors gives chunks of a document written without vectors (see
@@ -352,7 +352,7 @@ func (s *Store) Vector(model string, seq uint64) ([]float32, error) {
 		if v == nil {
 			return ErrNotFound
 		}
-		vec = decodeVector(v)
+		vec = DecodeVector(v)
 		return nil
 	})
 	return vec, err
@@ -364,9 +364,10 @@ func vectorKey(model string, seq uint64) []byte {
 	return ownerKey(model, u64(seq))
 }
 
-// encodeVector writes float32s little-endian: 4 bytes each, no framing,
-// the dimension being the length divided by four.
-func encodeVector(v []float32) []byte {
+// EncodeVector writes float32s little-endian: 4 bytes each, no framing,
+// the dimension being the length divided by four. Both stores keep vectors
+// so (the PostgreSQL one in a bytea column).
+func EncodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, f := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
@@ -374,7 +375,8 @@ func encodeVector(v []float32) []byte {
 	return b
 }
 
-func decodeVector(b []byte) []float32 {
+// DecodeVector reads what EncodeVector wrote.
+func DecodeVector(b []byte) []float32 {
 	v := make([]float32, len(b)/4)
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))

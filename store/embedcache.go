@@ -96,7 +96,7 @@ func (s *Store) CachedVectors(owner, model string, hashes []string) ([][]float32
 					continue
 				}
 				if v := vb.Get(vectorKey(model, fromU64(k[len(prefix):]))); v != nil {
-					out[i] = decodeVector(v)
+					out[i] = DecodeVector(v)
 					break
 				}
 			}

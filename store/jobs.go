@@ -128,7 +128,7 @@ func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error 
 		if d != nil {
 			d.Status, d.Error, d.Chunks, d.Pages = status, errMsg, chunks, pages
 		}
-		return s.queueEvent(tx, j.ProjectID, jobEvent(j, s.now().UTC()))
+		return s.queueEvent(tx, j.ProjectID, JobEvent(j, s.now().UTC()))
 	})
 }
 

@@ -102,7 +102,7 @@ func (s *Store) PutVectors(model string, seqs []uint64, vectors [][]float32) err
 			if sb.Get(u64(seq)) == nil {
 				continue
 			}
-			if err := vb.Put(vectorKey(model, seq), encodeVector(vectors[i])); err != nil {
+			if err := vb.Put(vectorKey(model, seq), EncodeVector(vectors[i])); err != nil {
 				return err
 			}
 		}

@@ -11,7 +11,7 @@ func (s *Store) Vectors(model string, seqs []uint64) ([][]float32, error) {
 		b := tx.Bucket(bucketVectors)
 		for i, seq := range seqs {
 			if v := b.Get(vectorKey(model, seq)); v != nil {
-				out[i] = decodeVector(v)
+				out[i] = DecodeVector(v)
 			}
 		}
 		return nil

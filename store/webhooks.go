@@ -25,10 +25,10 @@ const (
 
 // Prefixes of webhook ids.
 const (
-	PrefixWebhook  = "whk_"
-	PrefixEvent    = "evt_"
-	PrefixDelivery = "dlv_"
-	prefixSecret   = "whsec_"
+	PrefixWebhook       = "whk_"
+	PrefixEvent         = "evt_"
+	PrefixDelivery      = "dlv_"
+	PrefixWebhookSecret = "whsec_"
 )
 
 // Webhook is an endpoint a project registered for events.
@@ -70,7 +70,8 @@ type Delivery struct {
 	Claimed     bool      `json:"claimed,omitempty"`   // a sender holds it; its due time is the lease's end
 }
 
-func jobEvent(j *Job, at time.Time) Event {
+// JobEvent is the event of a job that has ended, at time at.
+func JobEvent(j *Job, at time.Time) Event {
 	typ := EventJobSucceeded
 	if j.Status == StatusFailed {
 		typ = EventJobFailed
@@ -83,7 +84,7 @@ func jobEvent(j *Job, at time.Time) Event {
 // its signing secret.
 func (s *Store) CreateWebhook(projectID, url string, events []string) (*Webhook, error) {
 	w := &Webhook{ID: NewID(PrefixWebhook), ProjectID: projectID, URL: url, Events: events,
-		Secret: NewSecret(prefixSecret), CreatedAt: s.now().UTC()}
+		Secret: NewSecret(PrefixWebhookSecret), CreatedAt: s.now().UTC()}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
 			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)

@@ -2,9 +2,7 @@ package pgstore
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -155,7 +153,7 @@ func writeVectors(ctx context.Context, tx pgx.Tx, model string, seqs []int64, ve
 	}
 	rows := make([][]any, len(seqs))
 	for i, seq := range seqs {
-		rows[i] = []any{seq, model, encodeVector(vectors[i])}
+		rows[i] = []any{seq, model, store.EncodeVector(vectors[i])}
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"vectors"}, []string{"seq", "model", "data"}, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("write vectors: %w", err)
@@ -396,7 +394,7 @@ func (s *Store) Vector(model string, seq uint64) ([]float32, error) {
 		int64(seq), model).Scan(&data); err != nil {
 		return nil, notFound(err)
 	}
-	return decodeVector(data), nil
+	return store.DecodeVector(data), nil
 }
 
 // Vectors returns the vectors of the chunks seqs under model, in order,
@@ -421,7 +419,7 @@ func (s *Store) Vectors(model string, seqs []uint64) ([][]float32, error) {
 		if err := rows.Scan(&seq, &data); err != nil {
 			return nil, fmt.Errorf("store: vectors: %w", err)
 		}
-		v := decodeVector(data)
+		v := store.DecodeVector(data)
 		for _, i := range at[seq] {
 			out[i] = v
 		}
@@ -430,24 +428,6 @@ func (s *Store) Vectors(model string, seqs []uint64) ([][]float32, error) {
 		return nil, fmt.Errorf("store: vectors: %w", err)
 	}
 	return out, nil
-}
-
-// encodeVector writes float32s little-endian, 4 bytes each, as the bbolt
-// store does: a quarter of the size of a float8[] and no parsing.
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-func decodeVector(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
 }
 
 // toInt64s converts sequences to PostgreSQL's bigint.

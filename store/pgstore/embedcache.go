@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 
+	"github.com/docsift/docsift/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -53,7 +54,7 @@ func (s *Store) CachedVectors(owner, model string, hashes []string) ([][]float32
 	}
 	for i, h := range hashes {
 		if data, ok := found[h]; ok {
-			out[i] = decodeVector(data) // a vector of its own for each place a hash is asked
+			out[i] = store.DecodeVector(data) // a vector of its own for each place a hash is asked
 		}
 	}
 	return out, nil

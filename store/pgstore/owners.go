@@ -101,7 +101,7 @@ func (s *Store) PutVectors(model string, seqs []uint64, vectors [][]float32) err
 	data := make([][]byte, 0, len(last))
 	for i, seq := range seqs {
 		if last[seq] == i {
-			keys, data = append(keys, int64(seq)), append(data, encodeVector(vectors[i]))
+			keys, data = append(keys, int64(seq)), append(data, store.EncodeVector(vectors[i]))
 		}
 	}
 	ctx, cancel := opContext()

@@ -34,7 +34,7 @@ func (s *Store) CreateWebhook(projectID, url string, events []string) (*store.We
 	ctx, cancel := opContext()
 	defer cancel()
 	w := &store.Webhook{ID: store.NewID(store.PrefixWebhook), ProjectID: projectID, URL: url, Events: events,
-		Secret: store.NewSecret("whsec_"), CreatedAt: s.timestamp()}
+		Secret: store.NewSecret(store.PrefixWebhookSecret), CreatedAt: s.timestamp()}
 	_, err := s.pool.Exec(ctx, "INSERT INTO webhooks ("+webhookColumns+") VALUES ($1, $2, $3, $4, $5, $6)",
 		w.ID, w.ProjectID, w.URL, w.Events, w.Secret, w.CreatedAt)
 	if isForeignKeyViolation(err) {
@@ -90,16 +90,6 @@ func (s *Store) DeleteWebhook(id string) error {
 	return nil
 }
 
-// jobEvent is the event of a job that ended, as the bbolt store makes it.
-func jobEvent(j *store.Job, at time.Time) store.Event {
-	typ := store.EventJobSucceeded
-	if j.Status == store.StatusFailed {
-		typ = store.EventJobFailed
-	}
-	return store.Event{ID: store.NewID(store.PrefixEvent), Type: typ, JobID: j.ID, OwnerID: j.OwnerID,
-		DocumentID: j.DocumentID, Status: j.Status, Error: j.Error, Chunks: j.Chunks, At: at}
-}
-
 // queueJobEvent queues the event of the job that tx has just ended, so
 // that an ended job is never without its deliveries.
 func (s *Store) queueJobEvent(ctx context.Context, tx pgx.Tx, jobID string, at time.Time) error {
@@ -107,7 +97,7 @@ func (s *Store) queueJobEvent(ctx context.Context, tx pgx.Tx, jobID string, at t
 	if err != nil {
 		return err
 	}
-	return s.queueEvent(ctx, tx, j.ProjectID, jobEvent(j, at))
+	return s.queueEvent(ctx, tx, j.ProjectID, store.JobEvent(j, at))
 }
 
 // queueEvent creates a pending delivery of ev, due at ev.At, for every
