@@ -25,7 +25,8 @@ itself, not the database's file mapping) and per chunk, the snapshot's
 size, query p50/p99 with 1 and 8 clients, and the time from the process's
 start to its first answer after kill -9 and after a clean restart.`,
 		Example: `  docsift bench scale --chunks 100000
-  docsift bench scale --chunks 1000000 --json`,
+  docsift bench scale --chunks 1000000 --json
+  docsift bench scale --corpus ../shared/data/msmarco-5k/corpus.jsonl --uploaders 32`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Progress = os.Stderr
@@ -59,5 +60,6 @@ start to its first answer after kill -9 and after a clean restart.`,
 	f.IntVar(&cfg.Chunks, "chunks", eval.ScaleDefaultChunks, "chunks in the owner")
 	f.IntVar(&cfg.Words, "words", eval.ScaleDefaultWords, "words per document (up to 250 is one chunk each)")
 	f.IntVar(&cfg.Uploaders, "uploaders", eval.ScaleDefaultUploaders, "uploads in flight")
+	f.StringVar(&cfg.Corpus, "corpus", "", "upload the documents of a BEIR corpus.jsonl, each once, instead of synthetic text (--chunks and --words then do not apply)")
 	return cmd
 }

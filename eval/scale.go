@@ -45,6 +45,10 @@ type ScaleConfig struct {
 	Words     int    // words per document; at most chunkTargetWords makes one chunk each
 	Uploaders int    // uploads in flight
 	Binary    string // the docsift executable the child servers run; default this one
+	// Corpus, when set, is a BEIR corpus.jsonl whose documents are
+	// uploaded, each once, instead of synthetic text (Chunks and Words
+	// then do not apply); queries are the opening words of its documents.
+	Corpus string
 	Seed      uint64
 	Progress  io.Writer // progress lines; nil for none
 }
@@ -98,6 +102,17 @@ type QueryLatency struct {
 // a clean restart. The child is a separate process so that its memory is
 // the server's alone, and so that it can be killed.
 func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
+	var corpus []Doc
+	if cfg.Corpus != "" {
+		var err error
+		if corpus, err = ReadCorpus(cfg.Corpus); err != nil {
+			return nil, fmt.Errorf("eval: scale: %w", err)
+		}
+		if len(corpus) == 0 {
+			return nil, fmt.Errorf("eval: scale: %s holds no documents", cfg.Corpus)
+		}
+		cfg.Chunks = len(corpus) // upload each once: see ingest
+	}
 	if cfg.Chunks <= 0 {
 		return nil, errors.New("eval: scale: chunks must be positive")
 	}
@@ -123,6 +138,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	}
 	defer os.RemoveAll(dir)
 	gen := newScaleText(cfg.Seed)
+	gen.corpus = corpus
 	res := &ScaleResult{}
 
 	srv, err := startChildServer(ctx, cfg.Binary, dir)
@@ -366,7 +382,13 @@ func (s *childServer) ingest(ctx context.Context, gen *scaleText, cfg ScaleConfi
 		go func() {
 			defer wg.Done()
 			for i := range docs {
-				body, _ := json.Marshal(map[string]any{"owner_id": s.project, "text": gen.document(i, cfg.Words), "name": fmt.Sprintf("doc-%07d.txt", i)})
+				name, text := fmt.Sprintf("doc-%07d.txt", i), ""
+				if gen.corpus != nil {
+					name, text = gen.corpus[i].ID, corpusText(gen.corpus[i])
+				} else {
+					text = gen.document(i, cfg.Words)
+				}
+				body, _ := json.Marshal(map[string]any{"owner_id": s.project, "text": text, "name": name})
 				var up struct {
 					JobID string `json:"job_id"`
 				}
@@ -411,6 +433,9 @@ feed:
 			perDoc = float64(chunks) / float64(ended)
 		}
 		enough := float64(next)*perDoc >= float64(cfg.Chunks)
+		if gen.corpus != nil {
+			enough = next == len(gen.corpus) // each document once
+		}
 		mu.Unlock()
 		if enough {
 			break
@@ -508,8 +533,18 @@ func snapshotBytes(dir string) int64 {
 // document depends only on the seed and its number, so uploaders can make
 // them in any order.
 type scaleText struct {
-	seed  uint64
-	words []string
+	seed   uint64
+	words  []string
+	corpus []Doc // uploaded instead of synthetic text when set
+}
+
+// corpusText is what a corpus document is uploaded as: its title, when it
+// has one, then its text, as eval ingests BEIR corpora.
+func corpusText(d Doc) string {
+	if d.Title == "" {
+		return d.Text
+	}
+	return d.Title + "\n\n" + d.Text
 }
 
 // functionWords lead the vocabulary, so that language detection reads the
@@ -563,6 +598,15 @@ func (t *scaleText) document(i, words int) string {
 
 // queries returns n queries of 2–4 content words each.
 func (t *scaleText) queries(n int) []string {
+	if t.corpus != nil {
+		// The opening words of documents spread over the corpus.
+		qs := make([]string, n)
+		for i := range qs {
+			words := strings.Fields(t.corpus[i*len(t.corpus)/n].Text)
+			qs[i] = strings.Join(words[:min(len(words), 6)], " ")
+		}
+		return qs
+	}
 	rng := rand.New(rand.NewPCG(t.seed, 0x9e77))
 	zipf := rand.NewZipf(rng, 1.07, 2, uint64(len(t.words)-len(functionWords)-1))
 	qs := make([]string, n)

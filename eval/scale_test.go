@@ -2,7 +2,9 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -57,6 +59,38 @@ func TestBenchScale(t *testing.T) {
 		if s <= 0 || s > 60 {
 			t.Errorf("first query after %s: %.2f s", name, s)
 		}
+	}
+}
+
+// With a corpus, each of its documents is uploaded once, whatever its
+// length, and the queries are its documents' opening words.
+func TestBenchScaleCorpus(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "docsift")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/docsift/docsift").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	path := filepath.Join(t.TempDir(), "corpus.jsonl")
+	var lines []string
+	for i := range 40 {
+		text := fmt.Sprintf("Passage %d tells how the lighthouse keeper %d logged the ships passing the point.", i, i)
+		if i == 7 {
+			text = strings.Repeat("A long passage about tides and harbours. ", 120) // several chunks
+		}
+		line, _ := json.Marshal(Doc{ID: fmt.Sprintf("p%d", i), Title: "Harbour notes", Text: text})
+		lines = append(lines, string(line))
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Chunks: 5, Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Documents != 40 || res.Chunks <= 40 {
+		t.Errorf("%d chunks in %d documents; want every one of the 40 documents once, one of them several chunks", res.Chunks, res.Documents)
+	}
+	if res.Query1.Errors != 0 || res.Query1.P50Ms <= 0 {
+		t.Errorf("queries: %+v", res.Query1)
 	}
 }
 
