@@ -1,8 +1,6 @@
 package pgstore
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -47,10 +45,10 @@ func (s *Store) TakeToken(key string, perSecond float64, burst int) (time.Durati
 // SweepRateBuckets removes the buckets unused for longer than idle: they
 // would be full again by now, as a new bucket is.
 func (s *Store) SweepRateBuckets(idle time.Duration) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := opContext()
 	defer cancel()
 	tag, err := s.pool.Exec(ctx, "DELETE FROM rate_buckets WHERE at < clock_timestamp() - make_interval(secs => $1)", idle.Seconds())
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil {
 		return 0, fmt.Errorf("pgstore: sweep rate limits: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
