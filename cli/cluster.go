@@ -104,6 +104,9 @@ func defaultNodeURL(addr string) string {
 // every node sweeps, and a sweep is one DELETE.
 const rateBucketIdle = 10 * time.Minute
 
+// catchUpRetry is how soon a catch-up that failed is tried again.
+const catchUpRetry = time.Second
+
 // clusterMember is this process as a node of a cluster: it joins before
 // the engine starts (so that placement counts it before it claims jobs),
 // and is tied to the engine once there is one.
@@ -189,16 +192,33 @@ func (m *clusterMember) run(ctx context.Context, e *ingest.Engine) (wait func())
 			owners, everyone := pending, all
 			pending, all = map[string]bool{}, false
 			mu.Unlock()
+			failed := false
 			if everyone {
 				if err := e.CatchUpAll(); err != nil {
-					m.log.Warn("catching up with other nodes' changes failed", "err", err)
+					m.log.Warn("catching up with other nodes' changes failed; trying again", "err", err)
+					mu.Lock()
+					all, failed = true, true
+					mu.Unlock()
 				}
-				continue
+			} else {
+				for owner := range owners {
+					if err := e.CatchUp(owner); err != nil {
+						m.log.Warn("catching up with another node's change failed; trying again", "owner", owner, "err", err)
+						mu.Lock()
+						pending[owner], failed = true, true
+						mu.Unlock()
+					}
+				}
 			}
-			for owner := range owners {
-				if err := e.CatchUp(owner); err != nil {
-					m.log.Warn("catching up with another node's change failed", "owner", owner, "err", err)
-				}
+			if failed {
+				// The store is likely down a moment: look again soon,
+				// notification or not.
+				time.AfterFunc(catchUpRetry, func() {
+					select {
+					case kick <- struct{}{}:
+					default:
+					}
+				})
 			}
 		}
 	}()
