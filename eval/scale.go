@@ -48,9 +48,9 @@ type ScaleConfig struct {
 	// Corpus, when set, is a BEIR corpus.jsonl whose documents are
 	// uploaded, each once, instead of synthetic text (Chunks and Words
 	// then do not apply); queries are the opening words of its documents.
-	Corpus string
-	Seed      uint64
-	Progress  io.Writer // progress lines; nil for none
+	Corpus   string
+	Seed     uint64
+	Progress io.Writer // progress lines; nil for none
 }
 
 // ScaleResult is what `docsift bench scale` prints.
