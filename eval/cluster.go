@@ -115,21 +115,8 @@ func BenchCluster(ctx context.Context, cfg ClusterConfig) (_ *ClusterResult, err
 	if cfg.Nodes < 2 || cfg.Customers <= 0 || cfg.Docs <= 0 {
 		return nil, errors.New("eval: cluster: need at least 2 nodes, 1 customer and 1 document per customer")
 	}
-	if cfg.Words <= 0 {
-		cfg.Words = ScaleDefaultWords
-	}
-	if cfg.Uploaders <= 0 {
-		cfg.Uploaders = ScaleDefaultUploaders
-	}
-	if cfg.Progress == nil {
-		cfg.Progress = io.Discard
-	}
-	if cfg.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("eval: cluster: %w", err)
-		}
-		cfg.Binary = exe
+	if err := childDefaults(&cfg.Words, &cfg.Uploaders, &cfg.Progress, &cfg.Binary); err != nil {
+		return nil, fmt.Errorf("eval: cluster: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "docsift-cluster-")
 	if err != nil {

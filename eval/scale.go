@@ -116,21 +116,8 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if cfg.Chunks <= 0 {
 		return nil, errors.New("eval: scale: chunks must be positive")
 	}
-	if cfg.Words <= 0 {
-		cfg.Words = ScaleDefaultWords
-	}
-	if cfg.Uploaders <= 0 {
-		cfg.Uploaders = ScaleDefaultUploaders
-	}
-	if cfg.Progress == nil {
-		cfg.Progress = io.Discard
-	}
-	if cfg.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("eval: scale: %w", err)
-		}
-		cfg.Binary = exe
+	if err := childDefaults(&cfg.Words, &cfg.Uploaders, &cfg.Progress, &cfg.Binary); err != nil {
+		return nil, fmt.Errorf("eval: scale: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "docsift-scale-")
 	if err != nil {
@@ -199,6 +186,29 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	res.RSSAnonPerChunk = float64(res.RSSAnonBytes) / float64(max(res.Chunks, 1))
 	res.RSSAnonAfterIngestPerChunk = float64(res.RSSAnonAfterIngestBytes) / float64(max(res.Chunks, 1))
 	return res, srv.stop()
+}
+
+// childDefaults fills in what a benchmark of child servers was not told:
+// the words per document, the uploads in flight, where progress goes
+// (nowhere) and the docsift executable (this one).
+func childDefaults(words, uploaders *int, progress *io.Writer, binary *string) error {
+	if *words <= 0 {
+		*words = ScaleDefaultWords
+	}
+	if *uploaders <= 0 {
+		*uploaders = ScaleDefaultUploaders
+	}
+	if *progress == nil {
+		*progress = io.Discard
+	}
+	if *binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		*binary = exe
+	}
+	return nil
 }
 
 // childServer is a child `docsift serve` of a benchmark.

@@ -52,19 +52,6 @@ func chunkPrefix(documentID string) string {
 	return PrefixChunk + strings.TrimPrefix(documentID, PrefixDocument) + "-"
 }
 
-// DocumentOfChunk returns the document id a chunk id was derived from.
-func DocumentOfChunk(chunkID string) (string, bool) {
-	rest, ok := strings.CutPrefix(chunkID, PrefixChunk)
-	if !ok {
-		return "", false
-	}
-	i := strings.LastIndexByte(rest, '-')
-	if i <= 0 {
-		return "", false
-	}
-	return PrefixDocument + rest[:i], true
-}
-
 func hashSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])

@@ -23,18 +23,24 @@ func open(t testing.TB, url string) *Store {
 }
 
 // The PostgreSQL store passes the conformance suite the bbolt store
-// passes, each test on a database of its own in one server.
-func TestConformanceProjects(t *testing.T) {
+// passes, each test on a database of its own in one server (a server per
+// suite would cost an initdb each).
+func TestConformance(t *testing.T) {
 	pg := pgtest.Start(t)
-	storetest.RunProjects(t, func(t *testing.T) storetest.Projects {
-		return open(t, pg.Database(t))
+	t.Run("Projects", func(t *testing.T) {
+		storetest.RunProjects(t, func(t *testing.T) storetest.Projects { return open(t, pg.Database(t)) })
 	})
-}
-
-func TestConformanceJobs(t *testing.T) {
-	pg := pgtest.Start(t)
-	storetest.RunJobs(t, func(t *testing.T) storetest.Jobs {
-		return open(t, pg.Database(t))
+	t.Run("Jobs", func(t *testing.T) {
+		storetest.RunJobs(t, func(t *testing.T) storetest.Jobs { return open(t, pg.Database(t)) })
+	})
+	t.Run("Chunks", func(t *testing.T) {
+		storetest.RunChunks(t, func(t *testing.T) storetest.Chunks { return open(t, pg.Database(t)) })
+	})
+	t.Run("Subpages", func(t *testing.T) {
+		storetest.RunSubpages(t, func(t *testing.T) storetest.Subpages { return open(t, pg.Database(t)) })
+	})
+	t.Run("Webhooks", func(t *testing.T) {
+		storetest.RunWebhooks(t, func(t *testing.T) storetest.Webhooks { return open(t, pg.Database(t)) })
 	})
 }
 
@@ -109,25 +115,4 @@ func TestNewerSchemaRefused(t *testing.T) {
 		s.Close()
 		t.Fatal("opened a database with a newer schema")
 	}
-}
-
-func TestConformanceSubpages(t *testing.T) {
-	pg := pgtest.Start(t)
-	storetest.RunSubpages(t, func(t *testing.T) storetest.Subpages {
-		return open(t, pg.Database(t))
-	})
-}
-
-func TestConformanceWebhooks(t *testing.T) {
-	pg := pgtest.Start(t)
-	storetest.RunWebhooks(t, func(t *testing.T) storetest.Webhooks {
-		return open(t, pg.Database(t))
-	})
-}
-
-func TestConformanceChunks(t *testing.T) {
-	pg := pgtest.Start(t)
-	storetest.RunChunks(t, func(t *testing.T) storetest.Chunks {
-		return open(t, pg.Database(t))
-	})
 }

@@ -174,8 +174,7 @@ func rerunReplacesChunks(t *testing.T, s Chunks) {
 }
 
 // chunkIDsNameTheirDocument: a chunk's id is derived from its document and
-// position, so the document can be read back from it; an id that is no
-// chunk id names no document and finds no chunk.
+// position; an id that is no chunk id finds no chunk.
 func chunkIDsNameTheirDocument(t *testing.T, s Chunks) {
 	d, _ := upload(t, s, "alice", "n.txt", "x")
 	chunks := []store.Chunk{{Position: 0, Text: "a"}, {Position: 12, Text: "b"}}
@@ -186,14 +185,8 @@ func chunkIDsNameTheirDocument(t *testing.T, s Chunks) {
 		if c.ID != store.ChunkID(d.ID, c.Position) {
 			t.Fatalf("chunk at %d has id %s, want %s", c.Position, c.ID, store.ChunkID(d.ID, c.Position))
 		}
-		if doc, ok := store.DocumentOfChunk(c.ID); !ok || doc != d.ID {
-			t.Fatalf("DocumentOfChunk(%s) = %s, %v; want %s", c.ID, doc, ok, d.ID)
-		}
 	}
 	for _, bad := range []string{d.ID, store.PrefixChunk, store.PrefixChunk + "-1", ""} {
-		if doc, ok := store.DocumentOfChunk(bad); ok {
-			t.Errorf("DocumentOfChunk(%q) = %s, ok", bad, doc)
-		}
 		if _, err := s.Chunk(bad); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Chunk(%q): err = %v, want ErrNotFound", bad, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -261,39 +260,16 @@ func concurrentClaims(t *testing.T, s Jobs) {
 		_, j := upload(t, s, "alice", fmt.Sprint("doc", i), fmt.Sprint("content ", i))
 		want[j.ID] = true
 	}
-	var wg sync.WaitGroup
-	claimed := make([][]string, claimers)
-	errs := make([]error, claimers)
-	for i := range claimers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				j, _, err := s.ClaimJob()
-				if errors.Is(err, store.ErrNoJob) {
-					return
-				}
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				claimed[i] = append(claimed[i], j.ID)
-			}
-		}()
-	}
-	wg.Wait()
-	seen := map[string]int{}
-	for i := range claimers {
-		if errs[i] != nil {
-			t.Fatalf("claimer %d: %v", i, errs[i])
+	seen := claimConcurrently(t, claimers, func() (string, error) {
+		j, _, err := s.ClaimJob()
+		if errors.Is(err, store.ErrNoJob) {
+			return "", nil
 		}
-		for _, id := range claimed[i] {
-			if _, ok := seen[id]; ok {
-				t.Fatalf("job %s claimed by claimers %d and %d", id, seen[id], i)
-			}
-			seen[id] = i
+		if err != nil {
+			return "", err
 		}
-	}
+		return j.ID, nil
+	})
 	if len(seen) != len(want) {
 		t.Fatalf("%d jobs claimed, want %d", len(seen), len(want))
 	}

@@ -9,6 +9,7 @@ package storetest
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -257,4 +258,42 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 	if got, _ := s.SessionByToken(keptToken); got == nil || got.ID != kept.ID || got.Expired(c.Now()) {
 		t.Fatalf("another key's session = %+v; want it still open", got)
 	}
+}
+
+// claimConcurrently runs claim from n goroutines at once, each until claim
+// returns "" (nothing left), and returns which goroutine took each id. It
+// fails the test on an error, or when two goroutines took one id.
+func claimConcurrently(t *testing.T, n int, claim func() (string, error)) map[string]int {
+	t.Helper()
+	claimed := make([][]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				id, err := claim()
+				if err != nil || id == "" {
+					errs[i] = err
+					return
+				}
+				claimed[i] = append(claimed[i], id)
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("claimer %d: %v", i, errs[i])
+		}
+		for _, id := range claimed[i] {
+			if j, ok := seen[id]; ok {
+				t.Fatalf("%s claimed by claimers %d and %d", id, j, i)
+			}
+			seen[id] = i
+		}
+	}
+	return seen
 }

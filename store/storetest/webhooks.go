@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -385,39 +384,16 @@ func concurrentDeliveryClaims(t *testing.T, s Webhooks) {
 	for i := range events {
 		endJob(t, s, p.ID, fmt.Sprint("owner", i), i, "")
 	}
-	claimed := make([][]string, senders)
-	errs := make([]error, senders)
-	var wg sync.WaitGroup
-	for i := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				d, _, err := s.ClaimDelivery(time.Hour)
-				if errors.Is(err, store.ErrNoDelivery) {
-					return
-				}
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				claimed[i] = append(claimed[i], d.ID)
-			}
-		}()
-	}
-	wg.Wait()
-	seen := map[string]int{}
-	for i := range senders {
-		if errs[i] != nil {
-			t.Fatalf("sender %d: %v", i, errs[i])
+	seen := claimConcurrently(t, senders, func() (string, error) {
+		d, _, err := s.ClaimDelivery(time.Hour)
+		if errors.Is(err, store.ErrNoDelivery) {
+			return "", nil
 		}
-		for _, id := range claimed[i] {
-			if j, ok := seen[id]; ok {
-				t.Fatalf("delivery %s claimed by senders %d and %d", id, j, i)
-			}
-			seen[id] = i
+		if err != nil {
+			return "", err
 		}
-	}
+		return d.ID, nil
+	})
 	if len(seen) != events {
 		t.Fatalf("%d deliveries claimed, want %d", len(seen), events)
 	}
