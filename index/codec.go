@@ -14,11 +14,29 @@ type encoder struct {
 	w   *bufio.Writer
 	buf [8]byte
 	err error
+	off int64 // bytes written, for align
+
+	scratch []byte // see words
 }
 
 func (e *encoder) bytes(b []byte) {
 	if e.err == nil {
 		_, e.err = e.w.Write(b)
+		e.off += int64(len(b))
+	}
+}
+
+// sectionAlign is the alignment of every array a snapshot is read in
+// place from (see mapped.go): at least any element's size, so that the
+// mapped words can be read as Go values, atomically where they are
+// atomics, and a cache line, so that no array shares one with another.
+const sectionAlign = 64
+
+// align pads with zeros to the next multiple of sectionAlign.
+func (e *encoder) align() {
+	var zeros [sectionAlign]byte
+	if r := e.off % sectionAlign; r != 0 {
+		e.bytes(zeros[:sectionAlign-r])
 	}
 }
 
@@ -38,32 +56,36 @@ func (e *encoder) str(s string) {
 	e.u32(uint32(len(s)))
 	if e.err == nil {
 		_, e.err = e.w.WriteString(s)
+		e.off += int64(len(s))
 	}
 }
 
-// f32s writes floats through a fixed scratch buffer: one Write per 16 KiB
-// instead of one per value.
+// f32s writes floats.
 func (e *encoder) f32s(v []float32) {
-	var scratch [4096 * 4]byte
-	for len(v) > 0 && e.err == nil {
-		n := min(len(v), len(scratch)/4)
-		for i, f := range v[:n] {
-			binary.LittleEndian.PutUint32(scratch[4*i:], math.Float32bits(f))
-		}
-		e.bytes(scratch[:4*n])
-		v = v[n:]
-	}
+	e.words(len(v), 4, func(b []byte, i int) { binary.LittleEndian.PutUint32(b, math.Float32bits(v[i])) })
 }
 
+// u32s writes words.
 func (e *encoder) u32s(v []uint32) {
-	var scratch [4096 * 4]byte
-	for len(v) > 0 && e.err == nil {
-		n := min(len(v), len(scratch)/4)
-		for i, x := range v[:n] {
-			binary.LittleEndian.PutUint32(scratch[4*i:], x)
+	e.words(len(v), 4, func(b []byte, i int) { binary.LittleEndian.PutUint32(b, v[i]) })
+}
+
+// words writes n values of size bytes each, put filling value i into b,
+// through the encoder's scratch buffer: one Write per 16 KiB instead of
+// one per value, and no allocation per call (a snapshot writes a list
+// per term, millions of them).
+func (e *encoder) words(n, size int, put func(b []byte, i int)) {
+	if e.scratch == nil {
+		e.scratch = make([]byte, 16<<10)
+	}
+	per := len(e.scratch) / size
+	for i := 0; i < n && e.err == nil; {
+		k := min(n-i, per)
+		for j := range k {
+			put(e.scratch[j*size:(j+1)*size], i+j)
 		}
-		e.bytes(scratch[:4*n])
-		v = v[n:]
+		e.bytes(e.scratch[:k*size])
+		i += k
 	}
 }
 
@@ -76,6 +98,7 @@ var errShort = errors.New("truncated field")
 type decoder struct {
 	b   []byte
 	err error
+	off int // bytes taken, for align
 }
 
 func (d *decoder) take(n int) []byte {
@@ -86,9 +109,17 @@ func (d *decoder) take(n int) []byte {
 		d.err = errShort
 		return nil
 	}
-	out := d.b[:n]
+	out := d.b[:n:n]
 	d.b = d.b[n:]
+	d.off += n
 	return out
+}
+
+// align skips what encoder.align wrote.
+func (d *decoder) align() {
+	if r := d.off % sectionAlign; r != 0 {
+		d.take(sectionAlign - r)
+	}
 }
 
 func (d *decoder) u8() uint8 {

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -172,104 +171,6 @@ func (x *OwnerIndex) Document(id uint64) *Document {
 		return nil
 	}
 	return x.gen.docs.doc(o)
-}
-
-// encodeDocs writes the documents alive in v, renumbered densely, then
-// every slot's document (0 for none, else ordinal+1 in that numbering).
-// A slot alive in v always has its document alive; a deleted one may
-// not, and is written with none.
-func (v *view) encodeDocs(e *encoder) {
-	renum := make([]uint32, v.docs.n) // old ordinal -> new ordinal+1
-	var alive uint32
-	for o := range v.docs.n {
-		if v.docAlive(o) {
-			alive++
-			renum[o] = alive
-		}
-	}
-	e.u32(alive)
-	for o := range v.docs.n {
-		if renum[o] == 0 {
-			continue
-		}
-		d := v.docs.pages.doc(o)
-		e.str(d.ID)
-		e.u64(uint64(d.CreatedAt.Unix()))
-		e.u32(uint32(d.CreatedAt.Nanosecond()))
-		e.u32(uint32(len(d.Metadata)))
-		for k, val := range d.Metadata {
-			e.str(k)
-			e.str(val)
-		}
-	}
-	e.u32(v.n)
-	for s := range v.n {
-		var ref uint32
-		if o, ok := v.pages.slotDoc(s); ok {
-			ref = renum[o]
-		}
-		e.u32(ref)
-	}
-}
-
-// decodeDocs reads what encodeDocs wrote into x's generation, whose slots
-// are already decoded: every live slot that names a document counts
-// towards it, and a document no live slot names is dropped.
-func decodeDocs(d *decoder, x *OwnerIndex) error {
-	gen := x.gen
-	nd := d.count(20)
-	docs := make([]*Document, 0, nd)
-	for range nd {
-		doc := &Document{ID: d.str()}
-		sec, nsec := int64(d.u64()), d.u32()
-		if nsec >= 1e9 {
-			return fmt.Errorf("document %q: bad creation time", doc.ID)
-		}
-		doc.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
-		nm := d.count(8)
-		if nm > 0 {
-			doc.Metadata = make(map[string]string, nm)
-		}
-		for range nm {
-			k := d.str()
-			doc.Metadata[k] = d.str()
-		}
-		if d.err != nil {
-			return d.err
-		}
-		docs = append(docs, doc)
-	}
-	ns := d.count(4)
-	if d.err != nil {
-		return d.err
-	}
-	if ns != int(gen.n) {
-		return fmt.Errorf("documents given for %d slots of %d", ns, gen.n)
-	}
-	ord := make([]uint32, len(docs)) // file's ordinal -> ours+1
-	for s := range uint32(ns) {
-		ref := d.u32()
-		if d.err != nil {
-			return d.err
-		}
-		if ref == 0 || gen.pages.deadAt(s).Load() != 0 {
-			continue
-		}
-		if int(ref) > len(docs) {
-			return fmt.Errorf("slot %d names document %d of %d", s, ref, len(docs))
-		}
-		if ord[ref-1] == 0 {
-			doc := docs[ref-1]
-			if _, dup := x.docOf[doc.ID]; dup {
-				return fmt.Errorf("document %q listed twice", doc.ID)
-			}
-			ord[ref-1] = gen.appendDoc(doc) + 1
-			x.docOf[doc.ID] = ord[ref-1] - 1
-		}
-		gen.pages.setSlotDoc(s, ord[ref-1]-1)
-		gen.docLive[ord[ref-1]-1]++
-	}
-	return nil
 }
 
 // docAlive reports whether document o (below v.docs.n) is alive in v.

@@ -1,8 +1,6 @@
 package index
 
 import (
-	"fmt"
-
 	"github.com/docsift/docsift/analysis"
 )
 
@@ -147,15 +145,9 @@ type queryTerm struct {
 // vocabulary that query words are split into compound parts by, which
 // needs to know which terms occur and roughly how often, no more).
 func (v *view) docFreq(term string) int {
-	table := v.gen.lex.table.Load()
-	n := 0
-	if t := table.find(term); t != nil {
-		n += len(t.upTo(v.n))
-	}
-	if t := table.find(headPrefix + term); t != nil {
-		n += len(t.upTo(v.n))
-	}
-	return n
+	a, b := v.gen.lex.postings(term, v.n)
+	c, d := v.gen.lex.postings(headPrefix+term, v.n)
+	return len(a) + len(b) + len(c) + len(d)
 }
 
 // queryTerms analyses a query once for every language the view's entries
@@ -203,42 +195,6 @@ func (v *view) queryTerms(text string) []queryTerm {
 		}
 	}
 	return out
-}
-
-// encodeLex writes every slot's language and head length.
-func (v *view) encodeLex(e *encoder) {
-	e.u32(v.n)
-	for s := range v.n {
-		e.u8(uint8(v.pages.slotLang(s)))
-		e.u32(v.pages.headLen(s))
-	}
-}
-
-// decodeLex reads what encodeLex wrote into x's generation, whose slots
-// are already decoded, and totals the live ones.
-func decodeLex(d *decoder, x *OwnerIndex) error {
-	gen := x.gen
-	n := d.count(5)
-	if d.err != nil {
-		return d.err
-	}
-	if n != int(gen.n) {
-		return fmt.Errorf("languages given for %d slots of %d", n, gen.n)
-	}
-	for s := range uint32(n) {
-		lang, headLen := analysis.Lang(d.u8()), d.u32()
-		if d.err != nil {
-			return d.err
-		}
-		if lang >= analysis.NumLangs {
-			return fmt.Errorf("slot %d: unknown language %d", s, lang)
-		}
-		gen.pages.setLex(s, lang, headLen)
-		if gen.pages.deadAt(s).Load() == 0 {
-			x.lex.add(lang, headLen, 1)
-		}
-	}
-	return nil
 }
 
 // Language is the language most of the index's entries are written in:

@@ -296,16 +296,18 @@ func (x *OwnerIndex) rebuild() {
 	}
 	// Postings are renumbered list by list; renumbering keeps slot order,
 	// so every list stays sorted. Terms left with no live doc are dropped.
-	old.lex.each(func(t *termPostings) {
+	old.lex.each(func(k termKey, base, added []posting) {
 		var nt *termPostings
-		for _, p := range t.all() {
-			if old.pages.deadAt(p.doc).Load() != 0 {
-				continue
+		for _, list := range [2][]posting{base, added} {
+			for _, p := range list {
+				if old.pages.deadAt(p.doc).Load() != 0 {
+					continue
+				}
+				if nt == nil {
+					nt = gen.lex.termFor(k)
+				}
+				gen.lex.stage(nt, posting{renum[p.doc], p.tf})
 			}
-			if nt == nil {
-				nt = gen.lex.termFor(t.key)
-			}
-			gen.lex.stage(nt, posting{renum[p.doc], p.tf})
 		}
 	})
 	for id, s := range x.slotOf {

@@ -110,6 +110,10 @@ func (c *termCounter) count(terms []string) (counts []termCount, length uint32) 
 // appended in slot order, so a search cuts a list at its view's slot count
 // and ignores what the writer has appended since.
 type lexicon struct {
+	// base, when set, holds the postings of the slots below base.n, read
+	// in place from a snapshot (see frozen.go); table then holds only
+	// the postings of later slots. It never changes once searched.
+	base  *frozenLexicon
 	table atomic.Pointer[termTable]
 
 	// Writer only.
@@ -211,11 +215,7 @@ func newLexicon() *lexicon {
 	return l
 }
 
-// find returns term's postings, or nil.
-func (t *termTable) find(term string) *termPostings {
-	return t.findKey(keyOf(term))
-}
-
+// findKey returns the postings of the term with key k, or nil.
 func (t *termTable) findKey(k termKey) *termPostings {
 	mask := uint64(len(t.slots) - 1)
 	for i := t.home(k); ; i = (i + 1) & mask {
@@ -236,14 +236,38 @@ func (t *termTable) put(e *termPostings) {
 	}
 }
 
-// each calls fn for every term, in table order.
-func (l *lexicon) each(fn func(*termPostings)) {
+// each calls fn for every term with its postings, published or staged,
+// in the base and in the table: writer only. Within a term, the base's
+// postings come first, in slot order as everywhere.
+func (l *lexicon) each(fn func(k termKey, base, added []posting)) {
 	t := l.table.Load()
-	for i := range t.slots {
-		if e := t.slots[i].Load(); e != nil {
-			fn(e)
+	if b := l.base; b != nil {
+		for i, k := range b.keys {
+			var added []posting
+			if e := t.findKey(termKey(k)); e != nil {
+				added = e.all()
+			}
+			fn(termKey(k), b.list(i), added)
 		}
 	}
+	for i := range t.slots {
+		if e := t.slots[i].Load(); e != nil && (l.base == nil || l.base.find(e.key) == nil) {
+			fn(e.key, nil, e.all())
+		}
+	}
+}
+
+// postings returns the term's postings of slots below n: the base's,
+// then those added since.
+func (l *lexicon) postings(term string, n uint32) (base, added []posting) {
+	k := keyOf(term)
+	if l.base != nil {
+		base = l.base.find(k)
+	}
+	if t := l.table.Load().findKey(k); t != nil {
+		added = t.upTo(n)
+	}
+	return base, added
 }
 
 // reserve sizes the empty lexicon's table for terms terms, as growing
@@ -382,39 +406,38 @@ func (v *view) scoreAll(query []queryTerm) *lexScores {
 	avgHead := max(float64(v.lex.headLen)/float64(n), 1)
 	present := v.lex.present()
 	oneLang := present&(present-1) == 0
-	table := v.gen.lex.table.Load()
+	lex := v.gen.lex
 	for _, q := range query {
-		var body, head []posting
-		if t := table.find(q.term); t != nil {
-			body = t.upTo(v.n)
-		}
-		if t := table.find(headPrefix + q.term); t != nil {
-			head = t.upTo(v.n)
-		}
-		if len(body)+len(head) == 0 {
+		bodyBase, body := lex.postings(q.term, v.n)
+		headBase, head := lex.postings(headPrefix+q.term, v.n)
+		if len(bodyBase)+len(body)+len(headBase)+len(head) == 0 {
 			continue
 		}
 		// Each field's frequency, normalised by its length, summed
 		// with the field weights, for the docs of the term's languages;
 		// df is the docs with either field.
 		s.touched = s.touched[:0]
-		for _, p := range body {
-			if v.dead > 0 && !v.alive(p.doc) || !oneLang && !q.langs.has(v.pages.slotLang(p.doc)) {
-				continue
-			}
-			norm := 1 - bm25B + bm25B*float64(v.pages.docLen(p.doc))/avgLen
-			s.tf[p.doc] = float32(float64(p.tf) / norm)
-			s.touched = append(s.touched, p.doc)
-		}
-		for _, p := range head {
-			if v.dead > 0 && !v.alive(p.doc) || !oneLang && !q.langs.has(v.pages.slotLang(p.doc)) {
-				continue
-			}
-			if s.tf[p.doc] == 0 {
+		for _, list := range [2][]posting{bodyBase, body} {
+			for _, p := range list {
+				if v.dead > 0 && !v.alive(p.doc) || !oneLang && !q.langs.has(v.pages.slotLang(p.doc)) {
+					continue
+				}
+				norm := 1 - bm25B + bm25B*float64(v.pages.docLen(p.doc))/avgLen
+				s.tf[p.doc] = float32(float64(p.tf) / norm)
 				s.touched = append(s.touched, p.doc)
 			}
-			norm := 1 - headB + headB*float64(v.pages.headLen(p.doc))/avgHead
-			s.tf[p.doc] += float32(headWeight * float64(p.tf) / norm)
+		}
+		for _, list := range [2][]posting{headBase, head} {
+			for _, p := range list {
+				if v.dead > 0 && !v.alive(p.doc) || !oneLang && !q.langs.has(v.pages.slotLang(p.doc)) {
+					continue
+				}
+				if s.tf[p.doc] == 0 {
+					s.touched = append(s.touched, p.doc)
+				}
+				norm := 1 - headB + headB*float64(v.pages.headLen(p.doc))/avgHead
+				s.tf[p.doc] += float32(headWeight * float64(p.tf) / norm)
+			}
 		}
 		if len(s.touched) == 0 {
 			continue

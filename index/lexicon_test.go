@@ -7,7 +7,7 @@ import (
 )
 
 // TestTermTableFilledInAnotherOrder fills a lexicon in the table order of
-// another, as loading a snapshot and compacting do, and checks the runs of
+// another, as compacting does, and checks the runs of
 // occupied slots in each table just before it grows: placed by the key's
 // low bits alone, those terms piled into runs of many thousands, which
 // every insert then walked (loading a snapshot took minutes).
@@ -20,8 +20,8 @@ func TestTermTableFilledInAnotherOrder(t *testing.T) {
 	b := newLexicon()
 	table := b.table.Load()
 	longest := 0
-	a.each(func(tp *termPostings) {
-		b.termFor(tp.key)
+	a.each(func(k termKey, _, _ []posting) {
+		b.termFor(k)
 		if next := b.table.Load(); next != table {
 			longest = max(longest, longestRun(table))
 			table = next

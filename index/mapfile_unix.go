@@ -8,12 +8,12 @@ import (
 	"syscall"
 )
 
-// mapFile maps a file read-only and returns its bytes and the function
-// that unmaps them. A snapshot is decoded from the page cache this way
-// rather than copied into the heap first: a copy of a file of hundreds of
-// megabytes would stay in the process's anonymous memory, after the
-// decode, until the garbage collector and the scavenger gave it back. The
-// bytes must not be used, nor kept in anything decoded, after unmap.
+// mapFile maps a file privately and returns its bytes and the function
+// that unmaps them. Its pages are the page cache's until written: a write
+// copies the page into the process's memory and never reaches the file
+// (MAP_PRIVATE), which is how a snapshot read in place takes the few
+// changes a writer makes to it (see mapping). The bytes must not be used
+// after unmap.
 func mapFile(path string) ([]byte, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -31,7 +31,7 @@ func mapFile(path string) ([]byte, func(), error) {
 	if int64(int(size)) != size {
 		return nil, nil, fmt.Errorf("%s: %d bytes do not fit in memory", path, size)
 	}
-	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE)
 	if err != nil {
 		return nil, nil, fmt.Errorf("map %s: %w", path, err)
 	}

@@ -72,6 +72,11 @@ type page struct {
 	levels []uint8
 	links0 []uint32   // layer 0: (hnswM0+1) words per slot, count then links
 	upper  [][]uint32 // layers 1..level: (hnswM+1) words each
+
+	// src is the snapshot the page's arrays are read from in place, nil
+	// for a page in the heap (see mapped.go); holding it keeps the file
+	// mapped.
+	src *mapping
 }
 
 func newPage(p, dim int, graph bool) *page {
@@ -162,7 +167,7 @@ func (ps pages) dot(q []float32, s uint32) float32 {
 	pg := ps[p]
 	o := off * pg.dim
 	d := vek32.Dot(q, pg.vecs[o:o+pg.dim])
-	runtime.KeepAlive(pg) // its vectors may be mapped: see allocVectors
+	runtime.KeepAlive(pg) // its vectors may be mapped: see allocVectors and mapped.go
 	return d
 }
 

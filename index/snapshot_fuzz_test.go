@@ -90,7 +90,7 @@ func FuzzReadSnapshot(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, in := range [][]byte{b, withChecksum(b)} {
 			before := allocated()
-			x, _, err := parseSnapshot(in)
+			x, _, err := parseSnapshot(&mapping{b: in})
 			if grown, limit := allocated()-before, uint64(32*len(in)+1<<20); grown > limit {
 				t.Fatalf("decoding %d bytes allocated %d", len(in), grown)
 			}
@@ -117,7 +117,7 @@ func exercise(t *testing.T, x *OwnerIndex) {
 	}
 	checkHits(t, x.Search(Query{Vector: q, Text: "walrus", K: 10}))
 	e := &encoder{w: bufio.NewWriter(io.Discard)}
-	x.current.Load().encode(e, x.model, x.dim, 0)
+	x.current.Load().encodeMapped(e, x.model, x.dim, 0)
 	if e.err != nil {
 		t.Fatal(e.err)
 	}

@@ -1,0 +1,79 @@
+package index
+
+import (
+	"runtime"
+	"slices"
+	"unsafe"
+)
+
+// mapping is a snapshot file mapped into memory, privately: pages and a
+// lexicon read in place from it (see mapped.go) point into its bytes, and
+// each holds the mapping, which is unmapped once none of them is reachable.
+// Private means copy-on-write: the few words a writer changes in a mapped
+// page (a deletion epoch, a graph link list) become anonymous memory, the
+// rest stays the page cache's, shared with the file and never written back
+// to it.
+type mapping struct {
+	b []byte
+}
+
+// openMapping maps the file at path.
+func openMapping(path string) (*mapping, error) {
+	b, unmap, err := mapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m := &mapping{b: b}
+	runtime.AddCleanup(m, func(unmap func()) { unmap() }, unmap)
+	return m, nil
+}
+
+// castSlice reads n values of T from b, which holds at least n of them at
+// an offset aligned for T: the words of a mapped snapshot as Go values.
+// Snapshots are little-endian (see littleEndian).
+func castSlice[T any](b []byte, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
+}
+
+// littleEndian reports whether this machine stores words as snapshots do;
+// on one that does not, a version 6 snapshot is refused and the owner
+// rebuilt from the store.
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// frozenLexicon is the inverted index of the slots a snapshot holds, read
+// in place from it: the terms' keys in ascending order, where each term's
+// postings end, and the postings, each list in slot order. A search finds
+// a term by binary search over the keys, which costs a few cache misses
+// per query term and no memory at all per term, where the hash table of a
+// live lexicon costs about 40 bytes each (most terms are word pairs that
+// occur once).
+type frozenLexicon struct {
+	src      *mapping
+	keys     []uint64
+	ends     []uint64 // postings of keys[i]: postings[ends[i-1]:ends[i]]
+	postings []posting
+}
+
+// find returns the postings of the term with key k, or nil.
+func (f *frozenLexicon) find(k termKey) []posting {
+	i, ok := slices.BinarySearch(f.keys, uint64(k))
+	if !ok {
+		return nil
+	}
+	return f.list(i)
+}
+
+// list returns the postings of the i-th term.
+func (f *frozenLexicon) list(i int) []posting {
+	start := uint64(0)
+	if i > 0 {
+		start = f.ends[i-1]
+	}
+	return f.postings[start:f.ends[i]]
+}

@@ -1,0 +1,482 @@
+package index
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/docsift/docsift/analysis"
+)
+
+// Snapshot version 6 is read in place. Every array the index searches
+// (vectors, their int8 codes, graph links, each slot's ID, lengths,
+// language, document and deletion, the terms and their postings) is
+// written as the page layout holds it in memory, little-endian and aligned
+// (sectionAlign), so loading a snapshot maps the file and points the
+// pages at it instead of decoding and copying: an owner of a million
+// chunks is searchable after a checksum and a pass of checks over the
+// file, not after rebuilding gigabytes of structures, and its arrays are
+// the page cache's file-backed memory, not the process's heap. Only what
+// is small or irregular is decoded into the heap: the documents, the
+// upper graph layers, the map from entry IDs to slots.
+//
+// Layout after the magic and version: analysis rules, model, dim,
+// lastSeq, slots n, searcher kind (and for a graph M, entry point, top
+// level), term and posting counts, the documents; then, each aligned:
+// ids [n]u64, deadAt [n]u64 (1 for deleted, else 0), docLen [n]u32,
+// headLen [n]u32, doc [n]u32 (document ordinal+1, 0 for none), scales
+// [n]f32, lang [n]u8, for a graph levels [n]u8, vectors [n·dim]f32, codes
+// [n·dim]i8, for a graph layer-0 links [n·(M0+1)]u32 and the upper layers
+// of the nodes that have them, term keys ascending [terms]u64, each term's
+// postings end [terms]u64, postings [postings](doc u32, tf u32). The
+// CRC-32C of the whole file ends it, as in every version.
+const mappedVersion = 6
+
+// encodeMapped writes the view's version of the index in version 6.
+func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) {
+	e.bytes([]byte(snapshotMagic))
+	e.u32(mappedVersion)
+	e.str(analysis.Version)
+	e.str(model)
+	e.u32(uint32(dim))
+	e.u64(lastSeq)
+	n := int(v.n)
+	e.u32(v.n)
+	graph := v.gen.graph != nil
+	if graph {
+		e.u8(kindHNSW)
+		e.u32(hnswM)
+		e.u32(v.entry)
+		e.u32(uint32(v.maxLevel))
+	} else {
+		e.u8(kindExact)
+	}
+	added := v.addedTerms()
+	var nTerms, nPostings uint64
+	v.eachTerm(added, func(_ termKey, base, added []posting) {
+		nTerms++
+		nPostings += uint64(len(base) + len(added))
+	})
+	e.u64(nTerms)
+	e.u64(nPostings)
+	ref := v.encodeDocTable(e)
+
+	e.align()
+	e.words(n, 8, func(b []byte, s int) { binary.LittleEndian.PutUint64(b, v.pages.id(uint32(s))) })
+	e.align()
+	e.words(n, 8, func(b []byte, s int) { binary.LittleEndian.PutUint64(b, uint64(v.deadFlag(uint32(s)))) })
+	e.align()
+	e.words(n, 4, func(b []byte, s int) { binary.LittleEndian.PutUint32(b, v.pages.docLen(uint32(s))) })
+	e.align()
+	e.words(n, 4, func(b []byte, s int) { binary.LittleEndian.PutUint32(b, v.pages.headLen(uint32(s))) })
+	e.align()
+	e.words(n, 4, func(b []byte, s int) { binary.LittleEndian.PutUint32(b, ref(uint32(s))) })
+	e.align()
+	e.words(n, 4, func(b []byte, s int) {
+		binary.LittleEndian.PutUint32(b, math.Float32bits(v.pages.code(uint32(s)).scale))
+	})
+	e.align()
+	e.words(n, 1, func(b []byte, s int) { b[0] = uint8(v.pages.slotLang(uint32(s))) })
+	if graph {
+		e.align()
+		e.words(n, 1, func(b []byte, s int) { b[0] = uint8(v.pages.level(uint32(s))) })
+	}
+	e.align()
+	v.eachPage(func(pg *page, used int) { e.f32s(pg.vecs[:used*dim]) })
+	e.align()
+	v.eachPage(func(pg *page, used int) {
+		e.bytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(pg.codes))), used*dim))
+	})
+	if graph {
+		e.align()
+		var list [hnswM0 + 1]uint32
+		for s := range v.n {
+			e.u32s(v.linksWithin(s, 0, list[:hnswM0+1]))
+		}
+		for s := range v.n {
+			for layer := 1; layer <= v.pages.level(s); layer++ {
+				e.u32s(v.linksWithin(s, layer, list[:hnswM+1]))
+			}
+		}
+	}
+	e.align()
+	v.eachTerm(added, func(k termKey, _, _ []posting) { e.u64(uint64(k)) })
+	e.align()
+	var end uint64
+	v.eachTerm(added, func(_ termKey, base, added []posting) {
+		end += uint64(len(base) + len(added))
+		e.u64(end)
+	})
+	e.align()
+	v.eachTerm(added, func(_ termKey, base, added []posting) {
+		for _, list := range [2][]posting{base, added} {
+			e.words(len(list), 8, func(b []byte, i int) {
+				binary.LittleEndian.PutUint32(b, list[i].doc)
+				binary.LittleEndian.PutUint32(b[4:], list[i].tf)
+			})
+		}
+	})
+}
+
+// termRef is a term of a live lexicon's table, for sorting by key.
+type termRef struct {
+	key termKey
+	t   *termPostings
+}
+
+// addedTerms returns the terms of the table (not the base) with postings
+// in the view, in key order. The caller holds the writer lock, so the
+// table does not change under it.
+func (v *view) addedTerms() []termRef {
+	var refs []termRef
+	t := v.gen.lex.table.Load()
+	for i := range t.slots {
+		if e := t.slots[i].Load(); e != nil && len(e.upTo(v.n)) > 0 {
+			refs = append(refs, termRef{e.key, e})
+		}
+	}
+	slices.SortFunc(refs, func(a, b termRef) int { return cmp.Compare(a.key, b.key) })
+	return refs
+}
+
+// eachTerm calls fn for every term with postings in the view, in key
+// order, with its postings in the base and in the table (added).
+func (v *view) eachTerm(added []termRef, fn func(k termKey, base, added []posting)) {
+	var keys []uint64
+	b := v.gen.lex.base
+	if b != nil {
+		keys = b.keys
+	}
+	i, j := 0, 0
+	for i < len(keys) || j < len(added) {
+		switch {
+		case j == len(added) || i < len(keys) && keys[i] < uint64(added[j].key):
+			if l := b.list(i); len(l) > 0 {
+				fn(termKey(keys[i]), l, nil)
+			}
+			i++
+		case i == len(keys) || uint64(added[j].key) < keys[i]:
+			fn(added[j].key, nil, added[j].t.upTo(v.n))
+			j++
+		default:
+			fn(added[j].key, b.list(i), added[j].t.upTo(v.n))
+			i++
+			j++
+		}
+	}
+}
+
+// encodeDocTable writes the documents alive in the view, and returns each
+// slot's reference to one as the file numbers them: ordinal+1, 0 for none
+// and for deleted slots.
+func (v *view) encodeDocTable(e *encoder) func(s uint32) uint32 {
+	renum := make([]uint32, v.docs.n) // our ordinal -> the file's+1
+	var alive uint32
+	for o := range v.docs.n {
+		if v.docAlive(o) {
+			alive++
+			renum[o] = alive
+		}
+	}
+	e.u32(alive)
+	for o := range v.docs.n {
+		if renum[o] == 0 {
+			continue
+		}
+		d := v.docs.pages.doc(o)
+		e.str(d.ID)
+		e.u64(uint64(d.CreatedAt.Unix()))
+		e.u32(uint32(d.CreatedAt.Nanosecond()))
+		e.u32(uint32(len(d.Metadata)))
+		for k, val := range d.Metadata {
+			e.str(k)
+			e.str(val)
+		}
+	}
+	return func(s uint32) uint32 {
+		if o, ok := v.pages.slotDoc(s); ok && v.alive(s) {
+			return renum[o]
+		}
+		return 0
+	}
+}
+
+// loadMapped builds an index over a version 6 snapshot in place (see
+// mappedVersion). m's checksum has been checked; everything else is
+// checked here, before the index is returned, so that a hostile file can
+// make no search read out of bounds.
+func loadMapped(m *mapping) (*OwnerIndex, uint64, error) {
+	if !littleEndian {
+		return nil, 0, fmt.Errorf("version %d snapshots are read in place, which needs a little-endian machine", mappedVersion)
+	}
+	d := &decoder{b: m.b[len(snapshotMagic) : len(m.b)-4], off: len(snapshotMagic)}
+	if v := d.u32(); d.err == nil && v != mappedVersion {
+		return nil, 0, fmt.Errorf("unsupported version %d", v)
+	}
+	if rules := d.str(); d.err == nil && rules != analysis.Version {
+		return nil, 0, fmt.Errorf("terms cut by analysis rules %q, not the current %q", rules, analysis.Version)
+	}
+	model := d.str()
+	dim := int(d.u32())
+	lastSeq := d.u64()
+	n := int(d.u32())
+	kind := d.u8()
+	graph := kind == kindHNSW
+	var entry uint32
+	var maxLevel int
+	switch {
+	case d.err != nil:
+		return nil, 0, d.err
+	case dim > maxSnapshotDim:
+		return nil, 0, fmt.Errorf("dimension %d out of range", dim)
+	case graph:
+		if mm := d.u32(); d.err == nil && mm != hnswM {
+			return nil, 0, fmt.Errorf("graph built with M=%d, this build uses %d", mm, hnswM)
+		}
+		entry, maxLevel = d.u32(), int(d.u32())
+	case kind != kindExact:
+		return nil, 0, fmt.Errorf("unknown vector searcher kind %d", kind)
+	}
+	nTerms, nPostings := d.u64(), d.u64()
+	if d.err == nil && (nTerms > uint64(len(d.b))/16 || nPostings > uint64(len(d.b))/8 || n > len(d.b)/(8+8+4+4+4+4+1)) {
+		return nil, 0, fmt.Errorf("counts of %d slots, %d terms and %d postings exceed the file", n, nTerms, nPostings)
+	}
+	x := New(model, dim)
+	docs, err := decodeDocTable(d, x)
+	if err != nil {
+		return nil, 0, err
+	}
+
+	ids := mappedArray[uint64](d, n)
+	dead := mappedArray[uint64](d, n)
+	docLen := mappedArray[uint32](d, n)
+	headLen := mappedArray[uint32](d, n)
+	doc := mappedArray[uint32](d, n)
+	scales := mappedArray[float32](d, n)
+	lang := mappedArray[uint8](d, n)
+	var levels []uint8
+	if graph {
+		levels = mappedArray[uint8](d, n)
+	}
+	if d.err == nil && dim > 0 && n > len(d.b)/(5*dim) {
+		return nil, 0, fmt.Errorf("%d vectors of %d dimensions exceed the file", n, dim)
+	}
+	vecs := mappedArray[float32](d, n*dim)
+	codes := mappedArray[int8](d, n*dim)
+	var links0 []uint32
+	if graph {
+		links0 = mappedArray[uint32](d, n*(hnswM0+1))
+	}
+	if d.err != nil {
+		return nil, 0, d.err
+	}
+
+	gen := x.gen
+	if graph {
+		gen.graph = newHNSW(uint64(n)) // seeded so levels drawn after a load differ from those before
+		gen.graph.entry, gen.graph.maxLevel = entry, maxLevel
+	}
+	for p, start := 0, 0; start < n; p++ {
+		size := pageSlots(p)
+		if start+size > n {
+			// The last page, not full: the writer appends to it, so it
+			// goes to the heap.
+			pg := newPage(p, dim, graph)
+			used := n - start
+			copy(pg.vecs, vecs[start*dim:])
+			copy(pg.codes, codes[start*dim:])
+			copy(pg.scales, scales[start:])
+			copy(pg.ids, ids[start:])
+			copy(pg.docLen, docLen[start:])
+			copy(pg.lang, lang[start:])
+			copy(pg.headLen, headLen[start:])
+			copy(pg.doc, doc[start:])
+			for i := range used {
+				pg.deadAt[i].Store(dead[start+i])
+			}
+			if graph {
+				copy(pg.levels, levels[start:])
+				copy(pg.links0, links0[start*(hnswM0+1):])
+			}
+			gen.pages = append(gen.pages, pg)
+			break
+		}
+		end := start + size
+		pg := &page{
+			dim:     dim,
+			vecs:    vecs[start*dim : end*dim : end*dim],
+			codes:   codes[start*dim : end*dim : end*dim],
+			scales:  scales[start:end:end],
+			ids:     ids[start:end:end],
+			docLen:  docLen[start:end:end],
+			lang:    lang[start:end:end],
+			headLen: headLen[start:end:end],
+			doc:     doc[start:end:end],
+			deadAt:  unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(&dead[start])), size),
+			src:     m,
+		}
+		if graph {
+			pg.levels = levels[start:end:end]
+			pg.links0 = links0[start*(hnswM0+1) : end*(hnswM0+1) : end*(hnswM0+1)]
+			pg.upper = make([][]uint32, size)
+		}
+		gen.pages = append(gen.pages, pg)
+		start = end
+	}
+	gen.n = uint32(n)
+
+	// Slots: deletions, IDs, languages, documents.
+	for s := range n {
+		if analysis.Lang(lang[s]) >= analysis.NumLangs {
+			return nil, 0, fmt.Errorf("slot %d: unknown language %d", s, lang[s])
+		}
+		if int(doc[s]) > len(docs) {
+			return nil, 0, fmt.Errorf("slot %d names document %d of %d", s, doc[s], len(docs))
+		}
+		switch dead[s] {
+		case 1:
+			x.dead++
+			continue
+		case 0:
+		default:
+			return nil, 0, fmt.Errorf("slot %d: deletion mark %d", s, dead[s])
+		}
+		id := ids[s]
+		if _, dup := x.slotOf[id]; dup {
+			return nil, 0, fmt.Errorf("id %d in two live slots", id)
+		}
+		x.slotOf[id] = uint32(s)
+		x.live++
+		x.totalLen += uint64(docLen[s])
+		x.lex.add(analysis.Lang(lang[s]), headLen[s], 1)
+		if doc[s] != 0 {
+			gen.docLive[doc[s]-1]++
+		}
+	}
+	for o := range gen.nDocs {
+		if gen.docLive[o] == 0 {
+			return nil, 0, fmt.Errorf("document %q has no live slot", gen.docs.doc(o).ID)
+		}
+	}
+
+	if graph {
+		for s := range n {
+			lvl := int(levels[s])
+			if lvl > hnswMaxLevel {
+				return nil, 0, fmt.Errorf("node %d has level %d", s, lvl)
+			}
+			if lvl > 0 {
+				up := d.take(4 * lvl * (hnswM + 1))
+				if d.err != nil {
+					return nil, 0, d.err
+				}
+				p, off := pageOf(uint32(s))
+				gen.pages[p].upper[off] = make([]uint32, lvl*(hnswM+1))
+				readU32s(gen.pages[p].upper[off], up)
+			}
+		}
+		if err := checkGraph(gen, entry, maxLevel); err != nil {
+			return nil, 0, err
+		}
+	}
+
+	lex := &frozenLexicon{src: m}
+	lex.keys = mappedArray[uint64](d, int(nTerms))
+	lex.ends = mappedArray[uint64](d, int(nTerms))
+	lex.postings = mappedArray[posting](d, int(nPostings))
+	if d.err != nil {
+		return nil, 0, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, 0, fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	if err := lex.check(uint32(n)); err != nil {
+		return nil, 0, err
+	}
+	gen.lex.base = lex
+	x.publish()
+	return x, lastSeq, nil
+}
+
+// mappedArray takes the next aligned array of n values of T from d, in
+// place.
+func mappedArray[T any](d *decoder, n int) []T {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	d.align()
+	if d.err == nil && (n < 0 || n > len(d.b)/size) {
+		d.err = fmt.Errorf("array of %d values of %d bytes exceeds the file", n, size)
+	}
+	b := d.take(n * size)
+	if d.err != nil {
+		return nil
+	}
+	return castSlice[T](b, n)
+}
+
+// decodeDocTable reads the documents encodeDocTable wrote into x's
+// generation, in the file's order, so that the slots' references are
+// ordinals+1 as the file numbers them; it returns them.
+func decodeDocTable(d *decoder, x *OwnerIndex) ([]*Document, error) {
+	gen := x.gen
+	nd := d.count(20)
+	docs := make([]*Document, 0, nd)
+	for range nd {
+		doc := &Document{ID: d.str()}
+		sec, nsec := int64(d.u64()), d.u32()
+		if nsec >= 1e9 {
+			return nil, fmt.Errorf("document %q: bad creation time", doc.ID)
+		}
+		doc.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
+		nm := d.count(8)
+		if nm > 0 {
+			doc.Metadata = make(map[string]string, nm)
+		}
+		for range nm {
+			k := d.str()
+			doc.Metadata[k] = d.str()
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		if _, dup := x.docOf[doc.ID]; dup {
+			return nil, fmt.Errorf("document %q listed twice", doc.ID)
+		}
+		x.docOf[doc.ID] = gen.appendDoc(doc)
+		docs = append(docs, doc)
+	}
+	return docs, nil
+}
+
+// check checks the lexicon read from a file of n slots: keys strictly
+// ascending, ends within the postings and not decreasing, every list in
+// strictly ascending slot order below n with a frequency.
+func (f *frozenLexicon) check(n uint32) error {
+	start := uint64(0)
+	for i, k := range f.keys {
+		if i > 0 && k <= f.keys[i-1] {
+			return fmt.Errorf("term keys out of order at %d", i)
+		}
+		end := f.ends[i]
+		if end < start || end > uint64(len(f.postings)) {
+			return fmt.Errorf("term %x: postings end %d out of range", k, end)
+		}
+		prev := int64(-1)
+		for _, p := range f.postings[start:end] {
+			if int64(p.doc) <= prev || p.doc >= n || p.tf == 0 {
+				return fmt.Errorf("term %x: posting for slot %d of %d with frequency %d out of order or range", k, p.doc, n, p.tf)
+			}
+			prev = int64(p.doc)
+		}
+		start = end
+	}
+	if start != uint64(len(f.postings)) {
+		return fmt.Errorf("%d postings, %d listed", len(f.postings), start)
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package index
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// mappedTestIndex is a graph index with text, documents with metadata and
+// deleted slots: every part of a snapshot.
+func mappedTestIndex(t *testing.T, n int) (*OwnerIndex, []Query) {
+	t.Helper()
+	const dim = 16
+	vecs := testVectors(n, dim, 31)
+	es := entries(vecs, 1)
+	for i := range es {
+		es[i].Text = fmt.Sprintf("chunk %d about topic%d and theme%d", i, i%7, i%11)
+		es[i].Name = fmt.Sprintf("report-%d.pdf", i%5)
+		es[i].Doc = &Document{ID: fmt.Sprint("doc_", i/4), Metadata: map[string]string{"dept": fmt.Sprint("d", i%3)}}
+	}
+	x := New("m", dim)
+	x.graphFrom = 0
+	must(t, x.Add(es...))
+	x.Delete(3, 4, 5, 40)
+	var qs []Query
+	for i, q := range testVectors(20, dim, 32) {
+		qs = append(qs,
+			Query{Vector: q, Text: fmt.Sprintf("topic%d theme%d", i%7, i%11), K: 10},
+			Query{Text: fmt.Sprintf("report %d", i%5), K: 5},
+			Query{Vector: q, K: 10, Filter: func(d *Document) bool { v, _ := d.Meta("dept"); return v == "d1" }})
+	}
+	return x, qs
+}
+
+func results(x *OwnerIndex, qs []Query) string {
+	var b bytes.Buffer
+	for _, q := range qs {
+		fmt.Fprintln(&b, x.Search(q))
+	}
+	return b.String()
+}
+
+// mapped reports whether x's first page is read in place from a file.
+func mapped(x *OwnerIndex) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.gen.pages) > 0 && x.gen.pages[0].src != nil
+}
+
+// TestSnapshotMovesIndexOntoFile: writing a snapshot moves the index onto
+// the file, reading one reads it in place, and neither changes a single
+// result; changes after that stay in memory and never reach the file.
+func TestSnapshotMovesIndexOntoFile(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000)
+	before := results(x, qs)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 7))
+	if !mapped(x) {
+		t.Fatal("the index is still in the heap after its snapshot")
+	}
+	if got := results(x, qs); got != before {
+		t.Fatalf("results changed when the index moved onto its snapshot:\n%s\nwant\n%s", got, before)
+	}
+	file, err := os.ReadFile(path)
+	must(t, err)
+
+	y, seq, err := ReadSnapshot(path)
+	must(t, err)
+	if seq != 7 || !mapped(y) || y.Len() != x.Len() {
+		t.Fatalf("loaded seq %d, mapped %v, %d entries of %d", seq, mapped(y), y.Len(), x.Len())
+	}
+	if got := results(y, qs); got != before {
+		t.Fatalf("results changed after a reload:\n%s\nwant\n%s", got, before)
+	}
+
+	// Changes rewrite mapped words (deletions, links of old nodes) in
+	// memory only.
+	y.Delete(1, 2, 100)
+	more := testVectors(300, 16, 33)
+	must(t, y.Add(entries(more, 10000)...))
+	if hits := y.Search(Query{Vector: more[0], K: 1}); len(hits) != 1 || hits[0].ID != 10000 {
+		t.Fatalf("new vector not found first: %v", hits)
+	}
+	if y.Has(100) || !y.Has(10299) {
+		t.Fatal("changes after a load are not seen")
+	}
+	after, err := os.ReadFile(path)
+	must(t, err)
+	if !bytes.Equal(file, after) {
+		t.Fatal("changes to a loaded index reached its snapshot file")
+	}
+	z, _, err := ReadSnapshot(path)
+	must(t, err)
+	if got := results(z, qs); got != before {
+		t.Fatal("a second load of the same file gives other results")
+	}
+
+	// Compaction copies the live entries into the heap.
+	ids := y.IDs()
+	y.Delete(ids[:len(ids)*3/4]...)
+	if mapped(y) {
+		t.Fatal("compaction left the index on the file")
+	}
+	for _, id := range ids[len(ids)*3/4:] {
+		if !y.Has(id) {
+			t.Fatalf("entry %d lost in compaction", id)
+		}
+	}
+	checkHits(t, y.Search(Query{Vector: more[1], Text: "topic1", K: 10}))
+}
+
+// TestSnapshotDuringCommitStaysInHeap: a snapshot written while a Commit
+// runs holds the published version only, and the index, which holds the
+// Commit's changes too, stays where it is.
+func TestSnapshotDuringCommitStaysInHeap(t *testing.T) {
+	x, qs := mappedTestIndex(t, 500)
+	before := results(x, qs)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.Commit(func() error {
+		must(t, x.Add(Entry{ID: 9999, Vector: testVectors(1, 16, 34)[0], Text: "walrus"}))
+		return x.WriteSnapshot(path, 1)
+	}))
+	if mapped(x) {
+		t.Fatal("the index moved onto a snapshot that lacks a running Commit's changes")
+	}
+	if hits := x.Search(Query{Text: "walrus", K: 1}); len(hits) != 1 || hits[0].ID != 9999 {
+		t.Fatalf("the Commit's entry is not searchable after it: %v", hits)
+	}
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	if y.Has(9999) || results(y, qs) != before {
+		t.Fatal("the snapshot holds more than the version published when it was written")
+	}
+}
+
+// TestMappedSnapshotEveryByteFlipped changes the bytes of a small
+// snapshot one at a time (every third: the arrays' values repeat the same
+// checks), with the checksum made right again, so that every check of the
+// loader is reached by a hostile file: each must be refused or load an
+// index that searches, changes and snapshots without panicking.
+func TestMappedSnapshotEveryByteFlipped(t *testing.T) {
+	x, _ := mappedTestIndex(t, 24)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	good, err := os.ReadFile(path)
+	must(t, err)
+	refused := 0
+	tried := 0
+	for i := len(snapshotMagic); i < len(good)-4; i += 3 {
+		tried++
+		b := append([]byte(nil), good...)
+		b[i] ^= 0xa5
+		y, _, err := parseSnapshot(&mapping{b: withChecksum(b)})
+		if err != nil {
+			refused++
+			continue
+		}
+		exercise(t, y)
+	}
+	t.Logf("%d of %d altered files refused", refused, tried)
+	if refused == 0 {
+		t.Fatal("no altered file was refused")
+	}
+}
