@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -37,6 +38,18 @@ type Indexes struct {
 	// own, held only to read or change it, because searches count it.
 	waitMu  sync.Mutex
 	waiting map[string]map[uint64]bool
+	// catchingUp holds, per owner whose index was loaded from a snapshot
+	// that lacked many of its chunks, how many are still being added
+	// (see load); under waitMu.
+	catchingUp map[string]int
+	// catchUpInline is the const of that name; tests lower it.
+	catchUpInline int
+	// catchUpStarts, in tests, holds a catch-up until it is received from.
+	catchUpStarts chan struct{}
+	// snapshotGrowth is the const of that name; tests lower it, and
+	// receive the outcome of each snapshot it caused from grownSnapshots.
+	snapshotGrowth int
+	grownSnapshots chan error
 }
 
 // ownerIndex is one owner's index and its bookkeeping. mu is the commit
@@ -52,6 +65,10 @@ type ownerIndex struct {
 	loaded  bool
 	x       *index.OwnerIndex
 	dirty   bool   // changed since the last snapshot
+	// saved is how many entries the index had at its last snapshot (or
+	// load); snapshotting is set while a snapshot for its growth runs.
+	saved        int
+	snapshotting atomic.Bool
 	lastSeq uint64 // highest chunk sequence the index holds
 }
 
@@ -73,7 +90,7 @@ func NewIndexes(st store.Backend, dir, model string, dim func() int, log *slog.L
 	} else if n > 0 {
 		log.Info("removed the temp files of interrupted snapshots", "files", n)
 	}
-	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}, waiting: map[string]map[uint64]bool{}}
+	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}, waiting: map[string]map[uint64]bool{}, catchingUp: map[string]int{}, catchUpInline: catchUpInline, snapshotGrowth: snapshotGrowth}
 }
 
 // placed makes r keep only the owners holds says this node holds; nil:
@@ -149,8 +166,29 @@ func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uin
 	})
 	e.dirty = true
 	e.lastSeq = max(e.lastSeq, seq)
+	if x.Len()-e.saved >= r.snapshotGrowth && e.snapshotting.CompareAndSwap(false, true) {
+		go func() {
+			defer e.snapshotting.Store(false)
+			err := r.snapshot(owner, e)
+			if err != nil {
+				r.log.Error("index snapshot failed", "owner", owner, "err", err)
+			}
+			if r.grownSnapshots != nil {
+				r.grownSnapshots <- err
+			}
+		}()
+	}
 	return err
 }
+
+// snapshotGrowth is how many entries an owner's index may gain after its
+// last snapshot before it is snapshotted at once instead of at the next
+// period. Writing a snapshot moves the index onto it (see
+// index.WriteSnapshot), so this bounds both the heap an ingest fills
+// (about 9 KB an entry until the next snapshot) and what a crash leaves
+// to catch up from the store; each snapshot rewrites the whole file, so
+// the bound is a count rather than a small fraction.
+const snapshotGrowth = 50000
 
 // updateElsewhere is Update for an owner whose index another node holds
 // and this one has not loaded (a document deleted through this node, a job
@@ -353,14 +391,125 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 		r.log.Warn("index snapshot unusable, rebuilding from the store", "owner", owner, "err", err)
 		x, lastSeq = index.New(model, dim), 0
 	}
-	changed, last, err := r.reconcile(owner, x)
+	missing, stale, last, err := r.compare(owner, x)
 	if err != nil {
 		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
 	}
-	e.loaded, e.dirty = true, changed
+	x.Delete(stale...)
+	e.loaded, e.dirty, e.saved = true, len(stale) > 0, x.Len()
 	e.lastSeq = max(lastSeq, last)
+	if len(missing) <= r.catchUpInline {
+		if err := r.addMissing(owner, x, missing, len(stale)); err != nil {
+			e.loaded = false
+			return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+		}
+		e.dirty = e.dirty || len(missing) > 0
+		e.set(x)
+		return nil
+	}
+	// Searchable now, as of its snapshot; the chunks added since (a
+	// crash before the next snapshot) follow batch by batch, each
+	// published as it is indexed, and searches say how many are still
+	// missing. Commits wait for the catch-up, which holds the commit lock.
 	e.set(x)
+	r.setCatchingUp(owner, len(missing))
+	r.log.Info("index loaded from its snapshot; catching up with the store", "owner", owner, "chunks", len(missing))
+	go func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if r.catchUpStarts != nil {
+			<-r.catchUpStarts
+		}
+		e.dirty = true
+		if err := r.addMissing(owner, x, missing, len(stale)); err != nil {
+			// Load again, from the snapshot, at the next use.
+			r.log.Error("index catch-up failed; it is loaded again at the next use", "owner", owner, "err", err)
+			e.loaded = false
+			e.ready.Store(nil)
+		}
+		r.setCatchingUp(owner, 0)
+	}()
 	return nil
+}
+
+// catchUpInline is the most chunks missing from a snapshot that a load
+// indexes before the owner is searchable; past it, the owner is searchable
+// at once and the rest follows (see load). Indexing a chunk from the store
+// takes about half a millisecond, so this keeps a load's wait under a
+// second.
+const catchUpInline = 2048
+
+// compare compares x with the owner's chunks in the store: the chunks x
+// lacks, the entries the store no longer has, and the highest sequence
+// the owner has.
+func (r *Indexes) compare(owner string, x *index.OwnerIndex) (missing, stale []uint64, last uint64, err error) {
+	seqs, err := r.store.OwnerSeqs(owner)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if len(seqs) > 0 {
+		last = seqs[len(seqs)-1]
+	}
+	ids := x.IDs() // ascending, as seqs are
+	i := 0
+	for _, s := range seqs {
+		for i < len(ids) && ids[i] < s {
+			stale = append(stale, ids[i])
+			i++
+		}
+		if i < len(ids) && ids[i] == s {
+			i++
+			continue
+		}
+		missing = append(missing, s)
+	}
+	stale = append(stale, ids[i:]...)
+	return missing, stale, last, nil
+}
+
+// addMissing adds the chunks of seqs to x and notes which of x's chunks
+// have no vector; removed is how many stale entries were deleted, for the
+// log.
+func (r *Indexes) addMissing(owner string, x *index.OwnerIndex, seqs []uint64, removed int) error {
+	added, err := r.addFromStore(owner, x, seqs)
+	if err != nil {
+		return err
+	}
+	// A chunk's sequence names its content, vector included (see
+	// store.AddVectors), so the chunks the store has no vector for are
+	// exactly those the index holds without one, snapshot or not.
+	waiting, err := r.store.MissingVectors(owner, x.Model())
+	if err != nil {
+		return err
+	}
+	r.setWaiting(owner, waiting)
+	if removed+added > 0 {
+		r.log.Info("index caught up with the store", "owner", owner, "added", added, "removed", removed)
+	}
+	return nil
+}
+
+// setCatchingUp records how many of an owner's chunks a load is still
+// adding to its index.
+func (r *Indexes) setCatchingUp(owner string, n int) {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	if n == 0 {
+		delete(r.catchingUp, owner)
+		return
+	}
+	r.catchingUp[owner] = n
+}
+
+// CatchingUp is Indexes.CatchingUp, for search.
+func (e *Engine) CatchingUp(owner string) int { return e.indexes.CatchingUp(owner) }
+
+// CatchingUp returns how many of an owner's chunks are not searchable yet
+// because its index is still catching up with the store after a load.
+func (r *Indexes) CatchingUp(owner string) int {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	return r.catchingUp[owner]
 }
 
 // reconcile makes x hold exactly the owner's chunks in the store: entries
@@ -368,44 +517,15 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 // chunks without a vector are noted. It reports whether x changed, and the
 // highest sequence the owner has.
 func (r *Indexes) reconcile(owner string, x *index.OwnerIndex) (changed bool, last uint64, err error) {
-	seqs, err := r.store.OwnerSeqs(owner)
+	missing, stale, last, err := r.compare(owner, x)
 	if err != nil {
 		return false, 0, err
-	}
-	if len(seqs) > 0 {
-		last = seqs[len(seqs)-1]
-	}
-	want := make(map[uint64]bool, len(seqs))
-	var missing []uint64
-	for _, s := range seqs {
-		want[s] = true
-		if !x.Has(s) {
-			missing = append(missing, s)
-		}
-	}
-	var stale []uint64
-	for _, id := range x.IDs() {
-		if !want[id] {
-			stale = append(stale, id)
-		}
 	}
 	x.Delete(stale...)
-	added, err := r.addFromStore(x, missing)
-	if err != nil {
+	if err := r.addMissing(owner, x, missing, len(stale)); err != nil {
 		return false, 0, err
 	}
-	// A chunk's sequence names its content, vector included (see
-	// store.AddVectors), so the chunks the store has no vector for are
-	// exactly those the index holds without one, snapshot or not.
-	waiting, err := r.store.MissingVectors(owner, x.Model())
-	if err != nil {
-		return false, 0, err
-	}
-	r.setWaiting(owner, waiting)
-	if len(stale)+added > 0 {
-		r.log.Info("index caught up with the store", "owner", owner, "added", added, "removed", len(stale))
-	}
-	return len(stale)+added > 0, last, nil
+	return len(stale)+len(missing) > 0, last, nil
 }
 
 // ownerModel is the model and dimension of an owner's vectors: recorded in
@@ -424,9 +544,12 @@ func (r *Indexes) ownerModel(owner string) (string, int, error) {
 // catchUpBatch bounds how many chunks are read per batch while rebuilding.
 const catchUpBatch = 512
 
-func (r *Indexes) addFromStore(x *index.OwnerIndex, seqs []uint64) (int, error) {
+func (r *Indexes) addFromStore(owner string, x *index.OwnerIndex, seqs []uint64) (int, error) {
 	added := 0
 	for len(seqs) > 0 {
+		if r.CatchingUp(owner) > 0 {
+			r.setCatchingUp(owner, len(seqs))
+		}
 		n := min(len(seqs), catchUpBatch)
 		chunks, err := r.store.ChunksBySeq(seqs[:n])
 		if err != nil {
@@ -506,9 +629,6 @@ func entryText(docName, text string) string {
 // Snapshot writes every changed index to disk. It is called periodically and
 // at shutdown; an error leaves the previous snapshot in place.
 func (r *Indexes) Snapshot() error {
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return fmt.Errorf("ingest: snapshot: %w", err)
-	}
 	r.mu.Lock()
 	owners := make(map[string]*ownerIndex, len(r.owners))
 	for o, e := range r.owners {
@@ -517,17 +637,32 @@ func (r *Indexes) Snapshot() error {
 	r.mu.Unlock()
 	var errs []error
 	for owner, e := range owners {
-		e.mu.Lock()
-		if e.loaded && e.dirty {
-			if err := e.x.WriteSnapshot(r.path(owner), e.lastSeq); err != nil {
-				errs = append(errs, fmt.Errorf("ingest: snapshot %s: %w", owner, err))
-			} else {
-				e.dirty = false
-			}
+		if err := r.snapshot(owner, e); err != nil {
+			errs = append(errs, err)
 		}
-		e.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// snapshot writes an owner's index to disk if it changed since its last
+// snapshot. The index moves onto the file it wrote, so the heap it held
+// is given back to the system at once rather than as the runtime's
+// scavenger gets round to it.
+func (r *Indexes) snapshot(owner string, e *ownerIndex) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.loaded || !e.dirty {
+		return nil
+	}
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return fmt.Errorf("ingest: snapshot: %w", err)
+	}
+	if err := e.x.WriteSnapshot(r.path(owner), e.lastSeq); err != nil {
+		return fmt.Errorf("ingest: snapshot %s: %w", owner, err)
+	}
+	e.dirty, e.saved = false, e.x.Len()
+	debug.FreeOSMemory()
+	return nil
 }
 
 // Sizes returns the number of chunks in each loaded owner's index, as its

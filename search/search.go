@@ -31,6 +31,10 @@ type Indexes interface {
 	// Waiting returns how many of the owner's chunks are indexed without
 	// their vector yet: found by their words only, until it comes.
 	Waiting(owner string) int
+	// CatchingUp returns how many of the owner's chunks are not found
+	// yet because its index, loaded from a snapshot, is still being
+	// caught up with the store.
+	CatchingUp(owner string) int
 }
 
 // DefaultQueryEmbedTimeout bounds how long a query waits for its vector.
@@ -142,6 +146,9 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 		warnings = append(warnings, "1 chunk is still being embedded; it is found by its words only")
 	} else if n > 1 {
 		warnings = append(warnings, fmt.Sprintf("%d chunks are still being embedded; they are found by their words only", n))
+	}
+	if n := s.indexes.CatchingUp(owner); n > 0 {
+		warnings = append(warnings, fmt.Sprintf("the index was loaded from its last snapshot and is catching up: %d recent chunks are not found yet", n))
 	}
 	var hits []index.Hit
 	var chunks []store.Chunk

@@ -1,0 +1,126 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/search"
+	"github.com/docsift/docsift/store"
+)
+
+// TestLoadSearchableBeforeCatchUp: an owner whose snapshot lacks many of
+// its chunks (a crash long after the last snapshot) is searchable as soon
+// as the snapshot is loaded, saying how many chunks are still missing,
+// and finds them once the catch-up is done.
+func TestLoadSearchableBeforeCatchUp(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := st.CreateProject("catch-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := p.ID
+	run := func(docs map[string]string) *Engine {
+		e := New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), Config{Workers: 1}, quietLog())
+		if err := e.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for name, text := range docs {
+			job, _, err := e.Submit(Upload{ProjectID: owner, OwnerID: owner, Name: name, Data: []byte(text)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j, err := e.WaitJob(context.Background(), job.ID); err != nil || j.Status != store.StatusSucceeded {
+				t.Fatalf("job %s: %+v %v", name, j, err)
+			}
+		}
+		return e
+	}
+	e := run(map[string]string{"bakery.txt": "The bakery on Mill Street sells sourdough rye on Saturdays."})
+	must(t, e.Shutdown(context.Background()))
+	snap := filepath.Join(dir, "index", filepath.Base(owner)+".idx")
+	old, err := os.ReadFile(snap)
+	must(t, err)
+
+	later := map[string]string{}
+	for i := range 5 {
+		later[fmt.Sprint("ferry-", i, ".txt")] = fmt.Sprintf("Timetable %d of the harbour ferry to Vlieland, leaving at dawn.", i)
+	}
+	e = run(later)
+	must(t, e.Shutdown(context.Background()))
+	must(t, os.WriteFile(snap, old, 0o600)) // as if it crashed before snapshotting them
+
+	e = New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), Config{Workers: 1}, quietLog())
+	e.indexes.catchUpInline = 1
+	e.indexes.catchUpStarts = make(chan struct{})
+	must(t, e.Start())
+	defer e.Shutdown(context.Background())
+	svc := search.New(e, st, llm.NewExtractive(), nil, slog.New(slog.DiscardHandler))
+	ask := func(q string) ([]search.Result, []string) {
+		res, warnings, err := svc.Search(context.Background(), owner, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, warnings
+	}
+
+	res, warnings := ask("sourdough rye bakery")
+	if len(res) == 0 || !strings.Contains(res[0].Chunk.Text, "sourdough") {
+		t.Fatalf("the snapshot's chunks are not found while catching up: %+v", res)
+	}
+	if !strings.Contains(strings.Join(warnings, "\n"), "catching up: 5 recent chunks are not found yet") {
+		t.Errorf("warnings while catching up: %q", warnings)
+	}
+	e.indexes.catchUpStarts <- struct{}{}
+	must(t, e.indexes.Snapshot()) // waits for the catch-up, which holds the owner's commit lock
+	res, warnings = ask("harbour ferry Vlieland timetable")
+	found := 0
+	for _, r := range res {
+		if strings.Contains(r.Chunk.Text, "Vlieland") {
+			found++
+		}
+	}
+	if found != 5 || len(warnings) != 0 {
+		t.Fatalf("after the catch-up: %d of 5 chunks found, warnings %q", found, warnings)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSnapshotWhenGrown: an owner that gains snapshotGrowth entries after
+// its last snapshot is snapshotted at once, not at the next period.
+func TestSnapshotWhenGrown(t *testing.T) {
+	r := testIndexes(t)
+	r.snapshotGrowth = 10
+	r.grownSnapshots = make(chan error, 1)
+	path := r.path("own")
+	for i := range 3 {
+		must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
+			return 0, x.Add(chunkEntries(uint64(1+4*i), 4, "walrus")...)
+		}))
+		if _, err := os.Stat(path); err == nil && i < 2 {
+			t.Fatalf("snapshotted after %d entries", 4*(i+1))
+		}
+	}
+	must(t, <-r.grownSnapshots)
+	x, _, err := index.ReadSnapshot(path)
+	must(t, err)
+	if x.Len() != 12 {
+		t.Fatalf("the snapshot holds %d entries, want 12", x.Len())
+	}
+}
