@@ -65,11 +65,11 @@ type ownerIndex struct {
 	loaded  bool
 	x       *index.OwnerIndex
 	dirty   bool   // changed since the last snapshot
+	lastSeq uint64 // highest chunk sequence the index holds
 	// saved is how many entries the index had at its last snapshot (or
 	// load); snapshotting is set while a snapshot for its growth runs.
 	saved        int
 	snapshotting atomic.Bool
-	lastSeq uint64 // highest chunk sequence the index holds
 }
 
 // set makes x the owner's index for commits and searches; the caller holds
