@@ -43,7 +43,7 @@ start to its first answer after kill -9 and after a clean restart.`,
 				snapshot = "a periodic one"
 			}
 			mb := func(b int64) float64 { return float64(b) / (1 << 20) }
-			return printResult(cmd.OutOrStdout(), *asJSON, res, [][2]string{
+			rows := [][2]string{
 				{"chunks", fmt.Sprintf("%d in %d documents", res.Chunks, res.Documents)},
 				{"ingest", fmt.Sprintf("%.0f chunks/s (%.1f s)", res.IngestChunksPerSecond, res.IngestSeconds)},
 				{"memory after ingest", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk", mb(res.RSSAnonAfterIngestBytes), res.RSSAnonAfterIngestPerChunk)},
@@ -52,8 +52,14 @@ start to its first answer after kill -9 and after a clean restart.`,
 				{"query, 1 client", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (%d errors)", res.Query1.P50Ms, res.Query1.P99Ms, res.Query1.Errors)},
 				{"query, 8 clients", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (%d errors)", res.Query8.P50Ms, res.Query8.P99Ms, res.Query8.Errors)},
 				{"first query after kill -9", fmt.Sprintf("%.2f s (snapshot: %s)", res.FirstQueryAfterKillSeconds, snapshot)},
+				{"every chunk found after kill -9", fmt.Sprintf("%.2f s", res.CaughtUpAfterKillSeconds)},
 				{"first query after restart", fmt.Sprintf("%.2f s (from the shutdown snapshot)", res.FirstQueryAfterRestartSeconds)},
-			})
+				{"Go heap in use", fmt.Sprintf("%.0f bytes/chunk after ingest, %.0f after restart", res.GoHeapInuseAfterIngestPerChunk, res.GoHeapInusePerChunk)},
+			}
+			for _, p := range res.MemoryParts {
+				rows = append(rows, [2]string{"  index " + p.Part, fmt.Sprintf("%.0f bytes/chunk heap, %.0f mapped", p.HeapPerChunk, p.MappedPerChunk)})
+			}
+			return printResult(cmd.OutOrStdout(), *asJSON, res, rows)
 		},
 	}
 	f := cmd.Flags()

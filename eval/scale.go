@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +86,25 @@ type ScaleResult struct {
 	FirstQueryAfterKillSeconds    float64 `json:"first_query_after_kill_seconds"`
 	SnapshotAtKill                bool    `json:"snapshot_at_kill"`
 	FirstQueryAfterRestartSeconds float64 `json:"first_query_after_restart_seconds"`
+	// After kill -9, an owner whose snapshot lacks many chunks answers
+	// from the snapshot while the rest is indexed; this is when the
+	// first answer without that warning came, from the process's start.
+	CaughtUpAfterKillSeconds float64 `json:"caught_up_after_kill_seconds"`
+
+	// Where the memory goes after the restart, per chunk: each part of
+	// the index (docsift_index_bytes) in the heap and in mapped files,
+	// and the Go heap in use in all (the index's heap, the language
+	// models, buffers, garbage not yet collected).
+	MemoryParts                    []MemoryPart `json:"memory_parts"`
+	GoHeapInusePerChunk            float64      `json:"go_heap_inuse_per_chunk"`
+	GoHeapInuseAfterIngestPerChunk float64      `json:"go_heap_inuse_after_ingest_per_chunk"`
+}
+
+// MemoryPart is one part of the index's memory, per chunk.
+type MemoryPart struct {
+	Part           string  `json:"part"`
+	HeapPerChunk   float64 `json:"heap_bytes_per_chunk"`
+	MappedPerChunk float64 `json:"mapped_bytes_per_chunk"`
 }
 
 // QueryLatency is one latency run's figures, in milliseconds.
@@ -144,6 +165,9 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if res.RSSAnonAfterIngestBytes, _, err = rss(srv.pid()); err != nil {
 		return nil, err
 	}
+	if _, heap, err := srv.memory(ctx); err == nil {
+		res.GoHeapInuseAfterIngestPerChunk = heap / float64(max(res.Chunks, 1))
+	}
 	queries := gen.queries(200)
 
 	// kill -9 now: whatever the last periodic snapshot and the store hold.
@@ -153,7 +177,10 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
 		return nil, err
 	}
-	if res.FirstQueryAfterKillSeconds, err = srv.firstQuery(ctx, queries[0]); err != nil {
+	if res.FirstQueryAfterKillSeconds, err = srv.firstQuery(ctx, queries[0], false); err != nil {
+		return nil, err
+	}
+	if res.CaughtUpAfterKillSeconds, err = srv.firstQuery(ctx, queries[0], true); err != nil {
 		return nil, err
 	}
 	// A clean stop writes the snapshot the next start loads.
@@ -165,7 +192,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
 		return nil, err
 	}
-	if res.FirstQueryAfterRestartSeconds, err = srv.firstQuery(ctx, queries[0]); err != nil {
+	if res.FirstQueryAfterRestartSeconds, err = srv.firstQuery(ctx, queries[0], false); err != nil {
 		return nil, err
 	}
 	for _, run := range []struct {
@@ -184,6 +211,15 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		return nil, err
 	}
 	res.RSSAnonPerChunk = float64(res.RSSAnonBytes) / float64(max(res.Chunks, 1))
+	parts, heap, err := srv.memory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range parts {
+		parts[i].HeapPerChunk /= float64(max(res.Chunks, 1))
+		parts[i].MappedPerChunk /= float64(max(res.Chunks, 1))
+	}
+	res.MemoryParts, res.GoHeapInusePerChunk = parts, heap/float64(max(res.Chunks, 1))
 	res.RSSAnonAfterIngestPerChunk = float64(res.RSSAnonAfterIngestBytes) / float64(max(res.Chunks, 1))
 	return res, srv.stop()
 }
@@ -217,6 +253,7 @@ type childServer struct {
 	start        time.Time // just before the process started
 	exited       chan struct{}
 	base         string
+	metrics      string // the URL of its Prometheus metrics
 	key, project string
 	client       *http.Client
 }
@@ -242,8 +279,12 @@ func startChildServer(ctx context.Context, bin, dir string, flags ...string) (*c
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	data := filepath.Join(dir, "data")
-	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--data", data, "--addr", addr,
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--data", data, "--addr", addr, "--metrics-addr", metricsAddr,
 		"--embedder", "builtin", "--answerer", "extractive", "--log-file", filepath.Join(dir, "server.log")}, flags...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -253,7 +294,7 @@ func startChildServer(ctx context.Context, bin, dir string, flags ...string) (*c
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("eval: start docsift serve: %w", err)
 	}
-	s := &childServer{cmd: cmd, exited: make(chan struct{}), base: "http://" + addr, start: start,
+	s := &childServer{cmd: cmd, exited: make(chan struct{}), base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", start: start,
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	found := make(chan [2]string, 1)
 	go func() {
@@ -342,22 +383,25 @@ func (s *childServer) waitHealthy(ctx context.Context) error {
 	}
 }
 
-// firstQuery sends q until the answer has chunks and returns the seconds
+// firstQuery sends q until the answer has chunks (and, with caughtUp, no
+// warning that the index is still catching up) and returns the seconds
 // since the process started.
-func (s *childServer) firstQuery(ctx context.Context, q string) (float64, error) {
+func (s *childServer) firstQuery(ctx context.Context, q string, caughtUp bool) (float64, error) {
 	body, _ := json.Marshal(map[string]any{"project_id": s.project, "query": q, "top_k": 5})
 	deadline := time.Now().Add(scaleStartWait)
 	var last error
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		var out struct {
-			Chunks []json.RawMessage `json:"chunks"`
+			Chunks   []json.RawMessage `json:"chunks"`
+			Warnings []string          `json:"warnings"`
 		}
 		err := s.call(ctx, http.MethodPost, "/query/project", body, &out)
-		if err == nil && len(out.Chunks) > 0 {
+		catching := slices.ContainsFunc(out.Warnings, func(w string) bool { return strings.Contains(w, "catching up") })
+		if err == nil && len(out.Chunks) > 0 && !(caughtUp && catching) {
 			return time.Since(s.start).Seconds(), nil
 		}
 		if err == nil {
-			err = errors.New("no chunks in the answer")
+			err = errors.New("no chunks in the answer, or still catching up")
 		}
 		last = err
 		select {
@@ -629,3 +673,57 @@ func (t *scaleText) queries(n int) []string {
 	}
 	return qs
 }
+
+// memory scrapes the child's metrics: the index's bytes by part (in
+// total, not yet per chunk) and the Go heap in use.
+func (s *childServer) memory(ctx context.Context) ([]MemoryPart, float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.metrics, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("eval: scale: %w", err)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("eval: scale: read metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	var parts []MemoryPart
+	at := map[string]int{}
+	var heap float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			heap, _ = strconv.ParseFloat(v, 64)
+			continue
+		}
+		m := indexBytesLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(m[1], ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			labels[k] = strings.Trim(v, `"`)
+		}
+		bytes, _ := strconv.ParseFloat(m[2], 64)
+		part := labels["part"]
+		i, ok := at[part]
+		if !ok {
+			i = len(parts)
+			at[part] = i
+			parts = append(parts, MemoryPart{Part: part})
+		}
+		if labels["memory"] == "mapped" {
+			parts[i].MappedPerChunk += bytes
+		} else {
+			parts[i].HeapPerChunk += bytes
+		}
+	}
+	// Largest first: the order to read them in.
+	slices.SortFunc(parts, func(a, b MemoryPart) int {
+		return cmp.Compare(b.HeapPerChunk+b.MappedPerChunk, a.HeapPerChunk+a.MappedPerChunk)
+	})
+	return parts, heap, sc.Err()
+}
+
+var indexBytesLine = regexp.MustCompile(`^docsift_index_bytes\{([^}]*)\} (\S+)$`)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,25 @@ func TestBenchScale(t *testing.T) {
 		if s <= 0 || s > 60 {
 			t.Errorf("first query after %s: %.2f s", name, s)
 		}
+	}
+	if res.CaughtUpAfterKillSeconds < res.FirstQueryAfterKillSeconds {
+		t.Errorf("caught up %.2f s after kill -9, before its first answer at %.2f s", res.CaughtUpAfterKillSeconds, res.FirstQueryAfterKillSeconds)
+	}
+	// Every part of the index is reported, and after the restart the
+	// vectors are read from the snapshot: 384 floats a chunk, mapped.
+	var parts []string
+	for _, p := range res.MemoryParts {
+		parts = append(parts, p.Part)
+		if p.Part == "vectors" && p.MappedPerChunk < 384*4 {
+			t.Errorf("vectors: %.0f bytes/chunk mapped, want at least 1,536", p.MappedPerChunk)
+		}
+	}
+	slices.Sort(parts)
+	if want := []string{"codes", "documents", "entries", "graph", "postings", "slots", "terms", "vectors"}; !slices.Equal(parts, want) {
+		t.Errorf("memory parts %v, want %v", parts, want)
+	}
+	if res.GoHeapInusePerChunk <= 0 || res.GoHeapInuseAfterIngestPerChunk <= 0 {
+		t.Errorf("Go heap in use %.0f bytes/chunk after restart, %.0f after ingest", res.GoHeapInusePerChunk, res.GoHeapInuseAfterIngestPerChunk)
 	}
 }
 

@@ -73,6 +73,9 @@ type page struct {
 	links0 []uint32   // layer 0: (hnswM0+1) words per slot, count then links
 	upper  [][]uint32 // layers 1..level: (hnswM+1) words each
 
+	// scratchVecs says vecs is in a scratch file (see SetVectorDir).
+	scratchVecs bool
+
 	// src is the snapshot the page's arrays are read from in place, nil
 	// for a page in the heap (see mapped.go); holding it keeps the file
 	// mapped.

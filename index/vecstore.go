@@ -46,6 +46,7 @@ func allocVectors(pg *page, n int) []float32 {
 	if d := vectorDir.Load(); d != nil && *d != "" && n > 0 {
 		if v, unmap, err := mapScratch(*d, n); err == nil {
 			runtime.AddCleanup(pg, func(unmap func()) { unmap() }, unmap)
+			pg.scratchVecs = true
 			return v
 		}
 	}

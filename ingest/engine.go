@@ -255,6 +255,7 @@ func (e *Engine) Start() error {
 	}
 	e.cfg.Metrics.WatchQueue(e.store.PendingJobs)
 	e.cfg.Metrics.WatchIndexes(e.indexes.Sizes)
+	e.cfg.Metrics.WatchIndexMemory(e.indexes.Memory)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	for range e.cfg.Workers {

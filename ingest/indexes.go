@@ -683,3 +683,34 @@ func (r *Indexes) Sizes() []int {
 	}
 	return sizes
 }
+
+// Memory reports what the loaded indexes hold, summed over owners, by
+// part and memory ("heap" or "mapped"; see index.MemoryPart).
+func (r *Indexes) Memory(emit func(part, memory string, bytes int64)) {
+	r.mu.Lock()
+	owners := make([]*ownerIndex, 0, len(r.owners))
+	for _, e := range r.owners {
+		owners = append(owners, e)
+	}
+	r.mu.Unlock()
+	var sum []index.MemoryPart
+	for _, e := range owners {
+		x := e.ready.Load()
+		if x == nil {
+			continue
+		}
+		parts := x.Memory()
+		if sum == nil {
+			sum = parts
+			continue
+		}
+		for i, p := range parts {
+			sum[i].Heap += p.Heap
+			sum[i].Mapped += p.Mapped
+		}
+	}
+	for _, p := range sum {
+		emit(p.Part, "heap", p.Heap)
+		emit(p.Part, "mapped", p.Mapped)
+	}
+}

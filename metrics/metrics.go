@@ -194,3 +194,21 @@ func (c indexCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstHistogram(indexSizeDesc, uint64(len(sizes)), sum, counts)
 }
+
+var indexBytesDesc = prometheus.NewDesc("docsift_index_bytes", "Bytes the loaded owner indexes hold, summed over owners, by part and by memory: heap (the process's own) or mapped (snapshot and scratch files, the page cache's).", []string{"part", "memory"}, nil)
+
+// WatchIndexMemory reports what the loaded indexes hold when scraped:
+// parts calls emit once per part and memory.
+func (m *Metrics) WatchIndexMemory(parts func(emit func(part, memory string, bytes int64))) {
+	m.Register(indexMemoryCollector(parts))
+}
+
+type indexMemoryCollector func(emit func(part, memory string, bytes int64))
+
+func (c indexMemoryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- indexBytesDesc }
+
+func (c indexMemoryCollector) Collect(ch chan<- prometheus.Metric) {
+	c(func(part, memory string, bytes int64) {
+		ch <- prometheus.MustNewConstMetric(indexBytesDesc, prometheus.GaugeValue, float64(bytes), part, memory)
+	})
+}
