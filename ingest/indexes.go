@@ -420,6 +420,12 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 		if r.catchUpStarts != nil {
 			<-r.catchUpStarts
 		}
+		if e.x != x {
+			// Replaced meanwhile (a reindex), or loaded again: the
+			// index that replaced it was made whole.
+			r.setCatchingUp(owner, 0)
+			return
+		}
 		e.dirty = true
 		if err := r.addMissing(owner, x, missing, len(stale)); err != nil {
 			// Load again, from the snapshot, at the next use.
