@@ -16,6 +16,15 @@ func BenchmarkDetectPassage(b *testing.B) {
 	}
 }
 
+// BenchmarkDetectPassageTrigrams is the same passage without the
+// plain-English shortcut, as a text of another language is detected.
+func BenchmarkDetectPassageTrigrams(b *testing.B) {
+	b.SetBytes(int64(len(benchPassage)))
+	for b.Loop() {
+		detectTrigrams(benchPassage)
+	}
+}
+
 func BenchmarkDetectQuery(b *testing.B) {
 	for b.Loop() {
 		detect(benchQuery)

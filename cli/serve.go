@@ -88,7 +88,7 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.baseURL, "base-url", "", "URL clients reach the server at, for session and subpage URLs (default http://ADDR)")
 	f.StringVar(&o.storeURL, "store", "", "where records live: empty for the bbolt file in the data directory, or a postgres:// URL for a cluster of nodes sharing one PostgreSQL (see docs/cluster.md); each node still needs a data directory of its own for its index snapshots")
 	f.StringVar(&o.nodeURL, "node-url", "", "in a cluster, the URL the other nodes reach this one at (default http://ADDR, with this machine's host name when ADDR listens on every interface)")
-	f.IntVar(&o.workers, "workers", 0, "indexing workers, each running one job at a time (default: number of CPUs); with the built-in embedder, small text documents (up to 64 KiB) also run beside them, up to 8 per worker, so that their commits are grouped")
+	f.IntVar(&o.workers, "workers", 0, "indexing workers, each running one job at a time (default: number of CPUs); with the built-in embedder, small text documents (up to 64 KiB) also run beside them, up to 32 per worker, so that their commits are grouped")
 	f.Int64Var(&o.maxFile, "max-file-size", server.DefaultMaxFileBytes, "largest file upload, in bytes")
 	f.Int64Var(&o.maxText, "max-text-size", server.DefaultMaxTextBytes, "largest text upload, in bytes")
 	f.DurationVar(&o.sessionTTL, "session-ttl", server.DefaultSessionTTL, "how long an upload session URL stays valid")

@@ -11,8 +11,9 @@ import (
 // cpuProfileSlice is how long each file of a CPU profile covers. A server
 // killed with SIGKILL (as `docsift bench scale` does) never writes a
 // profile it holds open, so the profile is cut into slices that are each
-// complete on disk; `go tool pprof` merges them.
-const cpuProfileSlice = 5 * time.Second
+// complete on disk, short enough that the one lost is a small part of a
+// benchmark of seconds; `go tool pprof` merges them.
+const cpuProfileSlice = time.Second
 
 // profileCPU is a developer's hook, not a flag: when DOCSIFT_CPUPROFILE is
 // set, the server profiles its CPU into PREFIX.PID.N.pprof files until

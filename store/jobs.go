@@ -45,60 +45,98 @@ func (s *Store) Job(id string) (*Job, error) {
 // ClaimJob takes the oldest job that is due, marks it PROCESSING and returns
 // it with its document. It returns ErrNoJob when none is due.
 func (s *Store) ClaimJob() (*Job, *Document, error) {
+	jobs, docs, err := s.ClaimJobs(1, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return jobs[0], docs[0], nil
+}
+
+// ClaimJobs is ClaimJob for up to n jobs in one transaction: it takes the
+// oldest due job, then, while the next due job's document passes also,
+// that one too. A worker claiming job after job waits for one commit each,
+// a few hundred a second whatever the machine; small documents that run
+// beside the worker (see ingest) are claimed together instead. Jobs that
+// also refuses stay queued; a nil also refuses none. It returns ErrNoJob
+// when none is due.
+func (s *Store) ClaimJobs(n int, also func(*Document) bool) ([]*Job, []*Document, error) {
 	now := s.now().UTC()
 	// Idle workers ask often: a read answers them without a commit.
 	if due, ok := s.NextDue(); !ok || due.After(now) {
 		return nil, nil, ErrNoJob
 	}
-	var job *Job
-	var doc *Document
+	var jobs []*Job
+	var docs []*Document
 	err := s.update(func(tx *bolt.Tx) error {
-		job, doc = nil, nil // from a run rolled back (see update)
-		q := tx.Bucket(bucketQueue)
-		for {
-			k, v := q.Cursor().First()
-			if k == nil || dueOf(k).After(now) {
-				return nil // no job: not an error, which would fail the group
-			}
-			if err := q.Delete(k); err != nil {
+		jobs, docs = jobs[:0], docs[:0] // from a run rolled back (see update)
+		var only func(*Document) bool   // the first job is claimed whatever its document
+		for len(jobs) < n {
+			job, doc, err := claimNext(tx, now, only)
+			only = also
+			if err != nil || job == nil {
 				return err
 			}
-			// A queue entry whose job or document is gone would
-			// otherwise head the queue for ever: drop it and go on.
-			j, err := getJob(tx, string(v))
-			if errors.Is(err, ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("queued job %s: %w", v, err)
-			}
-			doc, err = getDoc(tx, j.DocumentID)
-			if errors.Is(err, ErrNotFound) {
-				j.Status, j.Error, j.UpdatedAt, j.QueueKey = StatusFailed, "the document was deleted before it was processed", now, nil
-				if err := putJob(tx, j); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("document of job %s: %w", j.ID, err)
-			}
-			j.Status, j.Attempts, j.UpdatedAt, j.QueueKey, j.Progress = StatusProcessing, j.Attempts+1, now, nil, nil
-			doc.Status, doc.UpdatedAt = StatusProcessing, now
-			if err := putDoc(tx, doc); err != nil {
-				return err
-			}
-			job = j
-			return putJob(tx, j)
+			jobs, docs = append(jobs, job), append(docs, doc)
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: claim job: %w", err)
 	}
-	if job == nil {
+	if len(jobs) == 0 {
 		return nil, nil, ErrNoJob
 	}
-	return job, doc, nil
+	return jobs, docs, nil
+}
+
+// claimNext claims the first due job in tx, or returns none when no job is
+// due, or when only is not nil and refuses the job's document.
+func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool) (*Job, *Document, error) {
+	q := tx.Bucket(bucketQueue)
+	for {
+		k, v := q.Cursor().First()
+		if k == nil || dueOf(k).After(now) {
+			return nil, nil, nil // no job: not an error, which would fail the group
+		}
+		// A queue entry whose job or document is gone would otherwise
+		// head the queue for ever: drop it and go on.
+		j, err := getJob(tx, string(v))
+		if errors.Is(err, ErrNotFound) {
+			if err := q.Delete(k); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("queued job %s: %w", v, err)
+		}
+		doc, err := getDoc(tx, j.DocumentID)
+		if errors.Is(err, ErrNotFound) {
+			if err := q.Delete(k); err != nil {
+				return nil, nil, err
+			}
+			j.Status, j.Error, j.UpdatedAt, j.QueueKey = StatusFailed, "the document was deleted before it was processed", now, nil
+			if err := putJob(tx, j); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("document of job %s: %w", j.ID, err)
+		}
+		if only != nil && !only(doc) {
+			return nil, nil, nil
+		}
+		if err := q.Delete(k); err != nil {
+			return nil, nil, err
+		}
+		j.Status, j.Attempts, j.UpdatedAt, j.QueueKey, j.Progress = StatusProcessing, j.Attempts+1, now, nil, nil
+		doc.Status, doc.UpdatedAt = StatusProcessing, now
+		if err := putDoc(tx, doc); err != nil {
+			return nil, nil, err
+		}
+		return j, doc, putJob(tx, j)
+	}
 }
 
 // NextDue returns when the earliest queued job becomes due, or false when

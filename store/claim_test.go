@@ -1,0 +1,73 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// ClaimJobs takes the due jobs in queue order in one commit, and stops at
+// the first whose document the caller refuses, which stays queued for the
+// next claim; the first job is claimed whatever its document.
+func TestClaimJobsStopsAtARefusedDocument(t *testing.T) {
+	s, _ := openGroupTest(t)
+	var want []string
+	for i, format := range []string{"pdf", "text", "text", "pdf", "text"} {
+		d := &Document{ProjectID: "prj_c", OwnerID: "prj_c", Name: fmt.Sprintf("d%d", i), Format: format}
+		j, err := s.CreateDocument(d, []byte(fmt.Sprintf("document %d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, j.ID)
+	}
+	text := func(d *Document) bool { return d.Format == "text" }
+
+	before := txID(t, s)
+	jobs, docs, err := s.ClaimJobs(10, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := txID(t, s) - before; got != 1 {
+		t.Errorf("claiming took %d commits, want 1", got)
+	}
+	claimed := func(jobs []*Job, docs []*Document) []string {
+		var ids []string
+		for i, j := range jobs {
+			if j.Status != StatusProcessing || j.Attempts != 1 || docs[i].ID != j.DocumentID {
+				t.Errorf("claimed job %+v of document %+v", j, docs[i])
+			}
+			ids = append(ids, j.ID)
+		}
+		return ids
+	}
+	if got := claimed(jobs, docs); fmt.Sprint(got) != fmt.Sprint(want[:3]) {
+		t.Fatalf("first claim = %v, want %v", got, want[:3])
+	}
+	for _, id := range want[:3] {
+		if j, err := s.Job(id); err != nil || j.Status != StatusProcessing {
+			t.Errorf("job %s after its claim: %+v, %v", id, j, err)
+		}
+	}
+	if j, err := s.Job(want[3]); err != nil || j.Status != StatusPending {
+		t.Errorf("refused job %s: %+v, %v; want it still PENDING", want[3], j, err)
+	}
+
+	// The refused one heads the queue, and is claimed first next time.
+	jobs, docs, err = s.ClaimJobs(1, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := claimed(jobs, docs); fmt.Sprint(got) != fmt.Sprint(want[3:4]) {
+		t.Fatalf("second claim = %v, want %v", got, want[3:4])
+	}
+	jobs, docs, err = s.ClaimJobs(10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := claimed(jobs, docs); fmt.Sprint(got) != fmt.Sprint(want[4:]) {
+		t.Fatalf("third claim = %v, want %v", got, want[4:])
+	}
+	if _, _, err := s.ClaimJobs(10, nil); !errors.Is(err, ErrNoJob) {
+		t.Fatalf("claim of an empty queue: %v, want ErrNoJob", err)
+	}
+}
