@@ -400,3 +400,19 @@ func (x *OwnerIndex) IDs() []uint64 {
 func (x *OwnerIndex) Len() int {
 	return x.current.Load().live
 }
+
+// WithoutVector returns the IDs of the entries added with a zero vector:
+// chunks found by their words only until their vector comes (see
+// zeroVector), in no particular order. Their codes' scale is zero, so this
+// reads four bytes an entry, not its vector.
+func (x *OwnerIndex) WithoutVector() []uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var ids []uint64
+	for id, s := range x.slotOf {
+		if x.gen.pages.code(s).scale == 0 {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 )
 
@@ -45,4 +46,20 @@ func TestZeroVectorsStayOutOfTheGraph(t *testing.T) {
 	x.rebuild()
 	x.mu.Unlock()
 	check("after rebuild")
+}
+
+// TestWithoutVector lists exactly the entries added with a zero vector,
+// in the heap and once read in place from a snapshot.
+func TestWithoutVector(t *testing.T) {
+	x := New("m", 4)
+	must(t, x.Add(Entry{ID: 1, Vector: []float32{1, 0, 0, 0}, Text: "a"}, Entry{ID: 2, Vector: make([]float32, 4), Text: "b"}, Entry{ID: 3, Vector: make([]float32, 4), Text: "c"}))
+	x.Delete(3)
+	check := func(when string) {
+		if got := x.WithoutVector(); len(got) != 1 || got[0] != 2 {
+			t.Errorf("%s: without vector %v, want [2]", when, got)
+		}
+	}
+	check("in the heap")
+	must(t, x.WriteSnapshot(filepath.Join(t.TempDir(), "x.idx"), 1))
+	check("read in place")
 }
