@@ -39,6 +39,8 @@ const (
 	// its first query: a rebuild of a million chunks takes minutes.
 	scaleStartWait = 30 * time.Minute
 	scalePoll      = 5 * time.Millisecond
+	// scaleCatchUpPoll is how often the end of a catch-up is asked for.
+	scaleCatchUpPoll = 100 * time.Millisecond
 )
 
 // ScaleConfig says what BenchScale runs.
@@ -404,10 +406,16 @@ func (s *childServer) firstQuery(ctx context.Context, q string, caughtUp bool) (
 			err = errors.New("no chunks in the answer, or still catching up")
 		}
 		last = err
+		// Waiting for the catch-up, ask less often: queries sent every
+		// few milliseconds would take the cores it needs.
+		poll := scalePoll
+		if caughtUp {
+			poll = scaleCatchUpPoll
+		}
 		select {
 		case <-s.exited:
 			return 0, fmt.Errorf("eval: scale: docsift serve exited before answering: %w", last)
-		case <-time.After(scalePoll):
+		case <-time.After(poll):
 		}
 	}
 	return 0, fmt.Errorf("eval: scale: no answer with chunks: %w", last)
