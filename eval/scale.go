@@ -52,7 +52,11 @@ type ScaleConfig struct {
 	// Corpus, when set, is a BEIR corpus.jsonl whose documents are
 	// uploaded, each once, instead of synthetic text (Chunks and Words
 	// then do not apply); queries are the opening words of its documents.
-	Corpus   string
+	Corpus string
+	// Dir, when set, is where the child servers keep their data and
+	// logs, left in place afterwards (it must not exist yet, or be
+	// empty); by default a temporary directory removed at the end.
+	Dir      string
 	Seed     uint64
 	Progress io.Writer // progress lines; nil for none
 }
@@ -117,6 +121,25 @@ type QueryLatency struct {
 	Errors  int     `json:"errors"`
 }
 
+// scaleDir returns dir, made and checked empty, or a new temporary
+// directory when dir is "".
+func scaleDir(dir string) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", "docsift-scale-")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(es) > 0 {
+		return "", fmt.Errorf("%s is not empty: the owner is built from nothing", dir)
+	}
+	return dir, nil
+}
+
 // BenchScale builds one owner of cfg.Chunks chunks through a child `docsift
 // serve` (built-in embedder, extractive answers, a throwaway data dir),
 // uploading small synthetic documents through the HTTP API, and measures
@@ -142,11 +165,13 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if err := childDefaults(&cfg.Words, &cfg.Uploaders, &cfg.Progress, &cfg.Binary); err != nil {
 		return nil, fmt.Errorf("eval: scale: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "docsift-scale-")
+	dir, err := scaleDir(cfg.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("eval: scale: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	if cfg.Dir == "" {
+		defer os.RemoveAll(dir)
+	}
 	gen := newScaleText(cfg.Seed)
 	gen.corpus = corpus
 	res := &ScaleResult{}

@@ -102,7 +102,8 @@ func TestBenchScaleCorpus(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Chunks: 5, Binary: bin})
+	dir := filepath.Join(t.TempDir(), "kept")
+	res, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Chunks: 5, Binary: bin, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +112,17 @@ func TestBenchScaleCorpus(t *testing.T) {
 	}
 	if res.Query1.Errors != 0 || res.Query1.P50Ms <= 0 {
 		t.Errorf("queries: %+v", res.Query1)
+	}
+	// The kept directory holds the data and a log that says how the
+	// restarts loaded the owner.
+	if _, err := os.Stat(filepath.Join(dir, "data", "docsift.db")); err != nil {
+		t.Errorf("data not kept: %v", err)
+	}
+	if log, err := os.ReadFile(filepath.Join(dir, "server.log")); err != nil || !strings.Contains(string(log), "index snapshot read and compared with the store") {
+		t.Errorf("server log (%v) does not say how the index was loaded:\n%s", err, log)
+	}
+	if _, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Binary: bin, Dir: dir}); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("a second run into the kept directory: %v, want it refused as not empty", err)
 	}
 }
 
