@@ -46,3 +46,19 @@ reduce:
 	VZEROUPPER
 	MOVL         AX, ret+24(FP)
 	RET
+
+// func prefetch(p unsafe.Pointer, n int)
+// Asks the cache for the n bytes at p (n > 0), a line of 64 at a time,
+// without waiting for them.
+TEXT ·prefetch(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	LEAQ -1(SI)(CX*1), CX // the last byte
+	ANDQ $-64, SI
+
+line:
+	PREFETCHT0 (SI)
+	ADDQ       $64, SI
+	CMPQ       SI, CX
+	JLE        line
+	RET

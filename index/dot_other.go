@@ -2,4 +2,8 @@
 
 package index
 
+import "unsafe"
+
 func dotInt8(a, b []int8) int32 { return dotInt8Go(a, b) }
+
+func prefetch(p unsafe.Pointer, n int) {}

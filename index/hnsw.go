@@ -370,10 +370,18 @@ func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv code, eps []scored, ef, l
 			break
 		}
 		c.nbuf = g.neighbours(sc, cur.slot, layer, locked, c.nbuf)
+		// The neighbours not seen yet, their codes all asked for before
+		// the first is scored (see prefetch).
+		todo := c.nbuf[:0]
 		for _, n := range c.nbuf {
-			if !c.visit(n) {
-				continue
+			if c.visit(n) {
+				todo = append(todo, n)
 			}
+		}
+		for _, n := range todo {
+			sc.pages.prefetchCode(n)
+		}
+		for _, n := range todo {
 			s := sc.pages.approx(qv, n)
 			if len(c.res.heap) < ef || s > c.res.heap[0].score {
 				c.cand.push(scored{n, s})

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/viterin/vek/vek32"
 )
@@ -178,6 +179,17 @@ func (ps pages) dot(q []float32, s uint32) float32 {
 // the scans; their best candidates are re-scored with dot.
 func (ps pages) approx(q code, s uint32) float32 {
 	return q.approx(ps.code(s))
+}
+
+// prefetchCode asks for slot s's codes and scale ahead of an approx.
+func (ps pages) prefetchCode(s uint32) {
+	p, off := pageOf(s)
+	pg := ps[p]
+	if pg.dim == 0 {
+		return
+	}
+	prefetch(unsafe.Pointer(&pg.codes[off*pg.dim]), pg.dim)
+	prefetch(unsafe.Pointer(&pg.scales[off]), 4)
 }
 
 // scope is the part of a generation a reader may touch: the slots below n

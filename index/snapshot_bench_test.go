@@ -1,0 +1,40 @@
+package index
+
+import (
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+)
+
+// BenchmarkSearchSnapshot searches an owner as a restarted server does,
+// read in place from a snapshot file, at the size a user has:
+// DOCSIFT_BENCH_SNAPSHOT names the file (`docsift bench scale --dir DIR`
+// leaves one in DIR/data/indexes). The queries are the vectors of random
+// slots; vector is the graph walk of a hybrid query's candidate pool.
+func BenchmarkSearchSnapshot(b *testing.B) {
+	path := os.Getenv("DOCSIFT_BENCH_SNAPSHOT")
+	if path == "" {
+		b.Skip("DOCSIFT_BENCH_SNAPSHOT names no snapshot to search")
+	}
+	x, _, err := ReadSnapshot(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := x.current.Load()
+	rng := rand.New(rand.NewPCG(1, 1))
+	queries := make([][]float32, 1000)
+	for i := range queries {
+		s := uint32(rng.IntN(int(v.n)))
+		p, off := pageOf(s)
+		pg := v.pages[p]
+		queries[i] = slices.Clone(pg.vecs[off*pg.dim : (off+1)*pg.dim])
+	}
+	b.Run("vector", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			v.searchVectors(queries[i%len(queries)], minCandidates)
+			i++
+		}
+	})
+}
