@@ -451,21 +451,37 @@ func (v *view) scoreAll(query []queryTerm) *lexScores {
 		if !oneLang {
 			docs = v.lex.count(q.langs)
 		}
-		idf := math.Log(1 + (float64(docs)-float64(df)+0.5)/(float64(df)+0.5))
-		w := float64(q.tf) * idf
-		if isPair(q.term) {
-			w *= pairWeight
-		}
+		w := termWeight(q, docs, df)
 		for _, d := range s.touched {
-			tf := float64(s.tf[d])
+			x := s.tf[d]
 			s.tf[d] = 0
 			if s.score[d] == 0 {
 				s.matched = append(s.matched, d)
 			}
-			s.score[d] += float32(w * tf * (bm25K1 + 1) / (tf + bm25K1))
+			s.score[d] += contribution(w, x)
 		}
 	}
 	return s
+}
+
+// termWeight is q's weight among docs docs of which df hold it: its query
+// frequency times its IDF (Lucene's non-negative form), pairs weighed
+// down by pairWeight.
+func termWeight(q queryTerm, docs, df int) float64 {
+	idf := math.Log(1 + (float64(docs)-float64(df)+0.5)/(float64(df)+0.5))
+	w := float64(q.tf) * idf
+	if isPair(q.term) {
+		w *= pairWeight
+	}
+	return w
+}
+
+// contribution is what a term of weight w adds to the score of a doc
+// whose fields hold it with the weighted, normalised frequency x: BM25's
+// saturation.
+func contribution(w float64, x float32) float32 {
+	tf := float64(x)
+	return float32(w * tf * (bm25K1 + 1) / (tf + bm25K1))
 }
 
 // top returns the k best docs of s.

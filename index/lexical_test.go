@@ -148,9 +148,18 @@ func BenchmarkLexicalScore(b *testing.B) {
 	}
 	v := textIndex(b, texts...).current.Load()
 	q := v.queryTerms("w3 w40 w700")
-	for b.Loop() {
-		s := v.scoreAll(q)
-		s.top(minCandidates)
-		s.release()
-	}
+	b.Run("exhaustive", func(b *testing.B) {
+		for b.Loop() {
+			s := v.scoreAll(q)
+			s.top(minCandidates)
+			s.release()
+		}
+	})
+	// What a search does: the common word w3 is left out of the first
+	// pass (prune.go).
+	b.Run("pruned", func(b *testing.B) {
+		for b.Loop() {
+			v.lexical(q, minCandidates, nil).release()
+		}
+	})
 }

@@ -8,7 +8,7 @@ import (
 
 // Fusion constants. Each side contributes its top candidates; every
 // candidate is then scored exactly on both sides (a cosine is one dot
-// product, and BM25 is known for every doc matching a term), so a chunk the
+// product, and BM25 one lookup of each query term's lists), so a chunk the
 // other side ranked 101st is not treated as a zero.
 const (
 	// minCandidates is the fewest candidates each side contributes; a
@@ -87,12 +87,12 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 	if useVec {
 		vecTop = v.searchVectorsAllowed(q.Vector, pool, allow)
 	}
-	var lex *lexScores
+	var lex *lexSide
 	var lexTop []scored
 	if useLex {
-		lex = v.scoreAll(query)
+		lex = v.lexical(query, pool, allow)
 		defer lex.release()
-		lexTop = lex.topAllowed(pool, allow)
+		lexTop = lex.top
 	}
 
 	// Vector slots and lexical docs share numbers, so a candidate from
@@ -119,7 +119,7 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 	}
 	if useLex {
 		for i := range cands {
-			cands[i].bm = lex.score[cands[i].slot]
+			cands[i].bm = lex.score(cands[i].slot)
 		}
 	}
 

@@ -1,0 +1,220 @@
+package index
+
+import (
+	"slices"
+	"sort"
+)
+
+// The lexical side of a hybrid search needs BM25F's top pool and the exact
+// score of every fusion candidate. Scoring every doc that holds a query
+// word costs a read of each word's postings, and a common word is in most
+// docs of a large owner while adding almost nothing to a score (its IDF is
+// near 0). So, as in MaxScore (Turtle & Flood, 1995), the words whose
+// scores together cannot lift a doc into the pool are left out of the
+// first pass: the rare words' lists are scored in full, giving each doc
+// that holds one of them a partial score, and only the docs whose partial
+// score leaves them a chance are scored exactly, one binary search per
+// list. A doc holding none of the rare words scores at most what the
+// common ones could give it, and the pass is only trusted when that is
+// below the pool's worst partial score; otherwise every doc is scored.
+// The pool and every score are those exhaustive scoring gives, to the bit:
+// a doc's terms are added in the same order, with the same float rounding.
+
+// pruneSlack widens every bound the pruned pass trusts, so that float
+// rounding (scores are float32 sums added in other orders) never drops a
+// doc that belongs in the pool.
+const pruneSlack = 1e-4
+
+// lexTerm is a query term prepared for scoring: its postings in each field
+// (the frozen base's, then those added since) and its weight, query
+// frequency times IDF.
+type lexTerm struct {
+	body, head [2][]posting
+	w          float64
+}
+
+func (t *lexTerm) postings() int {
+	return len(t.body[0]) + len(t.body[1]) + len(t.head[0]) + len(t.head[1])
+}
+
+// bound is more than t can add to any doc's score: BM25's saturation
+// tf·(k1+1)/(tf+k1) stays below k1+1.
+func (t *lexTerm) bound() float64 { return t.w * (bm25K1 + 1) }
+
+// lexSide is the lexical side of one search.
+type lexSide struct {
+	top []scored
+	// Exhaustive: every matching doc's score. Pruned: the terms, in
+	// query order, to score a doc with.
+	all             *lexScores
+	v               *view
+	terms           []lexTerm
+	avgLen, avgHead float64
+}
+
+// lexical returns the lexical side of a search for query on v, its pool
+// the k docs ranked first among those a allows (nil: all).
+func (v *view) lexical(query []queryTerm, k int, a *allowed) *lexSide {
+	if a == nil && v.dead == 0 {
+		if l := v.pruned(query, k); l != nil {
+			return l
+		}
+	}
+	all := v.scoreAll(query)
+	return &lexSide{all: all, top: all.topAllowed(k, a)}
+}
+
+// score is d's exact BM25F.
+func (l *lexSide) score(d uint32) float32 {
+	if l.all != nil {
+		return l.all.score[d]
+	}
+	return l.exact(d)
+}
+
+func (l *lexSide) release() {
+	if l.all != nil {
+		l.all.release()
+	}
+}
+
+// pruned is the pruned lexical side, or nil where it does not apply: an
+// owner of several languages (a term's IDF and docs then depend on each
+// doc's language), a query without common words to leave out, or a first
+// pass that cannot rule out the docs it did not score.
+func (v *view) pruned(query []queryTerm, k int) *lexSide {
+	present := v.lex.present()
+	if v.live == 0 || k <= 0 || present&(present-1) != 0 {
+		return nil
+	}
+	l := &lexSide{
+		v:       v,
+		avgLen:  max(float64(v.totalLen)/float64(v.live), 1),
+		avgHead: max(float64(v.lex.headLen)/float64(v.live), 1),
+	}
+	lex := v.gen.lex
+	var kept []queryTerm // the query's terms of l.terms
+	for _, q := range query {
+		var t lexTerm
+		t.body[0], t.body[1] = lex.postings(q.term, v.n)
+		t.head[0], t.head[1] = lex.postings(headPrefix+q.term, v.n)
+		df := len(t.body[0]) + len(t.body[1])
+		for _, list := range t.head {
+			for _, p := range list {
+				if !hasDoc(t.body[0], p.doc) && !hasDoc(t.body[1], p.doc) {
+					df++
+				}
+			}
+		}
+		if df == 0 {
+			continue
+		}
+		t.w = termWeight(q, v.live, df)
+		l.terms = append(l.terms, t)
+		kept = append(kept, q)
+	}
+
+	// The common words: the most, by bound ascending, whose bounds sum to
+	// at most half the least bound of the others (a rule of thumb: the
+	// first pass must leave them little to add), worth leaving out only
+	// when they hold most of the postings.
+	order := make([]int, len(l.terms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(l.terms[a].bound(), l.terms[b].bound()) })
+	common, rest := 0, 0.0 // terms left out; the most they add
+	for common < len(order)-1 && rest+l.terms[order[common]].bound() <= 0.5*l.terms[order[common+1]].bound() {
+		rest += l.terms[order[common]].bound()
+		common++
+	}
+	left, read := 0, 0
+	for i, o := range order {
+		if i < common {
+			left += l.terms[o].postings()
+		} else {
+			read += l.terms[o].postings()
+		}
+	}
+	if common == 0 || left < read {
+		return nil
+	}
+	rareAt := slices.Clone(order[common:])
+	slices.Sort(rareAt) // in query order, as scoreAll adds them
+	rare := make([]queryTerm, len(rareAt))
+	for i, at := range rareAt {
+		rare[i] = kept[at]
+	}
+
+	// The first pass: the rare words' scores of the docs holding them.
+	part := v.scoreAll(rare)
+	defer part.release()
+	if len(part.matched) < k {
+		return nil // docs holding only common words may belong in the pool
+	}
+	floor := float64(part.top(k)[k-1].score) * (1 - pruneSlack)
+	if rest*(1+pruneSlack) >= floor {
+		return nil
+	}
+	top := newTopK(k)
+	for _, d := range part.matched {
+		if float64(part.score[d])+rest*(1+pruneSlack) >= floor {
+			top.push(d, l.exact(d))
+		}
+	}
+	l.top = top.sorted()
+	return l
+}
+
+// exact is d's BM25F as scoreAll computes it: each term's fields'
+// normalised frequencies summed in float32, body first, and the terms'
+// contributions added in query order.
+func (l *lexSide) exact(d uint32) float32 {
+	pages := l.v.pages
+	var s float32
+	for i := range l.terms {
+		t := &l.terms[i]
+		var x float32
+		found := false
+		if tf := tfOf(t.body, d); tf > 0 {
+			norm := 1 - bm25B + bm25B*float64(pages.docLen(d))/l.avgLen
+			x, found = float32(float64(tf)/norm), true
+		}
+		if tf := tfOf(t.head, d); tf > 0 {
+			norm := 1 - headB + headB*float64(pages.headLen(d))/l.avgHead
+			x += float32(headWeight * float64(tf) / norm)
+			found = true
+		}
+		if found {
+			s += contribution(t.w, x)
+		}
+	}
+	return s
+}
+
+// tfOf is d's frequency in a field's lists, 0 when it has none.
+func tfOf(lists [2][]posting, d uint32) uint32 {
+	for _, list := range lists {
+		i := sort.Search(len(list), func(i int) bool { return list[i].doc >= d })
+		if i < len(list) && list[i].doc == d {
+			return list[i].tf
+		}
+	}
+	return 0
+}
+
+// hasDoc reports whether list, in doc order, has a posting of d.
+func hasDoc(list []posting, d uint32) bool {
+	i := sort.Search(len(list), func(i int) bool { return list[i].doc >= d })
+	return i < len(list) && list[i].doc == d
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
