@@ -55,7 +55,7 @@ type lexSide struct {
 // lexical returns the lexical side of a search for query on v, its pool
 // the k docs ranked first among those a allows (nil: all).
 func (v *view) lexical(query []queryTerm, k int, a *allowed) *lexSide {
-	if a == nil && v.dead == 0 {
+	if a == nil {
 		if l := v.pruned(query, k); l != nil {
 			return l
 		}
@@ -98,10 +98,23 @@ func (v *view) pruned(query []queryTerm, k int) *lexSide {
 		var t lexTerm
 		t.body[0], t.body[1] = lex.postings(q.term, v.n)
 		t.head[0], t.head[1] = lex.postings(headPrefix+q.term, v.n)
+		// Deleted docs' postings stay until compaction and do not
+		// count; finding them costs a read of the lists, still less than
+		// scoring them.
 		df := len(t.body[0]) + len(t.body[1])
+		if v.dead > 0 {
+			df = 0
+			for _, list := range t.body {
+				for _, p := range list {
+					if v.alive(p.doc) {
+						df++
+					}
+				}
+			}
+		}
 		for _, list := range t.head {
 			for _, p := range list {
-				if !hasDoc(t.body[0], p.doc) && !hasDoc(t.body[1], p.doc) {
+				if (v.dead == 0 || v.alive(p.doc)) && !hasDoc(t.body[0], p.doc) && !hasDoc(t.body[1], p.doc) {
 					df++
 				}
 			}
@@ -170,6 +183,9 @@ func (v *view) pruned(query []queryTerm, k int) *lexSide {
 // normalised frequencies summed in float32, body first, and the terms'
 // contributions added in query order.
 func (l *lexSide) exact(d uint32) float32 {
+	if l.v.dead > 0 && !l.v.alive(d) {
+		return 0
+	}
 	pages := l.v.pages
 	var s float32
 	for i := range l.terms {

@@ -3,6 +3,7 @@ package index
 import (
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 )
 
@@ -19,9 +20,23 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 			es[i].Name = syntheticWords(zipf, 2) + ".txt"
 		}
 	}
+	// Postings in a snapshot's frozen base and added since.
 	x := New("m", 8)
 	must(t, x.Add(es[:4000]...))
-	must(t, x.Add(es[4000:]...)) // postings in the base and added since
+	path := filepath.Join(t.TempDir(), "x.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	x, _, err := ReadSnapshot(path)
+	must(t, err)
+	must(t, x.Add(es[4000:]...))
+	checkPruned(t, x, rng, zipf, "")
+	for i := 1; i <= 6000; i += 3 {
+		x.Delete(uint64(i))
+	}
+	checkPruned(t, x, rng, zipf, "after deletes: ")
+}
+
+func checkPruned(t *testing.T, x *OwnerIndex, rng *rand.Rand, zipf *rand.Zipf, stage string) {
+	t.Helper()
 	v := x.current.Load()
 	pruned := 0
 	const queries = 300
@@ -36,24 +51,24 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 			pruned++
 		}
 		if len(got.top) != len(wantTop) {
-			t.Fatalf("%q top %d: %d docs, exhaustive %d", text, k, len(got.top), len(wantTop))
+			t.Fatalf("%s%q top %d: %d docs, exhaustive %d", stage, text, k, len(got.top), len(wantTop))
 		}
 		for i := range wantTop {
 			if got.top[i].slot != wantTop[i].slot || math.Float32bits(got.top[i].score) != math.Float32bits(wantTop[i].score) {
-				t.Fatalf("%q top %d: #%d is slot %d (%v), exhaustive slot %d (%v)", text, k, i, got.top[i].slot, got.top[i].score, wantTop[i].slot, wantTop[i].score)
+				t.Fatalf("%s%q top %d: #%d is slot %d (%v), exhaustive slot %d (%v)", stage, text, k, i, got.top[i].slot, got.top[i].score, wantTop[i].slot, wantTop[i].score)
 			}
 		}
 		for range 50 {
 			d := uint32(rng.IntN(int(v.n)))
 			if g, w := got.score(d), want.score[d]; math.Float32bits(g) != math.Float32bits(w) {
-				t.Fatalf("%q: slot %d scored %v, exhaustive %v", text, d, g, w)
+				t.Fatalf("%s%q: slot %d scored %v, exhaustive %v", stage, text, d, g, w)
 			}
 		}
 		got.release()
 		want.release()
 	}
-	t.Logf("%d of %d queries pruned", pruned, queries)
+	t.Logf("%s%d of %d queries pruned", stage, pruned, queries)
 	if pruned < queries/3 {
-		t.Errorf("only %d of %d queries pruned", pruned, queries)
+		t.Errorf("%sonly %d of %d queries pruned", stage, pruned, queries)
 	}
 }
