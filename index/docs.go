@@ -86,17 +86,25 @@ type docScope struct {
 // appendDoc stores a copy of d under the next ordinal and returns it. It
 // is not searchable before a view covering it is published.
 func (g *generation) appendDoc(d *Document) uint32 {
+	return g.adoptDoc(&Document{ID: d.ID, CreatedAt: d.CreatedAt, Metadata: d.Metadata})
+}
+
+// adoptDoc is appendDoc of a document no one else holds: d itself is kept
+// (a snapshot's load makes a million of them).
+func (g *generation) adoptDoc(d *Document) uint32 {
 	o := g.nDocs
 	p, off := pageOf(o)
 	if p == len(g.docs) {
 		n := pageSlots(p)
 		g.docs = append(g.docs, &docPage{docs: make([]*Document, n), deadAt: make([]atomic.Uint64, n)})
 	}
-	cp := &Document{ID: d.ID, CreatedAt: d.CreatedAt, Metadata: d.Metadata, fields: make([]metaField, 0, len(d.Metadata))}
-	for k, v := range d.Metadata {
-		cp.fields = append(cp.fields, metaField{g.intern(k), g.intern(v)})
+	if len(d.Metadata) > 0 {
+		d.fields = make([]metaField, 0, len(d.Metadata))
 	}
-	g.docs[p].docs[off] = cp
+	for k, v := range d.Metadata {
+		d.fields = append(d.fields, metaField{g.intern(k), g.intern(v)})
+	}
+	g.docs[p].docs[off] = d
 	g.docLive = append(g.docLive, 0)
 	g.nDocs++
 	return o

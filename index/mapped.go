@@ -210,7 +210,7 @@ func (v *view) encodeDocTable(e *encoder) func(s uint32) uint32 {
 // mappedVersion). m's checksum has been checked; everything else is
 // checked here, before the index is returned, so that a hostile file can
 // make no search read out of bounds.
-func loadMapped(m *mapping) (*OwnerIndex, uint64, error) {
+func loadMapped(m *mapping) (x *OwnerIndex, lastSeq uint64, err error) {
 	if !littleEndian {
 		return nil, 0, fmt.Errorf("version %d snapshots are read in place, which needs a little-endian machine", mappedVersion)
 	}
@@ -223,7 +223,7 @@ func loadMapped(m *mapping) (*OwnerIndex, uint64, error) {
 	}
 	model := d.str()
 	dim := int(d.u32())
-	lastSeq := d.u64()
+	lastSeq = d.u64()
 	n := int(d.u32())
 	kind := d.u8()
 	graph := kind == kindHNSW
@@ -246,11 +246,12 @@ func loadMapped(m *mapping) (*OwnerIndex, uint64, error) {
 	if d.err == nil && (nTerms > uint64(len(d.b))/16 || nPostings > uint64(len(d.b))/8 || n > len(d.b)/(8+8+4+4+4+4+1)) {
 		return nil, 0, fmt.Errorf("counts of %d slots, %d terms and %d postings exceed the file", n, nTerms, nPostings)
 	}
-	x := New(model, dim)
+	x = New(model, dim)
 	docs, err := decodeDocTable(d, x)
 	if err != nil {
 		return nil, 0, err
 	}
+	x.slotOf = make(map[uint64]uint32, n)
 
 	ids := mappedArray[uint64](d, n)
 	dead := mappedArray[uint64](d, n)
@@ -272,9 +273,40 @@ func loadMapped(m *mapping) (*OwnerIndex, uint64, error) {
 	if graph {
 		links0 = mappedArray[uint32](d, n*(hnswM0+1))
 	}
+	// The upper graph layers, as one block (each node's lists are cut
+	// from it below), then the lexicon: known now, its check runs beside
+	// the rest of the load's.
+	var upper []byte
+	if graph && d.err == nil {
+		words := 0
+		for s, lvl := range levels {
+			if lvl > hnswMaxLevel {
+				return nil, 0, fmt.Errorf("node %d has level %d", s, lvl)
+			}
+			words += int(lvl) * (hnswM + 1)
+		}
+		if words > len(d.b)/4 {
+			return nil, 0, fmt.Errorf("upper graph layers of %d links exceed the file", words)
+		}
+		upper = d.take(4 * words)
+	}
+	lex := &frozenLexicon{src: m}
+	lex.keys = mappedArray[uint64](d, int(nTerms))
+	lex.ends = mappedArray[uint64](d, int(nTerms))
+	lex.postings = mappedArray[posting](d, int(nPostings))
 	if d.err != nil {
 		return nil, 0, d.err
 	}
+	if len(d.b) != 0 {
+		return nil, 0, fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	lexOK := make(chan error, 1)
+	go func() { lexOK <- lex.check(uint32(n)) }()
+	defer func() {
+		if lerr := <-lexOK; lerr != nil && err == nil {
+			x, lastSeq, err = nil, 0, lerr
+		}
+	}()
 
 	gen := x.gen
 	if graph {
@@ -335,8 +367,8 @@ func loadMapped(m *mapping) (*OwnerIndex, uint64, error) {
 		if analysis.Lang(lang[s]) >= analysis.NumLangs {
 			return nil, 0, fmt.Errorf("slot %d: unknown language %d", s, lang[s])
 		}
-		if int(doc[s]) > len(docs) {
-			return nil, 0, fmt.Errorf("slot %d names document %d of %d", s, doc[s], len(docs))
+		if int(doc[s]) > docs {
+			return nil, 0, fmt.Errorf("slot %d names document %d of %d", s, doc[s], docs)
 		}
 		switch dead[s] {
 		case 1:
@@ -346,11 +378,11 @@ func loadMapped(m *mapping) (*OwnerIndex, uint64, error) {
 		default:
 			return nil, 0, fmt.Errorf("slot %d: deletion mark %d", s, dead[s])
 		}
-		id := ids[s]
-		if _, dup := x.slotOf[id]; dup {
-			return nil, 0, fmt.Errorf("id %d in two live slots", id)
+		before := len(x.slotOf)
+		x.slotOf[ids[s]] = uint32(s)
+		if len(x.slotOf) == before {
+			return nil, 0, fmt.Errorf("id %d in two live slots", ids[s])
 		}
-		x.slotOf[id] = uint32(s)
 		x.live++
 		x.totalLen += uint64(docLen[s])
 		x.lex.add(analysis.Lang(lang[s]), headLen[s], 1)
@@ -366,37 +398,17 @@ func loadMapped(m *mapping) (*OwnerIndex, uint64, error) {
 
 	if graph {
 		for s := range n {
-			lvl := int(levels[s])
-			if lvl > hnswMaxLevel {
-				return nil, 0, fmt.Errorf("node %d has level %d", s, lvl)
-			}
-			if lvl > 0 {
-				up := d.take(4 * lvl * (hnswM + 1))
-				if d.err != nil {
-					return nil, 0, d.err
-				}
+			if lvl := int(levels[s]); lvl > 0 {
+				words := lvl * (hnswM + 1)
 				p, off := pageOf(uint32(s))
-				gen.pages[p].upper[off] = make([]uint32, lvl*(hnswM+1))
-				readU32s(gen.pages[p].upper[off], up)
+				gen.pages[p].upper[off] = make([]uint32, words)
+				readU32s(gen.pages[p].upper[off], upper[:4*words])
+				upper = upper[4*words:]
 			}
 		}
 		if err := checkGraph(gen, entry, maxLevel); err != nil {
 			return nil, 0, err
 		}
-	}
-
-	lex := &frozenLexicon{src: m}
-	lex.keys = mappedArray[uint64](d, int(nTerms))
-	lex.ends = mappedArray[uint64](d, int(nTerms))
-	lex.postings = mappedArray[posting](d, int(nPostings))
-	if d.err != nil {
-		return nil, 0, d.err
-	}
-	if len(d.b) != 0 {
-		return nil, 0, fmt.Errorf("%d trailing bytes", len(d.b))
-	}
-	if err := lex.check(uint32(n)); err != nil {
-		return nil, 0, err
 	}
 	gen.lex.base = lex
 	x.publish()
@@ -421,16 +433,20 @@ func mappedArray[T any](d *decoder, n int) []T {
 
 // decodeDocTable reads the documents encodeDocTable wrote into x's
 // generation, in the file's order, so that the slots' references are
-// ordinals+1 as the file numbers them; it returns them.
-func decodeDocTable(d *decoder, x *OwnerIndex) ([]*Document, error) {
+// ordinals+1 as the file numbers them; it returns how many there are.
+func decodeDocTable(d *decoder, x *OwnerIndex) (int, error) {
 	gen := x.gen
 	nd := d.count(20)
-	docs := make([]*Document, 0, nd)
+	if d.err != nil {
+		return 0, d.err
+	}
+	x.docOf = make(map[string]uint32, nd)
+	gen.docLive = slices.Grow(gen.docLive, nd)
 	for range nd {
 		doc := &Document{ID: d.str()}
 		sec, nsec := int64(d.u64()), d.u32()
 		if nsec >= 1e9 {
-			return nil, fmt.Errorf("document %q: bad creation time", doc.ID)
+			return 0, fmt.Errorf("document %q: bad creation time", doc.ID)
 		}
 		doc.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
 		nm := d.count(8)
@@ -442,15 +458,17 @@ func decodeDocTable(d *decoder, x *OwnerIndex) ([]*Document, error) {
 			doc.Metadata[k] = d.str()
 		}
 		if d.err != nil {
-			return nil, d.err
+			return 0, d.err
 		}
-		if _, dup := x.docOf[doc.ID]; dup {
-			return nil, fmt.Errorf("document %q listed twice", doc.ID)
+		// One hash a document: a duplicate leaves the map's size.
+		before := len(x.docOf)
+		x.docOf[doc.ID] = gen.nDocs
+		if len(x.docOf) == before {
+			return 0, fmt.Errorf("document %q listed twice", doc.ID)
 		}
-		x.docOf[doc.ID] = gen.appendDoc(doc)
-		docs = append(docs, doc)
+		gen.adoptDoc(doc)
 	}
-	return docs, nil
+	return nd, nil
 }
 
 // check checks the lexicon read from a file of n slots: keys strictly

@@ -11,12 +11,20 @@ import (
 // read in place from a snapshot file, at the size a user has:
 // DOCSIFT_BENCH_SNAPSHOT names the file (`docsift bench scale --dir DIR`
 // leaves one in DIR/data/indexes). The queries are the vectors of random
-// slots; vector is the graph walk of a hybrid query's candidate pool.
+// slots; vector is the graph walk of a hybrid query's candidate pool, read
+// the load of the file (with the page cache warm).
 func BenchmarkSearchSnapshot(b *testing.B) {
 	path := os.Getenv("DOCSIFT_BENCH_SNAPSHOT")
 	if path == "" {
 		b.Skip("DOCSIFT_BENCH_SNAPSHOT names no snapshot to search")
 	}
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := ReadSnapshot(path); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	x, _, err := ReadSnapshot(path)
 	if err != nil {
 		b.Fatal(err)
