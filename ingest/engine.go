@@ -237,9 +237,14 @@ func (e *Engine) poke() {
 	}
 }
 
-// Start requeues jobs interrupted by the last shutdown, removes orphaned
-// files and starts the workers and the snapshot loop.
+// Start loads the owners' indexes in the background, requeues jobs
+// interrupted by the last shutdown, removes orphaned files and starts the
+// workers and the snapshot loop. The loads go first: a restart's first
+// query waits for its owner's, not for the scan of every job the requeue
+// makes (most of a second at a million documents).
 func (e *Engine) Start() error {
+	e.workers.Add(1)
+	go e.preload()
 	n, err := e.store.RequeueInterrupted()
 	if err != nil {
 		return err
@@ -266,9 +271,8 @@ func (e *Engine) Start() error {
 		e.workers.Add(1)
 		go e.work(ctx)
 	}
-	e.workers.Add(2)
+	e.workers.Add(1)
 	go e.maintain()
-	go e.preload()
 	return nil
 }
 

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -354,5 +356,70 @@ func TestSchemaOneIsUpgraded(t *testing.T) {
 	in, err := s.Inspect()
 	if err != nil || in.SchemaVersion != schemaVersion || schemaVersion < 2 {
 		t.Fatalf("schema after opening a file of schema 1: %d (%v), want %d", in.SchemaVersion, err, schemaVersion)
+	}
+}
+
+// TestRunningJobsListed checks that the running bucket lists exactly the
+// PROCESSING jobs as they are claimed, retried and finished, and that a
+// file of schema 2, which has no such list, gets it on open: the jobs a
+// crash interrupted are requeued either way.
+func TestRunningJobsListed(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		newDoc(t, s, "prj_x", fmt.Sprintf("document %d", i))
+	}
+	claimed, _, err := s.ClaimJobs(3, nil)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claimed %d jobs (%v), want 3", len(claimed), err)
+	}
+	must(s.FinishJob(claimed[0].ID, 1, 0, ""))
+	must(s.RetryJob(claimed[1].ID, s.Now().Add(time.Hour), "later"))
+	running := func() []string {
+		var ids []string
+		must(s.db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketRunning).ForEach(func(k, _ []byte) error {
+				ids = append(ids, string(k))
+				return nil
+			})
+		}))
+		return ids
+	}
+	if got := running(); !slices.Equal(got, []string{claimed[2].ID}) {
+		t.Fatalf("running %v, want only %s", got, claimed[2].ID)
+	}
+
+	// As a build of schema 2 left it: no list.
+	must(s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketRunning); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(2))
+	}))
+	s.Close()
+	if s, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := running(); !slices.Equal(got, []string{claimed[2].ID}) {
+		t.Fatalf("running after the upgrade %v, want only %s", got, claimed[2].ID)
+	}
+	if n, err := s.RequeueInterrupted(); n != 1 || err != nil {
+		t.Fatalf("RequeueInterrupted = %d, %v; want the one job left running", n, err)
+	}
+	if got := running(); len(got) != 0 {
+		t.Fatalf("running after the requeue: %v", got)
+	}
+	if n, err := s.RequeueInterrupted(); n != 0 || err != nil {
+		t.Fatalf("RequeueInterrupted again = %d, %v; want none", n, err)
 	}
 }

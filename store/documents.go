@@ -80,7 +80,18 @@ func putDoc(tx *bolt.Tx, d *Document) error { return put(tx.Bucket(bucketDocumen
 
 func getJob(tx *bolt.Tx, id string) (*Job, error) { return get[Job](tx.Bucket(bucketJobs), id) }
 
-func putJob(tx *bolt.Tx, j *Job) error { return put(tx.Bucket(bucketJobs), j.ID, j) }
+// putJob saves j, and keeps the running bucket listing exactly the jobs
+// that are PROCESSING.
+func putJob(tx *bolt.Tx, j *Job) error {
+	if err := put(tx.Bucket(bucketJobs), j.ID, j); err != nil {
+		return err
+	}
+	running := tx.Bucket(bucketRunning)
+	if j.Status == StatusProcessing {
+		return running.Put([]byte(j.ID), nil)
+	}
+	return running.Delete([]byte(j.ID))
+}
 
 // CreateDocument stores a document's original bytes, records the document
 // and queues the job that indexes it. It fills in the ids, hash, statuses and

@@ -28,9 +28,11 @@ import (
 // schemaVersion is written on creation and checked on open; a file from a
 // newer docsift is refused rather than misread. Version 2 keeps small
 // originals in the file (see files.go), which a build of version 1 would
-// look for on disk in vain; a file of version 1 is upgraded on open, since
-// the upgrade only adds a bucket.
-const schemaVersion = 2
+// look for on disk in vain. Version 3 lists the running jobs in a bucket of
+// their own, so that a start finds those a crash interrupted without
+// reading every job ever made. Older files are upgraded on open: the
+// buckets are added, and the running jobs listed from a scan of the jobs.
+const schemaVersion = 3
 
 // openTimeout bounds the wait for bbolt's file lock, so that a second process
 // on the same data dir fails with a clear error instead of hanging.
@@ -46,6 +48,7 @@ var (
 	bucketOwnerDocs  = []byte("ownerdocs")  // owner \x00 document id → nil
 	bucketJobs       = []byte("jobs")       // job id → Job
 	bucketQueue      = []byte("queue")      // 8-byte due time, 8-byte sequence → job id: the next due first
+	bucketRunning    = []byte("running")    // job id → nil: the jobs PROCESSING (see putJob)
 	bucketChunks     = []byte("chunks")     // chunk id → Chunk
 	bucketSeqs       = []byte("seqs")       // 8-byte chunk sequence → chunk id
 	bucketOwnerSeqs  = []byte("ownerseqs")  // owner \x00 8-byte sequence → nil
@@ -60,7 +63,7 @@ var (
 	bucketWebhookLog = []byte("webhooklog") // webhook id \x00 8-byte time delivery id → nil: a webhook's deliveries in order
 
 	allBuckets = [][]byte{bucketMeta, bucketProjects, bucketKeys, bucketCustomers,
-		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue,
+		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue, bucketRunning,
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
 		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
 		bucketEmbedCache, bucketExternalIDs, bucketOriginals}
@@ -131,6 +134,11 @@ func (s *Store) init() error {
 		case got > schemaVersion:
 			return fmt.Errorf("store: data was written by a newer docsift (schema %d, this build reads %d)", got, schemaVersion)
 		case got < schemaVersion:
+			if got < 3 {
+				if err := listRunning(tx); err != nil {
+					return err
+				}
+			}
 			return meta.Put(keySchemaVersion, u64(schemaVersion))
 		}
 		return nil
