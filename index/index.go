@@ -14,7 +14,7 @@ package index
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -392,7 +392,7 @@ func (x *OwnerIndex) IDs() []uint64 {
 		ids = append(ids, id)
 	}
 	x.mu.Unlock()
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids) // a restart sorts a million: no sort.Slice's indirection
 	return ids
 }
 

@@ -115,6 +115,9 @@ type lexicon struct {
 	// the postings of later slots. It never changes once searched.
 	base  *frozenLexicon
 	table atomic.Pointer[termTable]
+	// dfs caches, for the pruned lexical pass, how many docs of a common
+	// word's list count (see lexSide.docFreq).
+	dfs sync.Map
 
 	// Writer only.
 	terms int             // terms in table

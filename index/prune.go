@@ -31,6 +31,7 @@ const pruneSlack = 1e-4
 type lexTerm struct {
 	body, head [2][]posting
 	w          float64
+	langs      langMask // the languages whose docs count
 }
 
 func (t *lexTerm) postings() int {
@@ -50,6 +51,7 @@ type lexSide struct {
 	v               *view
 	terms           []lexTerm
 	avgLen, avgHead float64
+	oneLang         bool
 }
 
 // lexical returns the lexical side of a search for query on v, its pool
@@ -78,51 +80,35 @@ func (l *lexSide) release() {
 	}
 }
 
-// pruned is the pruned lexical side, or nil where it does not apply: an
-// owner of several languages (a term's IDF and docs then depend on each
-// doc's language), a query without common words to leave out, or a first
-// pass that cannot rule out the docs it did not score.
+// pruned is the pruned lexical side, or nil where it does not apply: a
+// query without common words to leave out, or a first pass that cannot
+// rule out the docs it did not score.
 func (v *view) pruned(query []queryTerm, k int) *lexSide {
-	present := v.lex.present()
-	if v.live == 0 || k <= 0 || present&(present-1) != 0 {
+	if v.live == 0 || k <= 0 {
 		return nil
 	}
+	present := v.lex.present()
 	l := &lexSide{
 		v:       v,
 		avgLen:  max(float64(v.totalLen)/float64(v.live), 1),
 		avgHead: max(float64(v.lex.headLen)/float64(v.live), 1),
+		oneLang: present&(present-1) == 0,
 	}
 	lex := v.gen.lex
 	var kept []queryTerm // the query's terms of l.terms
 	for _, q := range query {
-		var t lexTerm
+		t := lexTerm{langs: q.langs}
 		t.body[0], t.body[1] = lex.postings(q.term, v.n)
 		t.head[0], t.head[1] = lex.postings(headPrefix+q.term, v.n)
-		// Deleted docs' postings stay until compaction and do not
-		// count; finding them costs a read of the lists, still less than
-		// scoring them.
-		df := len(t.body[0]) + len(t.body[1])
-		if v.dead > 0 {
-			df = 0
-			for _, list := range t.body {
-				for _, p := range list {
-					if v.alive(p.doc) {
-						df++
-					}
-				}
-			}
-		}
-		for _, list := range t.head {
-			for _, p := range list {
-				if (v.dead == 0 || v.alive(p.doc)) && !hasDoc(t.body[0], p.doc) && !hasDoc(t.body[1], p.doc) {
-					df++
-				}
-			}
-		}
+		df := l.docFreq(&t, keyOf(q.term))
 		if df == 0 {
 			continue
 		}
-		t.w = termWeight(q, v.live, df)
+		docs := v.live
+		if !l.oneLang {
+			docs = v.lex.count(q.langs)
+		}
+		t.w = termWeight(q, docs, df)
 		l.terms = append(l.terms, t)
 		kept = append(kept, q)
 	}
@@ -187,9 +173,13 @@ func (l *lexSide) exact(d uint32) float32 {
 		return 0
 	}
 	pages := l.v.pages
+	lang := pages.slotLang(d)
 	var s float32
 	for i := range l.terms {
 		t := &l.terms[i]
+		if !l.oneLang && !t.langs.has(lang) {
+			continue
+		}
 		var x float32
 		found := false
 		if tf := tfOf(t.body, d); tf > 0 {
@@ -206,6 +196,75 @@ func (l *lexSide) exact(d uint32) float32 {
 		}
 	}
 	return s
+}
+
+// counts reports whether doc d counts for t: it is alive, and of one of
+// t's languages.
+func (l *lexSide) counts(t *lexTerm, d uint32) bool {
+	v := l.v
+	return (v.dead == 0 || v.alive(d)) && (l.oneLang || t.langs.has(v.pages.slotLang(d)))
+}
+
+// docFreq is the number of docs that count for t and hold it in either
+// field. With no deleted docs in an owner of one language that is the
+// body list's length plus the head's docs without a body posting;
+// otherwise every posting is asked whether it counts, and the answer for
+// a long list is kept for the view's version (a common word's list is
+// read so by every query that holds it).
+func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
+	v := l.v
+	every := v.dead == 0 && l.oneLang
+	headOnly := 0
+	for _, list := range t.head {
+		for _, p := range list {
+			if (every || l.counts(t, p.doc)) && !hasDoc(t.body[0], p.doc) && !hasDoc(t.body[1], p.doc) {
+				headOnly++
+			}
+		}
+	}
+	if every {
+		return len(t.body[0]) + len(t.body[1]) + headOnly
+	}
+	key := dfKey{k, t.langs}
+	n := len(t.body[0]) + len(t.body[1])
+	if n >= dfCacheMin {
+		if c, ok := v.gen.lex.dfs.Load(key); ok {
+			if c := c.(dfCount); c.n == v.n && c.epoch == v.epoch {
+				return c.df + headOnly
+			}
+		}
+	}
+	df := 0
+	for _, list := range t.body {
+		for _, p := range list {
+			if l.counts(t, p.doc) {
+				df++
+			}
+		}
+	}
+	if n >= dfCacheMin {
+		v.gen.lex.dfs.Store(key, dfCount{n: v.n, epoch: v.epoch, df: df})
+	}
+	return df + headOnly
+}
+
+// dfCacheMin is the shortest body list whose count of docs that count is
+// kept (see docFreq): fewer postings are cheaper to count again than to
+// remember, and the kept counts stay as many as the owner's common words.
+const dfCacheMin = 4096
+
+// dfKey is a term's body key and the languages its docs count in.
+type dfKey struct {
+	k     termKey
+	langs langMask
+}
+
+// dfCount is a body list's count of docs that count in the version of n
+// slots at deletion epoch epoch.
+type dfCount struct {
+	n     uint32
+	epoch uint64
+	df    int
 }
 
 // tfOf is d's frequency in a field's lists, 0 when it has none.

@@ -33,6 +33,25 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 		x.Delete(uint64(i))
 	}
 	checkPruned(t, x, rng, zipf, "after deletes: ")
+
+	// An owner of two languages: a term counts only in its languages'
+	// docs, for its IDF as for scores.
+	german := "die katzen schlafen den ganzen tag auf dem sofa und spielen nachts im garten"
+	for i := range es {
+		if i%7 == 0 {
+			es[i].Text = german + " " + es[i].Text[:40]
+		}
+	}
+	y := New("m", 8)
+	must(t, y.Add(es...))
+	if p := y.current.Load().lex.present(); p&(p-1) == 0 {
+		t.Fatalf("one language among the docs (%b), two wanted", p)
+	}
+	checkPruned(t, y, rng, zipf, "two languages: ")
+	for i := 2; i <= 6000; i += 5 {
+		y.Delete(uint64(i))
+	}
+	checkPruned(t, y, rng, zipf, "two languages, after deletes: ")
 }
 
 func checkPruned(t *testing.T, x *OwnerIndex, rng *rand.Rand, zipf *rand.Zipf, stage string) {
@@ -43,6 +62,14 @@ func checkPruned(t *testing.T, x *OwnerIndex, rng *rand.Rand, zipf *rand.Zipf, s
 	for q := range queries {
 		text := syntheticWords(zipf, 1+q%5)
 		terms := v.queryTerms(text)
+		if q%4 == 0 {
+			// As if only the dominant language's analysis gave the
+			// terms: the other language's docs holding the same
+			// strings do not count.
+			for i := range terms {
+				terms[i].langs = 1 << v.lex.dominant()
+			}
+		}
 		k := []int{1, 10, minCandidates}[q%3]
 		got := v.lexical(terms, k, nil)
 		want := v.scoreAll(terms)
