@@ -61,7 +61,7 @@ func TestLoadSearchableBeforeCatchUp(t *testing.T) {
 	must(t, os.WriteFile(snap, old, 0o600)) // as if it crashed before snapshotting them
 
 	e = New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), Config{Workers: 1}, quietLog())
-	e.indexes.catchUpInline = 1
+	e.indexes.catchUpInline, e.indexes.catchUpWait = 1, 0
 	e.indexes.catchUpStarts = make(chan struct{})
 	must(t, e.Start())
 	defer e.Shutdown(context.Background())

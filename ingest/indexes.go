@@ -43,8 +43,10 @@ type Indexes struct {
 	// that lacked many of its chunks, how many are still being added
 	// (see load); under waitMu.
 	catchingUp map[string]int
-	// catchUpInline is the const of that name; tests lower it.
+	// catchUpInline and catchUpWait are the consts of those names; tests
+	// lower them.
 	catchUpInline int
+	catchUpWait   time.Duration
 	// catchUpStarts, in tests, holds a catch-up until it is received from.
 	catchUpStarts chan struct{}
 	// snapshotGrowth is the const of that name; tests lower it, and
@@ -91,7 +93,7 @@ func NewIndexes(st store.Backend, dir, model string, dim func() int, log *slog.L
 	} else if n > 0 {
 		log.Info("removed the temp files of interrupted snapshots", "files", n)
 	}
-	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}, waiting: map[string]map[uint64]bool{}, catchingUp: map[string]int{}, catchUpInline: catchUpInline, snapshotGrowth: snapshotGrowth}
+	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}, waiting: map[string]map[uint64]bool{}, catchingUp: map[string]int{}, catchUpInline: catchUpInline, catchUpWait: catchUpWait, snapshotGrowth: snapshotGrowth}
 }
 
 // placed makes r keep only the owners holds says this node holds; nil:
@@ -405,7 +407,11 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	x.Delete(stale...)
 	e.loaded, e.dirty, e.saved = true, len(stale) > 0, x.Len()
 	e.lastSeq = max(lastSeq, last)
-	if len(missing) <= r.catchUpInline {
+	inline := r.catchUpInline
+	if left := r.catchUpWait - time.Since(start); left > 0 {
+		inline = max(inline, int(left/catchUpPerChunk))
+	}
+	if len(missing) <= inline {
 		if err := r.addMissing(owner, x, missing, len(stale)); err != nil {
 			e.loaded = false
 			return fmt.Errorf("ingest: load index of %s: %w", owner, err)
@@ -445,12 +451,20 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	return nil
 }
 
-// catchUpInline is the most chunks missing from a snapshot that a load
-// indexes before the owner is searchable; past it, the owner is searchable
-// at once and the rest follows (see load). Indexing a chunk from the store
-// takes about half a millisecond, so this keeps a load's wait under a
-// second.
-const catchUpInline = 2048
+// A load indexes the chunks missing from its snapshot before the owner is
+// searchable when they fit in what is left of catchUpWait after reading
+// the snapshot (indexing a chunk from the store takes about
+// catchUpPerChunk), or are at most catchUpInline; past that, the owner is
+// searchable at once and the rest follows (see load). A small owner so
+// waits for up to two thousand, and a large one, whose snapshot alone
+// takes a second to read, for a few hundred at most: a restart of a
+// million chunks answers within two seconds however long after its last
+// snapshot it crashed.
+const (
+	catchUpWait     = time.Second
+	catchUpPerChunk = 500 * time.Microsecond
+	catchUpInline   = 256
+)
 
 // compare compares x with the owner's chunks in the store: the chunks x
 // lacks, the entries the store no longer has, and the highest sequence
