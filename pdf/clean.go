@@ -133,7 +133,10 @@ func tidyLine(line string) string {
 	if strings.Count(line, ".")+strings.Count(line, "·")+strings.Count(line, "…") >= minLeaderDots {
 		line = dotLeader.ReplaceAllString(line, " ")
 	}
-	return strings.TrimSpace(spaceRun.ReplaceAllString(line, " "))
+	if strings.Contains(line, "  ") || strings.IndexByte(line, '\t') >= 0 {
+		line = spaceRun.ReplaceAllString(line, " ")
+	}
+	return strings.TrimSpace(line)
 }
 
 // edgeKey normalises a line for header/footer matching: case and spacing

@@ -226,3 +226,24 @@ func TestExtractTextMentioningPDF(t *testing.T) {
 		t.Errorf("got %q: %+v", doc.Format, doc.Pages)
 	}
 }
+
+// mayLink and mayEmph, which spare prose the link and emphasis patterns,
+// hold wherever the patterns match.
+func TestMarkdownPrechecksKeepEveryMatch(t *testing.T) {
+	lines := []string{
+		"see [the docs](https://x.org/a) now", "[a](b)", "**bold** text", "__strong__",
+		"a `code` span", "x**y**z", "plain prose, with (parentheses) and [brackets]",
+		"snake_case_name", "* list", "a [b] (c)", "`", "**", "[x](y z)",
+	}
+	for _, l := range lines {
+		if mdLink.MatchString(l) && !mayLink(l) {
+			t.Errorf("%q is a link, and mayLink says it cannot be", l)
+		}
+		if mdEmph.MatchString(l) && !mayEmph(l) {
+			t.Errorf("%q has emphasis, and mayEmph says it cannot", l)
+		}
+	}
+	if mayLink("plain prose, with (parentheses) and [brackets]") || mayEmph("plain prose") {
+		t.Error("prose goes through the patterns")
+	}
+}

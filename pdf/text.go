@@ -172,6 +172,14 @@ var (
 	mdSetext  = regexp.MustCompile(`^(=+|-+)\s*$`)
 )
 
+// mayLink and mayEmph hold for every line mdLink and mdEmph match, and
+// for few others: the regular expressions, unanchored, read the whole of
+// every line, and most are prose.
+func mayLink(line string) bool { return strings.Contains(line, "](") }
+func mayEmph(line string) bool {
+	return strings.Contains(line, "**") || strings.Contains(line, "__") || strings.IndexByte(line, '`') >= 0
+}
+
 // looksLikeMarkdown scores Markdown syntax in the first lines of text:
 // headings and code fences count twice because plain prose rarely has them,
 // lists, links, emphasis and quotes once. Misjudging costs little, since
@@ -193,7 +201,7 @@ func looksLikeMarkdown(text string) bool {
 		case mdList.MatchString(line), mdQuote.MatchString(line):
 			score++
 		}
-		if mdLink.MatchString(line) || mdEmph.MatchString(line) {
+		if mayLink(line) && mdLink.MatchString(line) || mayEmph(line) && mdEmph.MatchString(line) {
 			score++
 		}
 		if score >= markdownMinScore {
