@@ -160,9 +160,29 @@ type analysed struct {
 // Add inserts entries; an entry whose ID is already present replaces it. A
 // vector of the wrong length fails the whole call before anything changes.
 func (x *OwnerIndex) Add(entries ...Entry) error {
+	a, err := x.Analyse(entries...)
+	if err != nil {
+		return err
+	}
+	return x.AddAnalysed(a)
+}
+
+// Analysed is entries cut into terms by Analyse, to be added by
+// AddAnalysed.
+type Analysed struct {
+	entries []analysed
+	dim     int // of the vectors
+}
+
+// Analyse does the part of Add that needs no lock and no state of the
+// index, and is most of its work for short texts: checking the vectors'
+// length and cutting the texts into terms. A writer that adds in turn
+// with others (ingest's groups of documents, a catch-up reading batches
+// ahead) analyses beside them, and only AddAnalysed takes turns.
+func (x *OwnerIndex) Analyse(entries ...Entry) (Analysed, error) {
 	for _, e := range entries {
 		if len(e.Vector) != x.dim {
-			return fmt.Errorf("index: add %d: vector has %d dimensions, index has %d", e.ID, len(e.Vector), x.dim)
+			return Analysed{}, fmt.Errorf("index: add %d: vector has %d dimensions, index has %d", e.ID, len(e.Vector), x.dim)
 		}
 	}
 	prepared := make([]analysed, len(entries))
@@ -170,6 +190,27 @@ func (x *OwnerIndex) Add(entries ...Entry) error {
 	for i, e := range entries {
 		prepared[i] = counter.analyse(e)
 	}
+	return Analysed{prepared, x.dim}, nil
+}
+
+// AddAnalysed adds the entries of each of as, in order, as Add does. It
+// refuses them all when one was analysed for an index of vectors of
+// another length.
+func (x *OwnerIndex) AddAnalysed(as ...Analysed) error {
+	for _, a := range as {
+		if len(a.entries) > 0 && a.dim != x.dim {
+			return fmt.Errorf("index: add: entries analysed for vectors of %d dimensions, index has %d", a.dim, x.dim)
+		}
+	}
+	var prepared []analysed
+	if len(as) == 1 {
+		prepared = as[0].entries
+	} else {
+		for _, a := range as {
+			prepared = append(prepared, a.entries...)
+		}
+	}
+	added := len(prepared)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var unlinked []uint32 // slots of gen not yet in its graph
@@ -206,7 +247,7 @@ func (x *OwnerIndex) Add(entries ...Entry) error {
 	if x.gen.graph != nil {
 		x.gen.graph.insert(x.gen.scope(), unlinked)
 	}
-	x.changed = x.changed || len(entries) > 0
+	x.changed = x.changed || added > 0
 	x.publishUnlessOpen()
 	return nil
 }

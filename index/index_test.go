@@ -85,6 +85,29 @@ func TestAddValidatesDim(t *testing.T) {
 	}
 }
 
+// Entries analysed for one index are refused by an index of vectors of
+// another length, whole, and added by their own.
+func TestAddAnalysedValidatesDim(t *testing.T) {
+	x, y := New("m", 4), New("m", 2)
+	a, err := x.Analyse(Entry{ID: 1, Vector: []float32{1, 0, 0, 0}, Text: "alpha"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := y.Analyse(Entry{ID: 2, Vector: []float32{0, 1}, Text: "beta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := y.AddAnalysed(b, a); err == nil || y.Len() != 0 {
+		t.Fatalf("entries of 4 dimensions added to an index of 2: err %v, Len %d", err, y.Len())
+	}
+	if err := x.AddAnalysed(a); err != nil || x.Len() != 1 {
+		t.Fatalf("AddAnalysed: err %v, Len %d", err, x.Len())
+	}
+	if hits := x.Search(Query{Text: "alpha", K: 1}); len(hits) != 1 || hits[0].ID != 1 {
+		t.Fatalf("the analysed entry is not found by its word: %v", hits)
+	}
+}
+
 func TestReplaceAndDelete(t *testing.T) {
 	x := New("m", 2)
 	must(t, x.Add(

@@ -28,11 +28,12 @@ type chunkWrites struct {
 // chunkWrite is step 1 of one document: its chunks with the vectors known
 // (nil for the others).
 type chunkWrite struct {
-	doc     *docRun
-	vectors [][]float32
-	removed []uint64 // the store's answer: sequences to drop from the index
-	err     error
-	wake    chan bool // true: commit the next group; false: done
+	doc      *docRun
+	vectors  [][]float32
+	removed  []uint64 // the store's answer: sequences to drop from the index
+	analysed index.Analysed
+	err      error
+	wake     chan bool // true: commit the next group; false: done
 }
 
 // write runs w's step 1, in a group with the other documents of owner
@@ -79,7 +80,10 @@ func (q *chunkWrites) write(owner string, w *chunkWrite) error {
 func (q *chunkWrites) commit(owner string, group []*chunkWrite) {
 	e := q.engine
 	err := e.indexes.Update(owner, func(x *index.OwnerIndex) (uint64, error) {
-		// The writes go at once, so that the store commits them together.
+		// The writes go at once, so that the store commits them together,
+		// and each document's chunks are cut into terms beside the others:
+		// only adding them to the index takes turns.
+		zero := zeroVector(x.Dim()) // the index copies it
 		var wg sync.WaitGroup
 		for _, w := range group {
 			if x.Model() != w.doc.model {
@@ -95,32 +99,41 @@ func (q *chunkWrites) commit(owner string, group []*chunkWrite) {
 				// that this one commit swaps the versions for searches.
 				removed, err := e.store.ReplaceChunks(w.doc.doc.ID, w.doc.model, w.doc.chunks, w.vectors)
 				w.removed, w.err = removed, storeError(err)
+				if w.err != nil {
+					return
+				}
+				entries := make([]index.Entry, len(w.doc.chunks))
+				for i, c := range w.doc.chunks {
+					vec := w.vectors[i]
+					if vec == nil {
+						vec = zero
+					}
+					entries[i] = w.doc.entry(c, vec)
+				}
+				w.analysed, w.err = x.Analyse(entries...)
 			}()
 		}
 		wg.Wait()
 		var last uint64
-		var entries []index.Entry
+		var analysed []index.Analysed
 		var waiting, removed []uint64
-		zero := zeroVector(x.Dim())
 		for _, w := range group {
 			if w.err != nil {
 				continue
 			}
 			removed = append(removed, w.removed...)
 			for i, c := range w.doc.chunks {
-				vec := w.vectors[i]
-				if vec == nil {
-					vec = zero // the index copies it
+				if w.vectors[i] == nil {
 					waiting = append(waiting, c.Seq)
 				}
-				entries = append(entries, w.doc.entry(c, vec))
 				last = max(last, c.Seq)
 			}
+			analysed = append(analysed, w.analysed)
 		}
 		// Added first, then removed: a document of the group that took
 		// over another's external id removed that one's chunks, which
 		// may be of this group too.
-		err := x.Add(entries...)
+		err := x.AddAnalysed(analysed...)
 		x.Delete(removed...)
 		e.indexes.noteWaiting(owner, waiting, nil)
 		e.indexes.noteWaiting(owner, nil, removed)

@@ -570,52 +570,92 @@ func (r *Indexes) ownerModel(owner string) (string, int, error) {
 const catchUpBatch = 512
 
 func (r *Indexes) addFromStore(owner string, x *index.OwnerIndex, seqs []uint64) (int, error) {
+	// The next batch is read from the store and cut into terms while the
+	// index adds this one: on two cores, catching up took the time of
+	// both, one after the other.
+	batches := make(chan storeBatch, 1)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		defer close(batches)
+		for len(seqs) > 0 {
+			n := min(len(seqs), catchUpBatch)
+			b := r.readBatch(x, seqs[:n])
+			b.left = len(seqs)
+			select {
+			case batches <- b:
+			case <-stop:
+				return
+			}
+			if b.err != nil {
+				return
+			}
+			seqs = seqs[n:]
+		}
+	}()
+	defer func() { close(stop); <-stopped }()
 	added := 0
-	for len(seqs) > 0 {
+	for b := range batches {
+		if b.err != nil {
+			return added, b.err
+		}
 		if r.CatchingUp(owner) > 0 {
-			r.setCatchingUp(owner, len(seqs))
+			r.setCatchingUp(owner, b.left)
 		}
-		n := min(len(seqs), catchUpBatch)
-		chunks, err := r.store.ChunksBySeq(seqs[:n])
-		if err != nil {
+		if err := x.AddAnalysed(b.entries); err != nil {
 			return added, err
 		}
-		seqs = seqs[n:]
-		docs, err := r.store.DocumentsOf(chunks)
-		if err != nil {
-			return added, err
-		}
-		idocs := indexDocuments(docs)
-		titles, err := titlesOf(r.store, chunks)
-		if err != nil {
-			return added, err
-		}
-		chunkSeqs := make([]uint64, len(chunks))
-		for i, c := range chunks {
-			chunkSeqs[i] = c.Seq
-		}
-		vecs, err := r.store.Vectors(x.Model(), chunkSeqs)
-		if err != nil {
-			return added, err
-		}
-		entries := make([]index.Entry, 0, len(chunks))
-		for i, c := range chunks {
-			vec := vecs[i]
-			if vec == nil {
-				vec = zeroVector(x.Dim()) // written before its vector: found by its words
-			}
-			if len(vec) != x.Dim() {
-				r.log.Warn("stored vector does not fit the index, skipped", "chunk", c.ID, "dim", len(vec), "index_dim", x.Dim())
-				continue
-			}
-			entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: c.Text, Doc: idocs[c.DocumentID], Name: docName(docs[c.DocumentID]), Title: chunkTitle(titles[c.DocumentID], c)})
-		}
-		if err := x.Add(entries...); err != nil {
-			return added, err
-		}
-		added += len(entries)
+		added += b.n
 	}
 	return added, nil
+}
+
+// storeBatch is a batch of chunks read from the store for an index: their
+// n entries, analysed, and how many chunks were left to add with it.
+type storeBatch struct {
+	entries index.Analysed
+	n, left int
+	err     error
+}
+
+// readBatch reads the chunks of seqs, their documents and vectors, as
+// entries of x, and analyses them.
+func (r *Indexes) readBatch(x *index.OwnerIndex, seqs []uint64) storeBatch {
+	chunks, err := r.store.ChunksBySeq(seqs)
+	if err != nil {
+		return storeBatch{err: err}
+	}
+	docs, err := r.store.DocumentsOf(chunks)
+	if err != nil {
+		return storeBatch{err: err}
+	}
+	idocs := indexDocuments(docs)
+	titles, err := titlesOf(r.store, chunks)
+	if err != nil {
+		return storeBatch{err: err}
+	}
+	chunkSeqs := make([]uint64, len(chunks))
+	for i, c := range chunks {
+		chunkSeqs[i] = c.Seq
+	}
+	vecs, err := r.store.Vectors(x.Model(), chunkSeqs)
+	if err != nil {
+		return storeBatch{err: err}
+	}
+	entries := make([]index.Entry, 0, len(chunks))
+	for i, c := range chunks {
+		vec := vecs[i]
+		if vec == nil {
+			vec = zeroVector(x.Dim()) // written before its vector: found by its words
+		}
+		if len(vec) != x.Dim() {
+			r.log.Warn("stored vector does not fit the index, skipped", "chunk", c.ID, "dim", len(vec), "index_dim", x.Dim())
+			continue
+		}
+		entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: c.Text, Doc: idocs[c.DocumentID], Name: docName(docs[c.DocumentID]), Title: chunkTitle(titles[c.DocumentID], c)})
+	}
+	analysed, err := x.Analyse(entries...)
+	return storeBatch{entries: analysed, n: len(entries), err: err}
 }
 
 // indexDocument is what the index keeps of a document for filters.
