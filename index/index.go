@@ -428,12 +428,18 @@ func (x *OwnerIndex) Has(id uint64) bool {
 // IDs returns every ID in the index, as Has sees it, in ascending order.
 func (x *OwnerIndex) IDs() []uint64 {
 	x.mu.Lock()
+	defer x.mu.Unlock()
+	// The slots not deleted are the entries, in the order they were
+	// added: read in slot order (not from the map's random order), the
+	// ids need little sorting, which at a million is a restart's 0.1 s.
 	ids := make([]uint64, 0, len(x.slotOf))
-	for id := range x.slotOf {
-		ids = append(ids, id)
+	g := x.gen
+	for s := range g.n {
+		if g.pages.deadAt(s).Load() == 0 {
+			ids = append(ids, g.pages.id(s))
+		}
 	}
-	x.mu.Unlock()
-	slices.Sort(ids) // a restart sorts a million: no sort.Slice's indirection
+	slices.Sort(ids)
 	return ids
 }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -106,6 +107,46 @@ func TestAddAnalysedValidatesDim(t *testing.T) {
 	if hits := x.Search(Query{Text: "alpha", K: 1}); len(hits) != 1 || hits[0].ID != 1 {
 		t.Fatalf("the analysed entry is not found by its word: %v", hits)
 	}
+}
+
+// IDs lists exactly the entries, ascending, through replacements,
+// deletions, a compaction and a snapshot's reload.
+func TestIDsAreTheEntries(t *testing.T) {
+	const dim = 8
+	vecs := testVectors(400, dim, 3)
+	x := New("m", dim)
+	want := map[uint64]bool{}
+	check := func(x *OwnerIndex, when string) {
+		t.Helper()
+		var ids []uint64
+		for id := range want {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		if got := x.IDs(); !slices.Equal(got, ids) {
+			t.Fatalf("%s: IDs %v, want %v", when, got, ids)
+		}
+	}
+	for i, v := range vecs {
+		id := uint64(1000 - i) // added in descending order
+		must(t, x.Add(Entry{ID: id, Vector: v}))
+		want[id] = true
+	}
+	must(t, x.Add(Entry{ID: 990, Vector: vecs[0]}, Entry{ID: 5000, Vector: vecs[1]})) // a replacement and a new one
+	want[5000] = true
+	for id := uint64(600); id < 850; id++ {
+		x.Delete(id) // enough to compact
+		delete(want, id)
+	}
+	check(x, "after adds, a replacement and deletes")
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	check(y, "after a reload")
+	y.Delete(5000)
+	delete(want, 5000)
+	check(y, "after a delete on the reloaded index")
 }
 
 func TestReplaceAndDelete(t *testing.T) {

@@ -383,6 +383,17 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
 	}
 	start := time.Now()
+	// The store's list of the owner's chunks is read beside the snapshot
+	// (each a good part of a restart at a million chunks).
+	type ownerSeqs struct {
+		seqs []uint64
+		err  error
+	}
+	stored := make(chan ownerSeqs, 1)
+	go func() {
+		seqs, err := r.store.OwnerSeqs(owner)
+		stored <- ownerSeqs{seqs, err}
+	}()
 	x, lastSeq, err := index.ReadSnapshot(r.path(owner))
 	read := time.Since(start)
 	switch {
@@ -396,10 +407,11 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 		r.log.Warn("index snapshot unusable, rebuilding from the store", "owner", owner, "err", err)
 		x, lastSeq = index.New(model, dim), 0
 	}
-	missing, stale, last, err := r.compare(owner, x)
-	if err != nil {
-		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+	st := <-stored
+	if st.err != nil {
+		return fmt.Errorf("ingest: load index of %s: %w", owner, st.err)
 	}
+	missing, stale, last := compare(st.seqs, x)
 	// What a restart's wait is made of, for whoever is waiting.
 	r.log.Info("index snapshot read and compared with the store", "owner", owner, "entries", x.Len(),
 		"read_ms", read.Milliseconds(), "compare_ms", (time.Since(start) - read).Milliseconds(),
@@ -466,14 +478,10 @@ const (
 	catchUpInline   = 256
 )
 
-// compare compares x with the owner's chunks in the store: the chunks x
-// lacks, the entries the store no longer has, and the highest sequence
-// the owner has.
-func (r *Indexes) compare(owner string, x *index.OwnerIndex) (missing, stale []uint64, last uint64, err error) {
-	seqs, err := r.store.OwnerSeqs(owner)
-	if err != nil {
-		return nil, nil, 0, err
-	}
+// compare compares x with an owner's chunks in the store, seqs (as
+// store.OwnerSeqs lists them, ascending): the chunks x lacks, the entries
+// the store no longer has, and the highest sequence the owner has.
+func compare(seqs []uint64, x *index.OwnerIndex) (missing, stale []uint64, last uint64) {
 	if len(seqs) > 0 {
 		last = seqs[len(seqs)-1]
 	}
@@ -491,7 +499,7 @@ func (r *Indexes) compare(owner string, x *index.OwnerIndex) (missing, stale []u
 		missing = append(missing, s)
 	}
 	stale = append(stale, ids[i:]...)
-	return missing, stale, last, nil
+	return missing, stale, last
 }
 
 // addMissing adds the chunks of seqs to x and notes which of x's chunks
@@ -542,10 +550,11 @@ func (r *Indexes) CatchingUp(owner string) int {
 // chunks without a vector are noted. It reports whether x changed, and the
 // highest sequence the owner has.
 func (r *Indexes) reconcile(owner string, x *index.OwnerIndex) (changed bool, last uint64, err error) {
-	missing, stale, last, err := r.compare(owner, x)
+	seqs, err := r.store.OwnerSeqs(owner)
 	if err != nil {
 		return false, 0, err
 	}
+	missing, stale, last := compare(seqs, x)
 	x.Delete(stale...)
 	if err := r.addMissing(owner, x, missing, len(stale)); err != nil {
 		return false, 0, err
