@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -74,16 +75,34 @@ func createProject(t *testing.T, dir, name string) projectJSON {
 }
 
 // freeAddr returns a loopback address nothing listens on right now.
+//
+// The port is closed until the server listens on it, and the kernel may
+// hand it out again meanwhile, to a parallel test's freeAddr, whose server
+// would then answer this one's requests (the likely cause of a metrics
+// test that once read figures not its own server's, under CI's load). So
+// no address is given out twice in a test binary.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !given[addr] {
+			given[addr] = true
+			return addr
+		}
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
+
+var (
+	givenMu sync.Mutex
+	given   = map[string]bool{}
+)
 
 // running is a `docsift serve` started in-process.
 type running struct {
