@@ -46,6 +46,7 @@ start to its first answer after kill -9 and after a clean restart.`,
 			rows := [][2]string{
 				{"chunks", fmt.Sprintf("%d in %d documents", res.Chunks, res.Documents)},
 				{"ingest", fmt.Sprintf("%.0f chunks/s (%.1f s)", res.IngestChunksPerSecond, res.IngestSeconds)},
+				{"CPU per document", fmt.Sprintf("%.3f ms in the server, %.3f ms in the uploaders", res.IngestServerCPUMsPerDoc, res.IngestUploaderCPUMsPerDoc)},
 				{"memory after ingest", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk", mb(res.RSSAnonAfterIngestBytes), res.RSSAnonAfterIngestPerChunk)},
 				{"memory after restart", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk (and %.0f MB file-backed)", mb(res.RSSAnonBytes), res.RSSAnonPerChunk, mb(res.RSSFileBytes))},
 				{"snapshot", fmt.Sprintf("%.1f MB", mb(res.SnapshotBytes))},

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -68,6 +69,11 @@ type ScaleResult struct {
 
 	IngestSeconds         float64 `json:"ingest_seconds"`
 	IngestChunksPerSecond float64 `json:"ingest_chunks_per_second"`
+	// CPU time spent per document during the ingest, by the server and by
+	// this process's uploaders (which share the machine's cores with it
+	// when both run on one), in milliseconds.
+	IngestServerCPUMsPerDoc   float64 `json:"ingest_server_cpu_ms_per_doc"`
+	IngestUploaderCPUMsPerDoc float64 `json:"ingest_uploader_cpu_ms_per_doc"`
 
 	// Memory of the server: anonymous RSS (heap, stacks: what the
 	// process itself holds, /proc/<pid>/status RssAnon) and file-backed
@@ -182,12 +188,15 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	}
 	defer func() { srv.kill() }()
 	fmt.Fprintf(cfg.Progress, "uploading documents for %d chunks to %s\n", cfg.Chunks, srv.base)
-	start := time.Now()
+	start, serverCPU, ownCPU := time.Now(), cpuTime(srv.pid()), selfCPUTime()
 	if err := srv.ingest(ctx, gen, cfg, res); err != nil {
 		return nil, err
 	}
 	secs := time.Since(start).Seconds()
 	res.IngestSeconds, res.IngestChunksPerSecond = secs, float64(res.Chunks)/secs
+	perDoc := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(res.Documents, 1)) }
+	res.IngestServerCPUMsPerDoc = perDoc(cpuTime(srv.pid()) - serverCPU)
+	res.IngestUploaderCPUMsPerDoc = perDoc(selfCPUTime() - ownCPU)
 	fmt.Fprintf(cfg.Progress, "ingested %d chunks in %.1f s\n", res.Chunks, secs)
 	if res.RSSAnonAfterIngestBytes, _, err = rss(srv.pid()); err != nil {
 		return nil, err
@@ -600,6 +609,35 @@ func rss(pid int) (anon, file int64, err error) {
 		}
 	}
 	return anon, file, nil
+}
+
+// cpuTime is the CPU time a process has used, user and system, or 0 when
+// /proc cannot tell. /proc/<pid>/stat counts it in clock ticks, which Linux
+// gives user space at 100 a second on every architecture Go runs on.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, field 2, is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15.
+	_, rest, ok := bytes.Cut(b, []byte(") "))
+	f := strings.Fields(string(rest))
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100)
+}
+
+// selfCPUTime is the CPU time this process has used, user and system.
+func selfCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // snapshotBytes is the size of the index snapshots in a scale run's dir.

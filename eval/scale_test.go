@@ -35,6 +35,11 @@ func TestBenchScale(t *testing.T) {
 	if res.IngestChunksPerSecond <= 0 || res.IngestSeconds <= 0 {
 		t.Errorf("ingest %.1f chunks/s in %.2f s", res.IngestChunksPerSecond, res.IngestSeconds)
 	}
+	// The server worked for its documents (/proc counts in 10 ms ticks,
+	// so its share is a few of them), and so did the uploaders.
+	if res.IngestServerCPUMsPerDoc <= 0 || res.IngestUploaderCPUMsPerDoc <= 0 {
+		t.Errorf("CPU per document: server %.3f ms, uploaders %.3f ms", res.IngestServerCPUMsPerDoc, res.IngestUploaderCPUMsPerDoc)
+	}
 	// A Go server holds megabytes, not bytes nor gigabytes.
 	for name, b := range map[string]int64{"after ingest": res.RSSAnonAfterIngestBytes, "after restart": res.RSSAnonBytes} {
 		if b < 1<<20 || b > 4<<30 {
