@@ -3,6 +3,8 @@ package index
 import (
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -76,4 +78,49 @@ func (f *frozenLexicon) list(i int) []posting {
 		start = f.ends[i-1]
 	}
 	return f.postings[start:f.ends[i]]
+}
+
+// readAheadBlock and readAheadWorkers shape readAhead: requests of a few
+// megabytes, four in flight.
+const (
+	readAheadBlock   = 8 << 20
+	readAheadWorkers = 4
+)
+
+// readAhead has the kernel read b's file into the page cache with several
+// requests in flight, ahead of the checksum and the loader's checks, which
+// on their own fault a mapping in one readahead window at a time. A disk
+// that serves parallel requests far faster than one stream (this machine's
+// virtual disk, most SSDs) then reads a snapshot in a fraction of the
+// time: with the page cache dropped, a million-chunk owner (a 3.7 GB
+// snapshot) answered its first query 6.1-6.5 s after the server started
+// without it, 3.4-3.7 s with it; on a warm cache it costs nothing
+// measurable. Workers take the blocks in file order, so a reader going
+// from the start finds them read. advise asks for one block without
+// waiting for it; stop ends the workers early (a load that fails needs
+// the rest no more) and waits for them.
+func readAhead(b []byte, advise func([]byte)) (stop func()) {
+	var (
+		next    atomic.Int64
+		stopped atomic.Bool
+		wg      sync.WaitGroup
+	)
+	blocks := (len(b) + readAheadBlock - 1) / readAheadBlock
+	for range min(readAheadWorkers, blocks) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stopped.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= blocks {
+					return
+				}
+				advise(b[i*readAheadBlock : min((i+1)*readAheadBlock, len(b))])
+			}
+		}()
+	}
+	return func() {
+		stopped.Store(true)
+		wg.Wait()
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // mapFile maps a file privately and returns its bytes and the function
@@ -36,4 +38,10 @@ func mapFile(path string) ([]byte, func(), error) {
 		return nil, nil, fmt.Errorf("map %s: %w", path, err)
 	}
 	return b, func() { syscall.Munmap(b) }, nil
+}
+
+// adviseWillNeed asks the kernel to start reading a mapping's pages from
+// its file, and returns without waiting for them (see readAhead).
+func adviseWillNeed(b []byte) {
+	unix.Madvise(b, unix.MADV_WILLNEED) // only advice: an error costs speed, not correctness
 }

@@ -291,6 +291,7 @@ func loadMapped(m *mapping) (x *OwnerIndex, lastSeq uint64, err error) {
 		upper = d.take(4 * words)
 	}
 	lex := &frozenLexicon{src: m}
+	lexBytes := d.b // the lexicon is the rest of the file
 	lex.keys = mappedArray[uint64](d, int(nTerms))
 	lex.ends = mappedArray[uint64](d, int(nTerms))
 	lex.postings = mappedArray[posting](d, int(nPostings))
@@ -300,8 +301,16 @@ func loadMapped(m *mapping) (x *OwnerIndex, lastSeq uint64, err error) {
 	if len(d.b) != 0 {
 		return nil, 0, fmt.Errorf("%d trailing bytes", len(d.b))
 	}
-	lexOK := make(chan error, 1)
-	go func() { lexOK <- lex.check(uint32(n)) }()
+	// The lexicon's and the graph's checks read their parts of the file
+	// while the checksum reads from the start: each gets read-ahead
+	// workers of its own (see readAhead), or would wait on one fault at a
+	// time.
+	lexOK, stopLexReadAhead := make(chan error, 1), readAhead(lexBytes, adviseWillNeed)
+	go func() {
+		lexOK <- lex.check(uint32(n))
+		stopLexReadAhead()
+	}()
+	defer readAhead(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(links0))), 4*len(links0)), adviseWillNeed)()
 	defer func() {
 		if lerr := <-lexOK; lerr != nil && err == nil {
 			x, lastSeq, err = nil, 0, lerr

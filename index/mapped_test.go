@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"unsafe"
 )
 
 // mappedTestIndex is a graph index with text, documents with metadata and
@@ -162,5 +164,38 @@ func TestMappedSnapshotEveryByteFlipped(t *testing.T) {
 	t.Logf("%d of %d altered files refused", refused, tried)
 	if refused == 0 {
 		t.Fatal("no altered file was refused")
+	}
+}
+
+// TestReadAheadAdvisesEveryByteOnce: the read-ahead workers ask for each
+// block of the file once, whatever its size.
+func TestReadAheadAdvisesEveryByteOnce(t *testing.T) {
+	for _, size := range []int{0, 1, readAheadBlock - 1, readAheadBlock, readAheadBlock + 1, 7*readAheadBlock + 12345} {
+		b := make([]byte, size)
+		var (
+			mu      sync.Mutex
+			covered int
+		)
+		seen, all := make([]int, size), make(chan struct{})
+		stop := readAhead(b, func(block []byte) {
+			start := int(uintptr(unsafe.Pointer(unsafe.SliceData(block))) - uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range block {
+				seen[start+i]++
+			}
+			if covered += len(block); covered == size {
+				close(all)
+			}
+		})
+		if size > 0 {
+			<-all // the workers got to the end; stop then only waits for them
+		}
+		stop()
+		for i, n := range seen {
+			if n != 1 {
+				t.Fatalf("size %d: byte %d asked for %d times", size, i, n)
+			}
+		}
 	}
 }

@@ -200,6 +200,8 @@ func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
 	}
+	stop := readAhead(m.b, adviseWillNeed)
+	defer stop()
 	x, lastSeq, err := parseSnapshot(m)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot %s: %w: %w", path, ErrCorruptSnapshot, err)
