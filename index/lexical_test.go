@@ -2,8 +2,10 @@ package index
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -162,4 +164,78 @@ func BenchmarkLexicalScore(b *testing.B) {
 			v.lexical(q, minCandidates, nil).release()
 		}
 	})
+}
+
+// TestBodyOnlyScoresAsFieldPass: scoreAll's fast path for terms in no head
+// gives every doc the score, to the bit, of the pass that gathers both
+// fields, over a snapshot's postings and those added since, in an owner of
+// two languages.
+func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	es := syntheticEntries(rng, 1, 3000, 8)
+	zipf := rand.NewZipf(rng, 1.1, 1, syntheticVocabulary-1)
+	for i := range es {
+		if i%5 == 0 {
+			es[i].Name = syntheticWords(zipf, 2) + ".txt"
+		}
+	}
+	// Some docs in German: a term of both languages' analyses takes the
+	// fast path too.
+	german := "die katzen schlafen den ganzen tag auf dem sofa und spielen nachts im garten"
+	for i := range es {
+		switch i % 9 {
+		case 0:
+			es[i].Text = german + " " + es[i].Text[:40]
+		case 1:
+			// "spiel" is a term of English docs, and German's of
+			// "spielen": that term counts in the German docs only.
+			es[i].Text += " spiel"
+		}
+	}
+	x := New("m", 8)
+	must(t, x.Add(es[:2000]...))
+	path := filepath.Join(t.TempDir(), "x.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	x, _, err := ReadSnapshot(path)
+	must(t, err)
+	must(t, x.Add(es[2000:]...))
+	v := x.current.Load()
+	if p := v.lex.present(); p&(p-1) == 0 {
+		t.Fatalf("one language among the docs (%b), two wanted", p)
+	}
+
+	scores := func(query []queryTerm) map[uint32]float32 {
+		s := v.scoreAll(query)
+		defer s.release()
+		out := make(map[uint32]float32, len(s.matched))
+		for _, d := range s.matched {
+			out[d] = s.score[d]
+		}
+		return out
+	}
+	fast := 0 // queries with a term the fast path scores
+	for range 200 {
+		words := syntheticWords(zipf, 1+rng.IntN(4))
+		if rng.IntN(4) == 0 {
+			words += " katzen spielen"
+		}
+		query := v.queryTerms(words)
+		for _, q := range query {
+			if hb, h := v.gen.lex.postings(headPrefix+q.term, v.n); len(hb)+len(h) == 0 && v.lex.present()&^q.langs == 0 {
+				fast++
+				break
+			}
+		}
+		want := func() map[uint32]float32 {
+			bodyOnly = false
+			defer func() { bodyOnly = true }()
+			return scores(query)
+		}()
+		if got := scores(query); !maps.Equal(got, want) {
+			t.Fatalf("query %v: %d docs scored on the fast path, %d on the field pass, or scores differ", query, len(got), len(want))
+		}
+	}
+	if fast < 100 {
+		t.Fatalf("only %d of 200 queries had a term in no head: the fast path was hardly tested", fast)
+	}
 }
