@@ -172,13 +172,7 @@ func BenchmarkLexicalScore(b *testing.B) {
 // two languages.
 func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	es := syntheticEntries(rng, 1, 3000, 8)
-	zipf := rand.NewZipf(rng, 1.1, 1, syntheticVocabulary-1)
-	for i := range es {
-		if i%5 == 0 {
-			es[i].Name = syntheticWords(zipf, 2) + ".txt"
-		}
-	}
+	es, zipf := namedSyntheticEntries(rng, 3000, 5)
 	// Some docs in German: a term of both languages' analyses takes the
 	// fast path too.
 	german := "die katzen schlafen den ganzen tag auf dem sofa und spielen nachts im garten"
@@ -192,14 +186,7 @@ func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 			es[i].Text += " spiel"
 		}
 	}
-	x := New("m", 8)
-	must(t, x.Add(es[:2000]...))
-	path := filepath.Join(t.TempDir(), "x.idx")
-	must(t, x.WriteSnapshot(path, 1))
-	x, _, err := ReadSnapshot(path)
-	must(t, err)
-	must(t, x.Add(es[2000:]...))
-	v := x.current.Load()
+	v := snapshotThenAdd(t, es, 2000).current.Load()
 	if p := v.lex.present(); p&(p-1) == 0 {
 		t.Fatalf("one language among the docs (%b), two wanted", p)
 	}
@@ -238,4 +225,32 @@ func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 	if fast < 100 {
 		t.Fatalf("only %d of 200 queries had a term in no head: the fast path was hardly tested", fast)
 	}
+}
+
+// namedSyntheticEntries makes n synthetic entries of 8 dimensions, every
+// nameEvery-th with a name of two words, and the Zipf law their words
+// follow.
+func namedSyntheticEntries(rng *rand.Rand, n, nameEvery int) ([]Entry, *rand.Zipf) {
+	es := syntheticEntries(rng, 1, n, 8)
+	zipf := rand.NewZipf(rng, 1.1, 1, syntheticVocabulary-1)
+	for i := range es {
+		if i%nameEvery == 0 {
+			es[i].Name = syntheticWords(zipf, 2) + ".txt"
+		}
+	}
+	return es, zipf
+}
+
+// snapshotThenAdd indexes the first inSnapshot entries, loads them from a
+// snapshot and adds the rest: postings in a frozen base and added since.
+func snapshotThenAdd(t *testing.T, es []Entry, inSnapshot int) *OwnerIndex {
+	t.Helper()
+	x := New("m", 8)
+	must(t, x.Add(es[:inSnapshot]...))
+	path := filepath.Join(t.TempDir(), "x.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	x, _, err := ReadSnapshot(path)
+	must(t, err)
+	must(t, x.Add(es[inSnapshot:]...))
+	return x
 }

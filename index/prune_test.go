@@ -3,7 +3,6 @@ package index
 import (
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 )
 
@@ -13,21 +12,8 @@ import (
 // and that it pruned most of them (else the check proves nothing).
 func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	es := syntheticEntries(rng, 1, 6000, 8)
-	zipf := rand.NewZipf(rng, 1.1, 1, syntheticVocabulary-1)
-	for i := range es {
-		if i%4 == 0 {
-			es[i].Name = syntheticWords(zipf, 2) + ".txt"
-		}
-	}
-	// Postings in a snapshot's frozen base and added since.
-	x := New("m", 8)
-	must(t, x.Add(es[:4000]...))
-	path := filepath.Join(t.TempDir(), "x.idx")
-	must(t, x.WriteSnapshot(path, 1))
-	x, _, err := ReadSnapshot(path)
-	must(t, err)
-	must(t, x.Add(es[4000:]...))
+	es, zipf := namedSyntheticEntries(rng, 6000, 4)
+	x := snapshotThenAdd(t, es, 4000)
 	checkPruned(t, x, rng, zipf, "")
 	for i := 1; i <= 6000; i += 3 {
 		x.Delete(uint64(i))
