@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // encoder writes little-endian fields to a buffered writer and remembers the
@@ -62,12 +63,37 @@ func (e *encoder) str(s string) {
 
 // f32s writes floats.
 func (e *encoder) f32s(v []float32) {
+	if littleEndian {
+		e.bytes(memoryOf(v))
+		return
+	}
 	e.words(len(v), 4, func(b []byte, i int) { binary.LittleEndian.PutUint32(b, math.Float32bits(v[i])) })
 }
 
 // u32s writes words.
 func (e *encoder) u32s(v []uint32) {
+	if littleEndian {
+		e.bytes(memoryOf(v))
+		return
+	}
 	e.words(len(v), 4, func(b []byte, i int) { binary.LittleEndian.PutUint32(b, v[i]) })
+}
+
+// u64s writes words.
+func (e *encoder) u64s(v []uint64) {
+	if littleEndian {
+		e.bytes(memoryOf(v))
+		return
+	}
+	e.words(len(v), 8, func(b []byte, i int) { binary.LittleEndian.PutUint64(b, v[i]) })
+}
+
+// memoryOf is the bytes a slice's values occupy. On a little-endian
+// machine they are what a snapshot holds, so arrays are written as they
+// are instead of value by value: a million-chunk snapshot is gigabytes of
+// them.
+func memoryOf[T any](v []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(*new(T))))
 }
 
 // words writes n values of size bytes each, put filling value i into b,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -66,25 +65,25 @@ func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) {
 	e.u64(nPostings)
 	ref := v.encodeDocTable(e)
 
+	// The arrays that are a slot's as written are written a page at a
+	// time (see encoder.u64s).
 	e.align()
-	e.words(n, 8, func(b []byte, s int) { binary.LittleEndian.PutUint64(b, v.pages.id(uint32(s))) })
+	v.eachPage(func(pg *page, used int) { e.u64s(pg.ids[:used]) })
 	e.align()
 	e.words(n, 8, func(b []byte, s int) { binary.LittleEndian.PutUint64(b, uint64(v.deadFlag(uint32(s)))) })
 	e.align()
-	e.words(n, 4, func(b []byte, s int) { binary.LittleEndian.PutUint32(b, v.pages.docLen(uint32(s))) })
+	v.eachPage(func(pg *page, used int) { e.u32s(pg.docLen[:used]) })
 	e.align()
-	e.words(n, 4, func(b []byte, s int) { binary.LittleEndian.PutUint32(b, v.pages.headLen(uint32(s))) })
+	v.eachPage(func(pg *page, used int) { e.u32s(pg.headLen[:used]) })
 	e.align()
 	e.words(n, 4, func(b []byte, s int) { binary.LittleEndian.PutUint32(b, ref(uint32(s))) })
 	e.align()
-	e.words(n, 4, func(b []byte, s int) {
-		binary.LittleEndian.PutUint32(b, math.Float32bits(v.pages.code(uint32(s)).scale))
-	})
+	v.eachPage(func(pg *page, used int) { e.f32s(pg.scales[:used]) })
 	e.align()
-	e.words(n, 1, func(b []byte, s int) { b[0] = uint8(v.pages.slotLang(uint32(s))) })
+	v.eachPage(func(pg *page, used int) { e.bytes(pg.lang[:used]) })
 	if graph {
 		e.align()
-		e.words(n, 1, func(b []byte, s int) { b[0] = uint8(v.pages.level(uint32(s))) })
+		v.eachPage(func(pg *page, used int) { e.bytes(pg.levels[:used]) })
 	}
 	e.align()
 	v.eachPage(func(pg *page, used int) { e.f32s(pg.vecs[:used*dim]) })
@@ -115,6 +114,10 @@ func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) {
 	e.align()
 	v.eachTerm(added, func(_ termKey, base, added []posting) {
 		for _, list := range [2][]posting{base, added} {
+			if littleEndian {
+				e.bytes(memoryOf(list)) // a posting is its doc, then its tf
+				continue
+			}
 			e.words(len(list), 8, func(b []byte, i int) {
 				binary.LittleEndian.PutUint32(b, list[i].doc)
 				binary.LittleEndian.PutUint32(b[4:], list[i].tf)

@@ -1,8 +1,10 @@
 package index
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -197,5 +199,38 @@ func TestReadAheadAdvisesEveryByteOnce(t *testing.T) {
 				t.Fatalf("size %d: byte %d asked for %d times", size, i, n)
 			}
 		}
+	}
+}
+
+// TestSnapshotBytesAsWrittenValueByValue: the arrays a little-endian
+// machine writes as they lie in memory are the bytes the value-by-value
+// encoding, which a big-endian machine uses, gives, for an index read from
+// a snapshot with more added and some deleted.
+func TestSnapshotBytesAsWrittenValueByValue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	es, _ := namedSyntheticEntries(rng, 3000, 3)
+	x := snapshotThenAdd(t, es, 2000)
+	for i := uint64(1); i <= 3000; i += 7 {
+		x.Delete(i)
+	}
+	v := x.current.Load()
+	encode := func() []byte {
+		var buf bytes.Buffer
+		e := &encoder{w: bufio.NewWriter(&buf)}
+		v.encodeMapped(e, "m", 8, 1)
+		must(t, e.err)
+		must(t, e.w.Flush())
+		return buf.Bytes()
+	}
+	inMemory := encode() // on a big-endian machine, value by value too
+	defer func(le bool) { littleEndian = le }(littleEndian)
+	littleEndian = false
+	valueByValue := encode()
+	if !bytes.Equal(inMemory, valueByValue) {
+		i := 0
+		for i < min(len(inMemory), len(valueByValue)) && inMemory[i] == valueByValue[i] {
+			i++
+		}
+		t.Fatalf("%d bytes written from memory, %d value by value; they differ from byte %d", len(inMemory), len(valueByValue), i)
 	}
 }
