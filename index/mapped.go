@@ -310,8 +310,9 @@ func loadMapped(m *mapping) (x *OwnerIndex, lastSeq uint64, err error) {
 	// time.
 	lexOK, stopLexReadAhead := make(chan error, 1), readAhead(lexBytes, adviseWillNeed)
 	go func() {
-		lexOK <- lex.check(uint32(n))
-		stopLexReadAhead()
+		err := lex.check(uint32(n))
+		stopLexReadAhead() // before the load can return and drop the mapping
+		lexOK <- err
 	}()
 	defer readAhead(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(links0))), 4*len(links0)), adviseWillNeed)()
 	defer func() {
