@@ -99,7 +99,7 @@ const (
 // from the start finds them read. advise asks for one block without
 // waiting for it; stop ends the workers early (a load that fails needs
 // the rest no more) and waits for them.
-func readAhead(b []byte, advise func([]byte)) (stop func()) {
+func readAhead(b []byte, advise func([]byte) error) (stop func()) {
 	var (
 		next    atomic.Int64
 		stopped atomic.Bool
@@ -115,7 +115,7 @@ func readAhead(b []byte, advise func([]byte)) (stop func()) {
 				if i >= blocks {
 					return
 				}
-				advise(b[i*readAheadBlock : min((i+1)*readAheadBlock, len(b))])
+				advise(b[i*readAheadBlock : min((i+1)*readAheadBlock, len(b))]) // advice: its error costs speed only
 			}
 		}()
 	}

@@ -42,17 +42,18 @@ func mapFile(path string) ([]byte, func(), error) {
 }
 
 // adviseWillNeed asks the kernel to start reading a mapping's pages from
-// its file, and returns without waiting for them (see readAhead).
-func adviseWillNeed(b []byte) {
+// its file, and returns without waiting for them (see readAhead). An
+// error is only advice not taken: it costs speed, not correctness.
+func adviseWillNeed(b []byte) error {
 	// madvise refuses a start inside a page: the rest of that page is
 	// left to the readers' faults, or to the advice on the bytes before
 	// b, whose length the kernel rounds up to whole pages.
 	page := os.Getpagesize()
 	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) % uintptr(page)); r != 0 {
 		if page-r >= len(b) {
-			return
+			return nil
 		}
 		b = b[page-r:]
 	}
-	unix.Madvise(b, unix.MADV_WILLNEED) // only advice: an error costs speed, not correctness
+	return unix.Madvise(b, unix.MADV_WILLNEED)
 }

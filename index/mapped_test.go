@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"unsafe"
@@ -179,7 +180,7 @@ func TestReadAheadAdvisesEveryByteOnce(t *testing.T) {
 			covered int
 		)
 		seen, all := make([]int, size), make(chan struct{})
-		stop := readAhead(b, func(block []byte) {
+		stop := readAhead(b, func(block []byte) error {
 			start := int(uintptr(unsafe.Pointer(unsafe.SliceData(block))) - uintptr(unsafe.Pointer(unsafe.SliceData(b))))
 			mu.Lock()
 			defer mu.Unlock()
@@ -189,6 +190,7 @@ func TestReadAheadAdvisesEveryByteOnce(t *testing.T) {
 			if covered += len(block); covered == size {
 				close(all)
 			}
+			return nil
 		})
 		if size > 0 {
 			<-all // the workers got to the end; stop then only waits for them
@@ -233,4 +235,21 @@ func TestSnapshotBytesAsWrittenValueByValue(t *testing.T) {
 		}
 		t.Fatalf("%d bytes written from memory, %d value by value; they differ from byte %d", len(inMemory), len(valueByValue), i)
 	}
+}
+
+// TestAdviseWillNeedAnyStart: the kernel takes the read-ahead advice for a
+// section of a mapped snapshot wherever in a page the section starts
+// (madvise itself refuses a start inside a page).
+func TestAdviseWillNeedAnyStart(t *testing.T) {
+	page := os.Getpagesize()
+	path := filepath.Join(t.TempDir(), "f")
+	must(t, os.WriteFile(path, make([]byte, 3*page), 0o600))
+	m, err := openMapping(path)
+	must(t, err)
+	for _, start := range []int{0, 1, 64, page - 1, page, page + 5, 3*page - 1} {
+		if err := adviseWillNeed(m.b[start:]); err != nil {
+			t.Errorf("advice from byte %d: %v", start, err)
+		}
+	}
+	runtime.KeepAlive(m)
 }
