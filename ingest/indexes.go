@@ -64,6 +64,13 @@ type Indexes struct {
 type ownerIndex struct {
 	ready atomic.Pointer[index.OwnerIndex] // x once loaded, read without mu
 
+	// loadMu is held, before mu, by whoever loads the index. A search
+	// that finds it not loaded waits on loadMu, not mu: the load publishes
+	// the index as soon as it is searchable and hands mu to its catch-up,
+	// which may hold it for many seconds, and a search queued on mu could
+	// get it only after that (see lockLoaded).
+	loadMu sync.Mutex
+
 	mu      sync.Mutex
 	loaded  bool
 	x       *index.OwnerIndex
@@ -133,12 +140,37 @@ func (r *Indexes) Get(owner string) (*index.OwnerIndex, error) {
 	if x := e.ready.Load(); x != nil {
 		return x, nil
 	}
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	if x := e.ready.Load(); x != nil {
+		return x, nil // loaded by whoever held loadMu
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := r.load(owner, e); err != nil {
 		return nil, err
 	}
 	return e.x, nil
+}
+
+// lockLoaded takes e's commit lock with the owner's index loaded; the
+// caller unlocks e.mu when it returns nil. A load happens under loadMu
+// too, so that searches waiting for it are not queued on mu behind the
+// catch-up the load may start.
+func (r *Indexes) lockLoaded(owner string, e *ownerIndex) error {
+	e.mu.Lock()
+	if e.loaded {
+		return nil
+	}
+	e.mu.Unlock()
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	e.mu.Lock()
+	if err := r.load(owner, e); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // Update runs fn with the owner's index while holding the owner's commit
@@ -150,11 +182,10 @@ func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uin
 		return r.updateElsewhere(owner, fn)
 	}
 	e := r.entry(owner)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := r.load(owner, e); err != nil {
+	if err := r.lockLoaded(owner, e); err != nil {
 		return err
 	}
+	defer e.mu.Unlock()
 	x := e.x
 	if x.Len() == 0 && x.Dim() == 0 && x.Model() == r.model {
 		// Made while the model server was down and its dimension unknown.
@@ -306,11 +337,10 @@ func (r *Indexes) Evict() {
 // commit lock. Searches that started on the old index finish on it.
 func (r *Indexes) Replace(owner string, fn func(old *index.OwnerIndex) (*index.OwnerIndex, error)) error {
 	e := r.entry(owner)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := r.load(owner, e); err != nil {
+	if err := r.lockLoaded(owner, e); err != nil {
 		return err
 	}
+	defer e.mu.Unlock()
 	x, err := fn(e.x)
 	if err != nil {
 		return err
