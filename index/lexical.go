@@ -481,10 +481,10 @@ var bodyOnly = true
 
 // scoreBody adds a term's scores to s when every posting counts: the term
 // is in no doc's head, nothing is deleted, and it is a term of every
-// language the owner's docs are in, so its df is the postings' count and its weight w is known before the
-// pass, which then scores each doc at once instead of gathering field
-// frequencies first. That is the common case, and most of a query's time
-// at a million chunks; the arithmetic is scoreAll's, so are the scores.
+// language the owner's docs are in. Its df is then the postings' count and
+// its weight w is known before the pass, which scores each doc at once
+// instead of gathering field frequencies first. That is the common case;
+// the arithmetic is scoreAll's, and so are the scores.
 func (v *view) scoreBody(s *lexScores, w, avgLen float64, lists ...[]posting) {
 	for _, list := range lists {
 		for _, p := range list {

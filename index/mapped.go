@@ -314,7 +314,7 @@ func loadMapped(m *mapping) (x *OwnerIndex, lastSeq uint64, err error) {
 		stopLexReadAhead() // before the load can return and drop the mapping
 		lexOK <- err
 	}()
-	defer readAhead(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(links0))), 4*len(links0)), adviseWillNeed)()
+	defer readAhead(memoryOf(links0), adviseWillNeed)()
 	defer func() {
 		if lerr := <-lexOK; lerr != nil && err == nil {
 			x, lastSeq, err = nil, 0, lerr
