@@ -17,6 +17,10 @@ type generation struct {
 	nDocs    uint32
 	docLive  []uint32
 	interned map[string]string // writer only: see intern
+
+	// file is the snapshot the generation was read from in place, nil
+	// for one built in the heap (see segment.go).
+	file *snapshotFile
 }
 
 func newGeneration(dim int, graph *hnsw) *generation {
@@ -28,6 +32,16 @@ func newGeneration(dim int, graph *hnsw) *generation {
 // staged by the caller, its graph node is linked by hnsw.insert, and
 // searches see neither before a view with a larger n is published.
 func (g *generation) appendSlot(id uint64, vec []float32, docLen uint32) uint32 {
+	lvl := 0
+	if g.graph != nil {
+		lvl = g.graph.drawLevel()
+	}
+	return g.appendStored(id, vec, docLen, lvl)
+}
+
+// appendStored is appendSlot of a slot whose graph level is known (a
+// segment's).
+func (g *generation) appendStored(id uint64, vec []float32, docLen uint32, lvl int) uint32 {
 	s := g.n
 	p, off := pageOf(s)
 	if p == len(g.pages) {
@@ -39,7 +53,6 @@ func (g *generation) appendSlot(id uint64, vec []float32, docLen uint32) uint32 
 	pg.ids[off] = id
 	pg.docLen[off] = docLen
 	if g.graph != nil {
-		lvl := g.graph.drawLevel()
 		pg.levels[off] = uint8(lvl)
 		if lvl > 0 {
 			pg.upper[off] = make([]uint32, lvl*(hnswM+1))

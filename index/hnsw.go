@@ -75,6 +75,10 @@ type hnsw struct {
 	// efConstruction and efSearch start at the constants above; they are
 	// fields so that benchmarks can sweep them.
 	efConstruction, efSearch int
+
+	// touched, for a graph read from a snapshot, marks the file's nodes
+	// whose links an insert rewrites (see segment.go).
+	touched touchedSet
 }
 
 // newHNSW returns an empty graph whose levels are drawn from a generator
@@ -281,6 +285,7 @@ func (g *hnsw) link(sc *scope, e, q uint32, sim float32, layer int) {
 	mu := &g.locks[e%lockStripes]
 	mu.Lock()
 	defer mu.Unlock()
+	g.touched.mark(e)
 	l := sc.pages.links(e, layer)
 	n := int(atomic.LoadUint32(&l[0]))
 	if n < maxN {

@@ -34,19 +34,28 @@ func checkGraph(gen *generation, entry uint32, maxLevel int) error {
 		return fmt.Errorf("bad entry point %d at level %d", entry, maxLevel)
 	}
 	for s := range uint32(n) {
-		for layer := 0; layer <= gen.pages.level(s); layer++ {
-			l := gen.pages.links(s, layer)
-			maxN := hnswM
-			if layer == 0 {
-				maxN = hnswM0
-			}
-			if int(l[0]) > maxN {
-				return fmt.Errorf("node %d layer %d has %d links", s, layer, l[0])
-			}
-			for _, nb := range l[1 : 1+l[0]] {
-				if int(nb) >= n || gen.pages.level(nb) < layer {
-					return fmt.Errorf("node %d layer %d links to bad node %d", s, layer, nb)
-				}
+		if err := checkNode(gen, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNode checks node s's links on each of its layers: no more than a
+// list holds, each to a node below gen.n on that layer.
+func checkNode(gen *generation, s uint32) error {
+	for layer := 0; layer <= gen.pages.level(s); layer++ {
+		l := gen.pages.links(s, layer)
+		maxN := hnswM
+		if layer == 0 {
+			maxN = hnswM0
+		}
+		if int(l[0]) > maxN {
+			return fmt.Errorf("node %d layer %d has %d links", s, layer, l[0])
+		}
+		for _, nb := range l[1 : 1+l[0]] {
+			if nb >= gen.n || gen.pages.level(nb) < layer {
+				return fmt.Errorf("node %d layer %d links to bad node %d", s, layer, nb)
 			}
 		}
 	}

@@ -123,6 +123,10 @@ type OwnerIndex struct {
 	// scanAllowedMax is the largest allowed set a filtered search scans:
 	// filterScanMax, but tests lower it to exercise the filtered graph walk.
 	scanAllowedMax int
+
+	// skippedSegment is why the segment beside the snapshot the index
+	// was read from was left out (see SkippedSegment).
+	skippedSegment error
 }
 
 // New returns an empty index for vectors of dim dimensions from model.
@@ -292,6 +296,9 @@ func (x *OwnerIndex) remove(id uint64) bool {
 	}
 	delete(x.slotOf, id)
 	x.gen.pages.deadAt(s).Store(x.epoch + 1)
+	if f := x.gen.file; f != nil {
+		f.touched.mark(s)
+	}
 	x.detachDoc(s)
 	x.live--
 	x.dead++

@@ -113,16 +113,8 @@ func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) {
 	})
 	e.align()
 	v.eachTerm(added, func(_ termKey, base, added []posting) {
-		for _, list := range [2][]posting{base, added} {
-			if littleEndian {
-				e.bytes(memoryOf(list)) // a posting is its doc, then its tf
-				continue
-			}
-			e.words(len(list), 8, func(b []byte, i int) {
-				binary.LittleEndian.PutUint32(b, list[i].doc)
-				binary.LittleEndian.PutUint32(b[4:], list[i].tf)
-			})
-		}
+		e.bytes(postingBytes(base))
+		e.bytes(postingBytes(added))
 	})
 }
 
@@ -188,17 +180,8 @@ func (v *view) encodeDocTable(e *encoder) func(s uint32) uint32 {
 	}
 	e.u32(alive)
 	for o := range v.docs.n {
-		if renum[o] == 0 {
-			continue
-		}
-		d := v.docs.pages.doc(o)
-		e.str(d.ID)
-		e.u64(uint64(d.CreatedAt.Unix()))
-		e.u32(uint32(d.CreatedAt.Nanosecond()))
-		e.u32(uint32(len(d.Metadata)))
-		for k, val := range d.Metadata {
-			e.str(k)
-			e.str(val)
+		if renum[o] != 0 {
+			encodeDoc(e, v.docs.pages.doc(o))
 		}
 	}
 	return func(s uint32) uint32 {
@@ -424,6 +407,16 @@ func loadMapped(m *mapping) (x *OwnerIndex, lastSeq uint64, err error) {
 		}
 	}
 	gen.lex.base = lex
+	gen.file = &snapshotFile{
+		sum:     leU32(m.b[len(m.b)-4:]),
+		size:    int64(len(m.b)),
+		n:       uint32(n),
+		docs:    uint32(docs),
+		touched: newTouchedSet(uint32(n)),
+	}
+	if graph {
+		gen.graph.touched = gen.file.touched
+	}
 	x.publish()
 	return x, lastSeq, nil
 }
@@ -456,22 +449,9 @@ func decodeDocTable(d *decoder, x *OwnerIndex) (int, error) {
 	x.docOf = make(map[string]uint32, nd)
 	gen.docLive = slices.Grow(gen.docLive, nd)
 	for range nd {
-		doc := &Document{ID: d.str()}
-		sec, nsec := int64(d.u64()), d.u32()
-		if nsec >= 1e9 {
-			return 0, fmt.Errorf("document %q: bad creation time", doc.ID)
-		}
-		doc.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
-		nm := d.count(8)
-		if nm > 0 {
-			doc.Metadata = make(map[string]string, nm)
-		}
-		for range nm {
-			k := d.str()
-			doc.Metadata[k] = d.str()
-		}
-		if d.err != nil {
-			return 0, d.err
+		doc, err := decodeDoc(d)
+		if err != nil {
+			return 0, err
 		}
 		// One hash a document: a duplicate leaves the map's size.
 		before := len(x.docOf)
@@ -482,6 +462,41 @@ func decodeDocTable(d *decoder, x *OwnerIndex) (int, error) {
 		gen.adoptDoc(doc)
 	}
 	return nd, nil
+}
+
+// encodeDoc writes a document as snapshots and segments hold it: ID,
+// creation time (seconds, nanoseconds), metadata (count, then pairs).
+func encodeDoc(e *encoder, d *Document) {
+	e.str(d.ID)
+	e.u64(uint64(d.CreatedAt.Unix()))
+	e.u32(uint32(d.CreatedAt.Nanosecond()))
+	e.u32(uint32(len(d.Metadata)))
+	for k, val := range d.Metadata {
+		e.str(k)
+		e.str(val)
+	}
+}
+
+// decodeDoc reads what encodeDoc wrote.
+func decodeDoc(d *decoder) (*Document, error) {
+	doc := &Document{ID: d.str()}
+	sec, nsec := int64(d.u64()), d.u32()
+	if d.err == nil && nsec >= 1e9 {
+		return nil, fmt.Errorf("document %q: bad creation time", doc.ID)
+	}
+	doc.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
+	nm := d.count(8)
+	if nm > 0 {
+		doc.Metadata = make(map[string]string, nm)
+	}
+	for range nm {
+		k := d.str()
+		doc.Metadata[k] = d.str()
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return doc, nil
 }
 
 // check checks the lexicon read from a file of n slots: keys strictly

@@ -46,18 +46,47 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // temp file in the same directory, fsynced, renamed over path, then the
 // directory fsynced, so a crash leaves either the old snapshot or the new
 // one. lastSeq is the highest store sequence number the index reflects;
-// catch-up starts after it.
+// catch-up starts after it. The segment of the snapshot it replaces, if
+// any, is removed (see segment.go).
 //
 // Then, unless a Commit is running, the index moves onto the file it
 // wrote: it reads its slots and postings in place from then on (see
 // mapped.go) and the heap they filled is freed, so an owner's memory
 // stays what it added since its last snapshot. Writers wait while it
 // writes and moves; searches do not.
-func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) (err error) {
+func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) error {
+	// Holding the writer lock keeps graph links still while the current
+	// version is written, and the index as written until it moves onto
+	// the file; searches go on.
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	v := x.current.Load()
+	if err := writeAtomically(path, func(e *encoder) { v.encodeMapped(e, x.model, x.dim, lastSeq) }); err != nil {
+		return fmt.Errorf("index: write snapshot: %w", err)
+	}
+	removeSegment(path)
+	// The file the index is read from, if it was the one at path, is
+	// there no more: a segment of it would be refused.
+	for _, g := range [2]*generation{v.gen, x.gen} {
+		if g.file != nil && g.file.path == path {
+			g.file.path = ""
+		}
+	}
+	if x.open == 0 && !x.changed {
+		x.moveOnto(path)
+	}
+	return nil
+}
+
+// writeAtomically writes what encode encodes, then its CRC-32C, to path
+// atomically: a temp file in the same directory, fsynced, renamed over
+// path, then the directory fsynced, so a crash leaves either the old file
+// or the new one.
+func writeAtomically(path string, encode func(e *encoder)) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(path)+tempInfix+"*")
 	if err != nil {
-		return fmt.Errorf("index: write snapshot: %w", err)
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -68,41 +97,33 @@ func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) (err error) {
 	crc := crc32.New(castagnoli)
 	bw := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
 	e := &encoder{w: bw}
-	// Holding the writer lock keeps graph links still while the current
-	// version is written, and the index as written until it moves onto
-	// the file; searches go on.
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.current.Load().encodeMapped(e, x.model, x.dim, lastSeq)
+	encode(e)
 	if e.err == nil {
 		e.err = bw.Flush()
 	}
 	if e.err != nil {
-		return fmt.Errorf("index: write snapshot: %w", e.err)
+		return e.err
 	}
 	var sum [4]byte
 	putU32(sum[:], crc.Sum32())
 	if _, err = f.Write(sum[:]); err != nil {
-		return fmt.Errorf("index: write snapshot: %w", err)
+		return err
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("index: sync snapshot: %w", err)
+		return fmt.Errorf("sync: %w", err)
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("index: close snapshot: %w", err)
+		return err
 	}
 	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("index: rename snapshot: %w", err)
+		return err
 	}
 	if d, derr := os.Open(dir); derr == nil {
 		derr = d.Sync()
 		d.Close()
 		if derr != nil {
-			return fmt.Errorf("index: sync snapshot dir: %w", derr)
+			return fmt.Errorf("sync dir: %w", derr)
 		}
-	}
-	if x.open == 0 && !x.changed {
-		x.moveOnto(path)
 	}
 	return nil
 }
@@ -123,6 +144,7 @@ func (x *OwnerIndex) moveOnto(path string) {
 	if err != nil || y.live != x.live || y.gen.n != x.gen.n {
 		return
 	}
+	y.gen.file.path = path
 	x.gen, x.slotOf, x.docOf, x.dead = y.gen, y.slotOf, y.docOf, y.dead
 	x.changed = true
 	x.publish()
@@ -191,11 +213,39 @@ func (v *view) eachPage(fn func(pg *page, used int)) {
 	}
 }
 
-// ReadSnapshot loads an index written by WriteSnapshot and the lastSeq it
-// was written with. The index reads the file in place (see mapped.go). A
-// file that fails its checksum or its checks returns an error wrapping
-// ErrCorruptSnapshot.
+// ReadSnapshot loads an index written by WriteSnapshot, with the segment
+// Save wrote beside it if there is one, and the lastSeq they were written
+// with. The index reads the snapshot in place (see mapped.go) and holds
+// the segment's changes in the heap. A snapshot that fails its checksum
+// or its checks returns an error wrapping ErrCorruptSnapshot; a segment
+// that does is left out (see SkippedSegment), and lastSeq is then the
+// snapshot's.
 func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
+	// The segment is read beside the snapshot.
+	type read struct {
+		b   []byte
+		err error
+	}
+	segment := make(chan read, 1)
+	go func() {
+		b, err := os.ReadFile(segmentPath(path))
+		segment <- read{b, err}
+	}()
+	x, lastSeq, err := readSnapshotFile(path)
+	seg := <-segment
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case seg.err == nil:
+		return readSegment(x, seg.b, func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path) })
+	case !errors.Is(seg.err, fs.ErrNotExist):
+		x.skippedSegment = fmt.Errorf("segment left out: %w", seg.err)
+	}
+	return x, lastSeq, nil
+}
+
+// readSnapshotFile is ReadSnapshot of the snapshot alone.
+func readSnapshotFile(path string) (*OwnerIndex, uint64, error) {
 	m, err := openMapping(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
@@ -206,6 +256,7 @@ func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot %s: %w: %w", path, ErrCorruptSnapshot, err)
 	}
+	x.gen.file.path = path
 	return x, lastSeq, nil
 }
 

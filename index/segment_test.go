@@ -1,0 +1,211 @@
+package index
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// segmentChanges changes an index read from its snapshot in every way a
+// segment must hold: the snapshot's slots deleted (a whole document of
+// them too), new entries of new documents and of one of the snapshot's,
+// some of them deleted again, graph links of old nodes rewritten by the
+// new ones. It returns queries that reach the new entries too.
+func segmentChanges(t *testing.T, x *OwnerIndex, firstID uint64, n int, seed uint64) []Query {
+	t.Helper()
+	k := firstID/10000*3 - 1                    // doc_k of the snapshot, whose chunks are
+	x.Delete(4*k+1, 4*k+2, 4*k+3, 4*k+4, 100+k) // entries 4k+1 to 4k+4, is deleted whole
+	vecs := testVectors(n, 16, seed)
+	es := entries(vecs, firstID)
+	for i := range es {
+		es[i].Text = fmt.Sprintf("added %d about walrus%d", i, i%5)
+		doc := fmt.Sprint("new_", firstID, "_", i/3)
+		if i%10 == 0 {
+			doc = "doc_30" // a document of the snapshot
+		}
+		es[i].Doc = &Document{ID: doc, Metadata: map[string]string{"dept": fmt.Sprint("d", i%3)}}
+	}
+	must(t, x.Add(es...))
+	x.Delete(firstID+1, firstID+2, firstID+3)
+	var qs []Query
+	for i, q := range vecs[:20] {
+		qs = append(qs,
+			Query{Vector: q, Text: fmt.Sprintf("walrus%d", i%5), K: 10},
+			Query{Vector: q, K: 10, Filter: func(d *Document) bool { v, _ := d.Meta("dept"); return v == "d2" }})
+	}
+	return qs
+}
+
+// TestSegmentHoldsChangesSinceSnapshot: an index read from its snapshot
+// and its segment gives the results, entries and documents of the index
+// that wrote them, and of a whole snapshot of it; segments hold every
+// change since the snapshot, so the second replaces the first.
+func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	snapshot, err := os.ReadFile(path)
+	must(t, err)
+
+	qs = append(qs, segmentChanges(t, x, 10000, 400, 41)...)
+	whole, err := x.Save(path, 2)
+	must(t, err)
+	if whole {
+		t.Fatal("400 entries added to 3000 were saved whole")
+	}
+	if after, err := os.ReadFile(path); err != nil || string(after) != string(snapshot) {
+		t.Fatalf("saving a segment changed the snapshot (%v)", err)
+	}
+	y, seq, err := ReadSnapshot(path)
+	must(t, err)
+	if y.SkippedSegment() != nil || seq != 2 {
+		t.Fatalf("segment left out (%v) or lastSeq %d", y.SkippedSegment(), seq)
+	}
+	same(t, y, x, qs)
+	if y.Document(10000).ID != "doc_30" || y.Document(10004).ID != "new_10000_1" || y.Has(10) || y.Has(102) || y.Has(10002) {
+		t.Fatal("documents or deletions differ after the segment")
+	}
+	wholePath := filepath.Join(t.TempDir(), "whole.idx")
+	must(t, x.WriteSnapshot(wholePath, 2))
+	z, _, err := ReadSnapshot(wholePath)
+	must(t, err)
+	same(t, y, z, qs)
+
+	// More changes on the index read with its segment: the next segment
+	// holds those and the first's.
+	qs = append(qs, segmentChanges(t, y, 20000, 200, 42)...)
+	if whole, err := y.Save(path, 3); err != nil || whole {
+		t.Fatalf("second segment: whole %v, %v", whole, err)
+	}
+	w, seq, err := ReadSnapshot(path)
+	must(t, err)
+	if w.SkippedSegment() != nil || seq != 3 {
+		t.Fatalf("second segment left out (%v) or lastSeq %d", w.SkippedSegment(), seq)
+	}
+	same(t, w, y, qs)
+	exercise(t, w)
+}
+
+// same fails unless a and b hold the same entries and answer qs alike.
+func same(t *testing.T, a, b *OwnerIndex, qs []Query) {
+	t.Helper()
+	if !slices.Equal(a.IDs(), b.IDs()) {
+		t.Fatalf("%d entries, want %d", a.Len(), b.Len())
+	}
+	if got, want := results(a, qs), results(b, qs); got != want {
+		t.Fatalf("results differ:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestSaveWholeUnlessOnItsSnapshot: Save writes the whole snapshot for an
+// index in the heap, read from another file, or grown by half since
+// its snapshot, and a whole snapshot removes the segment of the last.
+func TestSaveWholeUnlessOnItsSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "owner.idx")
+	x, _ := mappedTestIndex(t, 400)
+	if whole, err := x.Save(path, 1); err != nil || !whole {
+		t.Fatalf("an index in the heap: whole %v, %v", whole, err)
+	}
+	must(t, x.Add(entries(testVectors(10, 16, 43), 5000)...))
+	if whole, err := x.Save(filepath.Join(dir, "other.idx"), 2); err != nil || !whole {
+		t.Fatalf("saved to another file: whole %v, %v", whole, err)
+	}
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	must(t, y.Add(entries(testVectors(10, 16, 43), 5000)...))
+	if whole, err := y.Save(path, 2); err != nil || whole {
+		t.Fatalf("10 entries added to 400: whole %v, %v", whole, err)
+	}
+	must(t, y.Add(entries(testVectors(190, 16, 44), 6000)...))
+	if whole, err := y.Save(path, 3); err != nil || !whole {
+		t.Fatalf("200 entries added to 400: whole %v, %v", whole, err)
+	}
+	if _, err := os.Stat(segmentPath(path)); !os.IsNotExist(err) {
+		t.Fatalf("the segment of the snapshot rewritten whole is still there (%v)", err)
+	}
+	z, seq, err := ReadSnapshot(path)
+	must(t, err)
+	if seq != 3 || z.Len() != y.Len() {
+		t.Fatalf("lastSeq %d, %d entries of %d", seq, z.Len(), y.Len())
+	}
+}
+
+// TestSegmentOfAnotherSnapshotLeftOut: a segment beside a snapshot it was
+// not written for (a crash between a whole snapshot's rename and the old
+// segment's removal), or one that is damaged, is left out and said so;
+// the index is the snapshot's.
+func TestSegmentOfAnotherSnapshotLeftOut(t *testing.T) {
+	x, qs := mappedTestIndex(t, 1000)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	segmentChanges(t, x, 10000, 100, 45)
+	if whole, err := x.Save(path, 2); err != nil || whole {
+		t.Fatalf("whole %v, %v", whole, err)
+	}
+	old, err := os.ReadFile(segmentPath(path))
+	must(t, err)
+	x.Delete(500)
+	must(t, x.WriteSnapshot(path, 3))
+	want, _, err := ReadSnapshot(path)
+	must(t, err)
+
+	for name, seg := range map[string][]byte{
+		"another snapshot":  old,
+		"checksum mismatch": append(append([]byte(nil), old[:len(old)/2]...), old[len(old)/2+1:]...),
+	} {
+		must(t, os.WriteFile(segmentPath(path), seg, 0o600))
+		y, seq, err := ReadSnapshot(path)
+		must(t, err)
+		if y.SkippedSegment() == nil || !strings.Contains(y.SkippedSegment().Error(), name) {
+			t.Fatalf("%s: skipped %v", name, y.SkippedSegment())
+		}
+		if seq != 3 {
+			t.Fatalf("%s: lastSeq %d, want the snapshot's", name, seq)
+		}
+		same(t, y, want, qs)
+	}
+}
+
+// TestSegmentEveryByteFlipped changes the bytes of a segment one at a
+// time (every 17th: records repeat the same checks), with its checksum made right again: each must be
+// left out, the index read again from its snapshot, or give an index that
+// searches, changes and snapshots without panicking.
+func TestSegmentEveryByteFlipped(t *testing.T) {
+	x, _ := mappedTestIndex(t, 200)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	segmentChanges(t, x, 10000, 40, 46)
+	if whole, err := x.Save(path, 2); err != nil || whole {
+		t.Fatalf("whole %v, %v", whole, err)
+	}
+	good, err := os.ReadFile(segmentPath(path))
+	must(t, err)
+	base, _, err := readSnapshotFile(path)
+	must(t, err)
+	reread := func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path) }
+	refused, tried := 0, 0
+	for i := len(segmentMagic); i < len(good)-4; i += 17 {
+		tried++
+		b := append([]byte(nil), good...)
+		b[i] ^= 0xa5
+		y, _, err := readSnapshotFile(path)
+		must(t, err)
+		y, _, err = readSegment(y, withChecksum(b), reread)
+		must(t, err)
+		if y.SkippedSegment() != nil {
+			refused++
+			if !slices.Equal(y.IDs(), base.IDs()) {
+				t.Fatalf("byte %d: a segment left out left %d entries, the snapshot has %d", i, y.Len(), base.Len())
+			}
+		}
+		exercise(t, y)
+	}
+	t.Logf("%d of %d altered segments left out", refused, tried)
+	if refused == 0 {
+		t.Fatal("no altered segment was left out")
+	}
+}
