@@ -116,6 +116,9 @@ func checkSnapshots(dir string, owners map[string]store.Holder) []Finding {
 		case h.Model != "" && x.Model() != h.Model:
 			out = append(out, Finding{Check: "index", Status: StatusWarn, Detail: fmt.Sprintf("%s holds vectors of %s, the store %s", name, x.Model(), h.Model),
 				Fix: "nothing: it is rebuilt from the store when the owner's index loads"})
+		case x.SkippedSegment() != nil:
+			out = append(out, Finding{Check: "index", Status: StatusWarn, Detail: fmt.Sprintf("%s: %v", name, x.SkippedSegment()),
+				Fix: "nothing: what it held is indexed again from the store when the owner's index loads"})
 		case lastSeq < h.LastSeq:
 			behind = append(behind, owner)
 		}

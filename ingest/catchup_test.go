@@ -124,3 +124,64 @@ func TestSnapshotWhenGrown(t *testing.T) {
 		t.Fatalf("the snapshot holds %d entries, want 12", x.Len())
 	}
 }
+
+// TestRestartReadsSegment: a save of an owner that changed little since
+// its snapshot writes a segment and leaves the snapshot as it was, and a
+// restart finds the chunks the segment holds without catching up from
+// the store.
+func TestRestartReadsSegment(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	must(t, err)
+	p, _, err := st.CreateProject("segment")
+	must(t, err)
+	owner := p.ID
+	start := func(hold bool) *Engine {
+		e := New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), Config{Workers: 1}, quietLog())
+		if hold {
+			// A chunk missing from the snapshot and segment would be
+			// caught up in the background, and held there.
+			e.indexes.catchUpInline, e.indexes.catchUpWait = 0, 0
+			e.indexes.catchUpStarts = make(chan struct{})
+		}
+		must(t, e.Start())
+		return e
+	}
+	upload := func(e *Engine, name, text string) {
+		job, _, err := e.Submit(Upload{ProjectID: owner, OwnerID: owner, Name: name, Data: []byte(text)})
+		must(t, err)
+		if j, err := e.WaitJob(context.Background(), job.ID); err != nil || j.Status != store.StatusSucceeded {
+			t.Fatalf("job %s: %+v %v", name, j, err)
+		}
+	}
+	e := start(false)
+	for i := range 12 {
+		upload(e, fmt.Sprint("note-", i, ".txt"), fmt.Sprintf("Meeting note %d about the quarterly budget review.", i))
+	}
+	must(t, e.Shutdown(context.Background())) // the first save: the whole snapshot
+	snap := filepath.Join(dir, "index", filepath.Base(owner)+".idx")
+	whole, err := os.ReadFile(snap)
+	must(t, err)
+
+	e = start(false)
+	upload(e, "lighthouse.txt", "The lighthouse keeper logs every passing tanker at night.")
+	must(t, e.Shutdown(context.Background()))
+	if after, err := os.ReadFile(snap); err != nil || string(after) != string(whole) {
+		t.Fatalf("a save of one chunk more rewrote the snapshot (%v)", err)
+	}
+	if _, err := os.Stat(snap + ".seg"); err != nil {
+		t.Fatalf("no segment beside the snapshot: %v", err)
+	}
+
+	e = start(true)
+	defer func() {
+		close(e.indexes.catchUpStarts) // a catch-up, if the test failed, would hold the shutdown
+		e.Shutdown(context.Background())
+	}()
+	svc := search.New(e, st, llm.NewExtractive(), nil, slog.New(slog.DiscardHandler))
+	res, warnings, err := svc.Search(context.Background(), owner, "lighthouse keeper tanker", 5)
+	must(t, err)
+	if len(res) == 0 || !strings.Contains(res[0].Chunk.Text, "lighthouse") || len(warnings) != 0 {
+		t.Fatalf("the segment's chunk after a restart: %+v, warnings %q", res, warnings)
+	}
+}
