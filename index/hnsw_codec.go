@@ -25,20 +25,25 @@ func (v *view) linksWithin(s uint32, layer int, list []uint32) []uint32 {
 // point and every link, so that a bad file cannot send a search out of
 // bounds.
 func checkGraph(gen *generation, entry uint32, maxLevel int) error {
-	n := int(gen.n)
-	if n == 0 {
-		if entry != noNode {
-			return fmt.Errorf("empty graph with entry %d", entry)
-		}
-	} else if int(entry) >= n || gen.pages.level(entry) != maxLevel {
-		return fmt.Errorf("bad entry point %d at level %d", entry, maxLevel)
+	if err := checkEntry(gen, entry, maxLevel); err != nil {
+		return err
 	}
-	for s := range uint32(n) {
+	for s := range gen.n {
 		if err := checkNode(gen, s); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkEntry checks a graph's entry point and top layer: a node on that
+// layer, or none when no node is linked yet (every slot waits for its
+// vector).
+func checkEntry(gen *generation, entry uint32, maxLevel int) error {
+	if entry == noNode && maxLevel == 0 || entry < gen.n && gen.pages.level(entry) == maxLevel {
+		return nil
+	}
+	return fmt.Errorf("bad entry point %d at level %d", entry, maxLevel)
 }
 
 // checkNode checks node s's links on each of its layers: no more than a

@@ -253,3 +253,24 @@ func TestAdviseWillNeedAnyStart(t *testing.T) {
 	}
 	runtime.KeepAlive(m)
 }
+
+// TestSnapshotOfGraphNotLinkedYet: a graph whose slots all wait for their
+// vectors (an owner past the graph's threshold uploaded while the
+// embedder was down) has no entry point; its snapshot loads, and its
+// first vector becomes the entry.
+func TestSnapshotOfGraphNotLinkedYet(t *testing.T) {
+	x := New("m", 4)
+	x.graphFrom = 0
+	must(t, x.Add(Entry{ID: 1, Vector: make([]float32, 4), Text: "harbour ferry"}, Entry{ID: 2, Vector: make([]float32, 4), Text: "bakery"}))
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	if hits := y.Search(Query{Text: "ferry", K: 1}); len(hits) != 1 || hits[0].ID != 1 {
+		t.Fatalf("text search after the load: %v", hits)
+	}
+	must(t, y.Add(Entry{ID: 3, Vector: []float32{1, 0, 0, 0}, Text: "walrus"}))
+	if hits := y.Search(Query{Vector: []float32{1, 0, 0, 0}, K: 1}); len(hits) != 1 || hits[0].ID != 3 {
+		t.Fatalf("vector search after the first vector: %v", hits)
+	}
+}

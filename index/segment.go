@@ -401,8 +401,8 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 	}
 
 	if graph {
-		if n > 0 && (entry >= n || gen.pages.level(entry) != maxLevel) {
-			return 0, fmt.Errorf("bad entry point %d at level %d", entry, maxLevel)
+		if err := checkEntry(gen, entry, maxLevel); err != nil {
+			return 0, err
 		}
 		gen.graph.entry, gen.graph.maxLevel = entry, maxLevel
 		for _, s := range changed {
