@@ -74,6 +74,9 @@ type ScaleResult struct {
 	// when both run on one), in milliseconds.
 	IngestServerCPUMsPerDoc   float64 `json:"ingest_server_cpu_ms_per_doc"`
 	IngestUploaderCPUMsPerDoc float64 `json:"ingest_uploader_cpu_ms_per_doc"`
+	// What the server had the disk write during the ingest (the store,
+	// the originals, the index's snapshots and segments), per chunk.
+	IngestWrittenBytesPerChunk float64 `json:"ingest_written_bytes_per_chunk"`
 
 	// Memory of the server: anonymous RSS (heap, stacks: what the
 	// process itself holds, /proc/<pid>/status RssAnon) and file-backed
@@ -86,7 +89,10 @@ type ScaleResult struct {
 	RSSAnonPerChunk            float64 `json:"rss_anon_per_chunk"`
 	RSSFileBytes               int64   `json:"rss_file_bytes"`
 
+	// The owner's snapshot after a clean stop, and the segment of the
+	// changes since it saved beside it, if any.
 	SnapshotBytes int64 `json:"snapshot_bytes"`
+	SegmentBytes  int64 `json:"segment_bytes"`
 
 	Query1 QueryLatency `json:"query_1_client"`
 	Query8 QueryLatency `json:"query_8_clients"`
@@ -188,7 +194,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	}
 	defer func() { srv.kill() }()
 	fmt.Fprintf(cfg.Progress, "uploading documents for %d chunks to %s\n", cfg.Chunks, srv.base)
-	start, serverCPU, ownCPU := time.Now(), cpuTime(srv.pid()), selfCPUTime()
+	start, serverCPU, ownCPU, written := time.Now(), cpuTime(srv.pid()), selfCPUTime(), writtenBytes(srv.pid())
 	if err := srv.ingest(ctx, gen, cfg, res); err != nil {
 		return nil, err
 	}
@@ -197,6 +203,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	perDoc := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(res.Documents, 1)) }
 	res.IngestServerCPUMsPerDoc = perDoc(cpuTime(srv.pid()) - serverCPU)
 	res.IngestUploaderCPUMsPerDoc = perDoc(selfCPUTime() - ownCPU)
+	res.IngestWrittenBytesPerChunk = float64(writtenBytes(srv.pid())-written) / float64(max(res.Chunks, 1))
 	fmt.Fprintf(cfg.Progress, "ingested %d chunks in %.1f s\n", res.Chunks, secs)
 	if res.RSSAnonAfterIngestBytes, _, err = rss(srv.pid()); err != nil {
 		return nil, err
@@ -207,7 +214,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	queries := gen.queries(200)
 
 	// kill -9 now: whatever the last periodic snapshot and the store hold.
-	res.SnapshotAtKill = snapshotBytes(dir) > 0
+	res.SnapshotAtKill = filesBytes(dir, "*.idx") > 0
 	srv.kill()
 	fmt.Fprintln(cfg.Progress, "killed with SIGKILL; restarting")
 	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
@@ -223,7 +230,8 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if err := srv.stop(); err != nil {
 		return nil, err
 	}
-	res.SnapshotBytes = snapshotBytes(dir)
+	res.SnapshotBytes = filesBytes(dir, "*.idx")
+	res.SegmentBytes = filesBytes(dir, "*.idx.seg")
 	fmt.Fprintln(cfg.Progress, "stopped cleanly; restarting from the snapshot")
 	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
 		return nil, err
@@ -631,6 +639,22 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(utime+stime) * (time.Second / 100)
 }
 
+// writtenBytes is what a process has had the disk write so far
+// (/proc/<pid>/io write_bytes), or 0 when /proc cannot tell.
+func writtenBytes(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // selfCPUTime is the CPU time this process has used, user and system.
 func selfCPUTime() time.Duration {
 	var ru syscall.Rusage
@@ -640,10 +664,11 @@ func selfCPUTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// snapshotBytes is the size of the index snapshots in a scale run's dir.
-func snapshotBytes(dir string) int64 {
+// filesBytes is the size of the index files matching pattern in a scale
+// run's dir.
+func filesBytes(dir, pattern string) int64 {
 	var n int64
-	files, _ := filepath.Glob(filepath.Join(dir, "data", "index", "*.idx"))
+	files, _ := filepath.Glob(filepath.Join(dir, "data", "index", pattern))
 	for _, f := range files {
 		if st, err := os.Stat(f); err == nil {
 			n += st.Size()
