@@ -8,23 +8,23 @@ import (
 )
 
 // TestIndexStaleSnapshotTempsRemoved leaves in the index dir what a kill -9
-// during a snapshot leaves: the temp file WriteSnapshot was writing. The
-// next start removes it and keeps everything else.
+// during a save leaves: the temp file of the snapshot or segment being
+// written. The next start removes it and keeps everything else.
 func TestIndexStaleSnapshotTempsRemoved(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "index")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	keep := []string{"cus_a.idx", "notes.tmp", "cus_b.idx.tmpx"}
+	keep := []string{"cus_a.idx", "cus_a.idx.seg", "notes.tmp", "cus_b.idx.tmpx"}
 	for _, name := range keep {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var stale []string
-	for _, owner := range []string{"cus_a", "cus_b"} {
-		// As WriteSnapshot names its temp file.
-		f, err := os.CreateTemp(dir, owner+".idx.tmp*")
+	for _, file := range []string{"cus_a.idx", "cus_b.idx", "cus_a.idx.seg"} {
+		// As a save names its temp file.
+		f, err := os.CreateTemp(dir, file+".tmp*")
 		if err != nil {
 			t.Fatal(err)
 		}
