@@ -407,13 +407,7 @@ func loadMapped(m *mapping) (x *OwnerIndex, lastSeq uint64, err error) {
 		}
 	}
 	gen.lex.base = lex
-	gen.file = &snapshotFile{
-		sum:     leU32(m.b[len(m.b)-4:]),
-		size:    int64(len(m.b)),
-		n:       uint32(n),
-		docs:    uint32(docs),
-		touched: newTouchedSet(uint32(n)),
-	}
+	gen.file = newSnapshotFile(leU32(m.b[len(m.b)-4:]), int64(len(m.b)), uint32(n), uint32(docs))
 	if graph {
 		gen.graph.touched = gen.file.touched
 	}

@@ -6,65 +6,118 @@ import (
 	"hash/crc32"
 	"math"
 	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/docsift/docsift/analysis"
 )
 
 // Segments. A snapshot is rewritten whole, and at a million chunks that is
 // gigabytes for every few thousand chunks added. A segment, written beside
-// the snapshot (path + ".seg"), holds only what changed since it: the
-// slots added (their IDs, vectors, lengths, language, document, graph
-// links and postings), the documents added, and for the snapshot's own
-// slots those deleted since or whose graph links new nodes rewrote. Each
-// segment holds everything since the snapshot, so there is at most one
-// and it replaces the last; ReadSnapshot loads the snapshot in place and
-// applies its segment into the heap, which holds the same changes in a
-// running index (see moveOnto). Save writes a segment while it stays small
-// against the snapshot, and the whole snapshot otherwise.
+// the snapshot (path + ".seg1", ".seg2", …), holds only what changed since
+// the segment before it, or the snapshot: the slots added (their IDs,
+// vectors, lengths, language, document, graph links and postings), the
+// documents added, and for the slots before those the ones deleted since
+// or whose graph links new nodes rewrote. ReadSnapshot loads the snapshot
+// in place and applies its segments in order into the heap, which holds
+// the same changes in a running index (see moveOnto). Save appends a
+// segment until the slots added since the snapshot reach segmentLimit,
+// and writes the whole snapshot then, which removes the segments.
 //
-// A segment names its snapshot by the snapshot's checksum, size and slot
-// count, so a segment of an earlier snapshot (a crash between renaming a
-// new snapshot and removing the old segment) is not applied to a later
-// one. It is checked as a snapshot is, checksum first, and one that fails
-// is left out: the index is then the snapshot's and the caller catches up
-// from the store, as after any crash.
+// A segment names its snapshot (checksum, size, slots, documents), its
+// place in the chain and the checksum of the segment before it, so a
+// segment of an earlier snapshot (a crash between renaming a new
+// snapshot and removing the old segments) is not applied to a later one,
+// nor one out of turn. It is checked as a snapshot is, checksum first;
+// from one that fails on, the segments are left out: the index is then
+// the snapshot and the segments before, and the caller catches up from
+// the store, as after any crash.
 //
-// Layout: magic, version, the snapshot's checksum u32, size u64, slots u32
-// and documents u32; lastSeq u64, slots n u32, the graph's entry u32 and
-// top level u32; the documents added (count, then each as in a snapshot);
-// the snapshot's slots changed since (count, then each: slot u32, deleted
-// u8, and for a graph its layer-0 list and upper lists); each added slot
-// (ID u64, deleted u8, docLen u32, headLen u32, document ref u32, language
-// u8, for a graph its level u8, its vector [dim]f32, for a graph its
-// lists); the terms with postings added (count u64, then each: key u64,
-// count u32, postings (slot u32, tf u32)); the CRC-32C of it all.
+// Layout: magic, version; the snapshot's checksum u32, size u64, slots u32
+// and documents u32; the segment's number u32 (1 for the first), the
+// checksum of the one before u32 (the snapshot's for the first), the
+// slots u32 and documents u32 before it; lastSeq u64, slots n u32, the
+// graph's entry u32 and top level u32; the documents added (count, then
+// each as in a snapshot); the slots before it changed since the last
+// save (count, then each: slot u32, deleted u8, and for a graph its
+// layer-0 list and upper lists); each added slot (ID u64, deleted u8,
+// docLen u32, headLen u32, document ref u32, language u8, for a graph its
+// level u8, its vector [dim]f32, for a graph its lists); the terms with
+// postings of the added slots (count u64, then each: key u64, count u32,
+// postings (slot u32, tf u32)); the CRC-32C of it all.
 const (
 	segmentMagic   = "DSFTSEG\x00"
 	segmentVersion = 1
-	// segmentMaxSlots bounds the slots a segment adds before Save writes
-	// the whole snapshot instead: an index holds what its segment holds
-	// in the heap (about 9 KB a chunk), which a whole snapshot moves onto
-	// the file. A segment is also never let grow past half its
-	// snapshot's slots (segmentWorth): with the old nodes' links it
-	// holds, it would then be a good part of the whole's size.
-	segmentMaxSlots = 50000
+	// segmentMinLimit is the fewest slots added since the snapshot at
+	// which Save writes the whole snapshot instead of a segment (see
+	// segmentLimit).
+	segmentMinLimit = 50000
 )
 
-// segmentPath is the segment of the snapshot at path.
-func segmentPath(path string) string { return path + ".seg" }
+// segmentLimit is how many slots may be added after a snapshot of n slots
+// before Save writes the whole snapshot again. An index holds what its
+// segments hold in the heap (about 9 KB a slot), which a whole snapshot
+// moves onto the file: an eighth of the snapshot, or 50,000 slots if that
+// is more, costs at most about 1.1 KB a chunk over the 750 of the file
+// read in place, and means a million-chunk owner rewrites its snapshot
+// every 125,000 chunks, not every 50,000. A small snapshot is rewritten
+// once the slots added reach half its own, which costs little.
+func segmentLimit(n uint32) uint32 {
+	return min(max(segmentMinLimit, n/8), n/2)
+}
+
+// segmentPath is the k-th segment of the snapshot at path.
+func segmentPath(path string, k int) string { return fmt.Sprintf("%s.seg%d", path, k) }
+
+// removeSegments removes the segments of the snapshot at path (written
+// whole, or about to start a new chain). One left behind (a crash before
+// this) names another snapshot or chain and is not applied, so an error
+// is harmless.
+func removeSegments(path string) {
+	names, _ := filepath.Glob(path + ".seg*")
+	for _, name := range names {
+		if k := strings.TrimPrefix(name, path+".seg"); k != "" && strings.Trim(k, "0123456789") == "" {
+			os.Remove(name)
+		}
+	}
+}
 
 // snapshotFile is what a generation read in place from a snapshot knows
-// of the file, for the segments written after it.
+// of the file, and of the segments saved after it.
 type snapshotFile struct {
 	path string
 	sum  uint32 // CRC-32C, as the file ends with
 	size int64
 	n    uint32 // slots the file holds
 	docs uint32 // documents the file holds
-	// touched marks the file's slots deleted, or whose graph links were
-	// rewritten, since the file was written: a segment holds them again.
+
+	// The segments: how many, the slots and documents the snapshot and
+	// they hold, and the checksum of the last (the snapshot's if none).
+	segments          int
+	savedN, savedDocs uint32
+	lastSum           uint32
+	// touched marks the slots below savedN deleted, or whose graph links
+	// were rewritten, since the last save: the next segment holds them
+	// again.
 	touched touchedSet
+}
+
+func newSnapshotFile(sum uint32, size int64, n, docs uint32) *snapshotFile {
+	return &snapshotFile{sum: sum, size: size, n: n, docs: docs, savedN: n, savedDocs: docs, lastSum: sum, touched: newTouchedSet(n)}
+}
+
+// saved records a segment written (or read) with checksum sum, holding
+// the slots and documents below n and docs, and starts marking afresh.
+func (f *snapshotFile) saved(g *generation, sum uint32) {
+	f.segments++
+	f.savedN, f.savedDocs, f.lastSum = g.n, g.nDocs, sum
+	f.touched = newTouchedSet(g.n)
+	if g.graph != nil {
+		g.graph.touched = f.touched
+	}
 }
 
 // touchedSet is a bit per slot of a snapshot, set by the writer (in
@@ -88,67 +141,61 @@ func (t touchedSet) has(s uint32) bool {
 	return int(i) < len(t) && t[i].Load()&(1<<(s%64)) != 0
 }
 
-// segmentWorth reports whether a segment of n slots beside f is worth
-// writing instead of the whole snapshot (see segmentMaxSlots).
-func segmentWorth(f *snapshotFile, n uint32) bool {
-	added := n - f.n
-	return added < segmentMaxSlots && added < f.n/2
-}
-
 // Save writes the index's current version (as WriteSnapshot does) for a
-// restart to find at path: as a segment beside the snapshot there when
-// the index was read from that snapshot, or moved onto it, and has
-// changed little since (see segmentMaxSlots); whole otherwise, which
-// removes the segment. whole says which it wrote. A segment costs what
-// changed since the snapshot, not what the index holds, and leaves the
-// index where it is.
+// restart to find at path: as the next segment of the snapshot there when
+// the index was read from that snapshot, or moved onto it, and has not
+// grown past segmentLimit since; whole otherwise, which removes the
+// segments. whole says which it wrote. A segment costs what changed since
+// the last save, not what the index holds, and leaves the index where it
+// is. While a Commit runs, the snapshot is written whole, as WriteSnapshot
+// does.
 func (x *OwnerIndex) Save(path string, lastSeq uint64) (whole bool, err error) {
 	x.mu.Lock()
 	v := x.current.Load()
 	f := v.gen.file
-	if f == nil || f.path != path || !segmentWorth(f, v.n) {
+	if f == nil || f.path != path || x.open > 0 || v.n-f.n >= segmentLimit(f.n) {
 		x.mu.Unlock()
 		return true, x.WriteSnapshot(path, lastSeq)
 	}
 	// Holding the writer lock keeps the links and deletions still while
-	// they are written; searches go on.
+	// they are written, and no Commit runs: the view is the writer's
+	// state, whose marks the segment takes. Searches go on.
 	defer x.mu.Unlock()
-	err = writeAtomically(segmentPath(path), func(e *encoder) { v.encodeSegment(e, f, lastSeq) })
+	if f.segments == 0 {
+		removeSegments(path) // of an earlier chain, left by a crash
+	}
+	sum, err := writeAtomically(segmentPath(path, f.segments+1), func(e *encoder) { v.encodeSegment(e, f, lastSeq) })
 	if err != nil {
 		return false, fmt.Errorf("index: write segment: %w", err)
 	}
+	f.saved(v.gen, sum)
 	return false, nil
 }
 
-// encodeSegment writes the view's changes since the snapshot f.
+// encodeSegment writes the view's changes since the last save of f.
 func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
 	graph := v.gen.graph != nil
+	from := f.savedN
 	e.bytes([]byte(segmentMagic))
 	e.u32(segmentVersion)
 	e.u32(f.sum)
 	e.u64(uint64(f.size))
 	e.u32(f.n)
 	e.u32(f.docs)
+	e.u32(uint32(f.segments + 1))
+	e.u32(f.lastSum)
+	e.u32(from)
+	e.u32(f.savedDocs)
 	e.u64(lastSeq)
 	e.u32(v.n)
 	e.u32(v.entry)
 	e.u32(uint32(v.maxLevel))
 
-	// The documents added since, alive in the view, numbered on from
-	// the file's.
-	renum := make([]uint32, v.docs.n-f.docs) // ordinal-f.docs -> the segment's ordinal+1
-	var alive uint32
-	for o := f.docs; o < v.docs.n; o++ {
-		if v.docAlive(o) {
-			renum[o-f.docs] = f.docs + alive + 1
-			alive++
-		}
-	}
-	e.u32(alive)
-	for o := f.docs; o < v.docs.n; o++ {
-		if renum[o-f.docs] != 0 {
-			encodeDoc(e, v.docs.pages.doc(o))
-		}
+	// Every document added, deleted ones too, so that a load numbers
+	// them as the writer does; one with no live slot is deleted there.
+	e.u32(v.docs.n - f.savedDocs)
+	for o := f.savedDocs; o < v.docs.n; o++ {
+		encodeDoc(e, v.docs.pages.doc(o))
 	}
 
 	var list [hnswM0 + 1]uint32
@@ -162,13 +209,13 @@ func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
 		}
 	}
 	var touched uint32
-	for s := range f.n {
+	for s := range from {
 		if f.touched.has(s) {
 			touched++
 		}
 	}
 	e.u32(touched)
-	for s := range f.n {
+	for s := range from {
 		if f.touched.has(s) {
 			e.u32(s)
 			e.u8(v.deadFlag(s))
@@ -176,13 +223,10 @@ func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
 		}
 	}
 
-	for s := f.n; s < v.n; s++ {
+	for s := from; s < v.n; s++ {
 		var ref uint32
 		if o, ok := v.pages.slotDoc(s); ok && v.alive(s) {
 			ref = o + 1
-			if o >= f.docs {
-				ref = renum[o-f.docs]
-			}
 		}
 		e.u64(v.pages.id(s))
 		e.u8(v.deadFlag(s))
@@ -197,12 +241,17 @@ func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
 		lists(s)
 	}
 
-	// Every posting in the table is of a slot added since the file (see
-	// moveOnto and applySegment).
+	// The table holds the postings of the slots added since the
+	// snapshot (see moveOnto and applySegment); those of the slots added
+	// since the last save end each list.
+	added := func(p *termPostings) []posting {
+		ps := p.upTo(v.n)
+		return ps[sort.Search(len(ps), func(i int) bool { return ps[i].doc >= from }):]
+	}
 	t := v.gen.lex.table.Load()
 	var terms uint64
 	for i := range t.slots {
-		if p := t.slots[i].Load(); p != nil && len(p.upTo(v.n)) > 0 {
+		if p := t.slots[i].Load(); p != nil && len(added(p)) > 0 {
 			terms++
 		}
 	}
@@ -212,7 +261,7 @@ func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
 		if p == nil {
 			continue
 		}
-		if ps := p.upTo(v.n); len(ps) > 0 {
+		if ps := added(p); len(ps) > 0 {
 			e.u64(uint64(p.key))
 			e.u32(uint32(len(ps)))
 			e.bytes(postingBytes(ps))
@@ -220,33 +269,44 @@ func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
 	}
 }
 
-// readSegment reads the segment of the snapshot x was just read from, if
-// there is one, and applies it. A segment that cannot be applied leaves x
-// as the snapshot made it, or, when it failed half applied, returns the
-// snapshot read again (reread): x is then not to be used.
-func readSegment(x *OwnerIndex, b []byte, reread func() (*OwnerIndex, uint64, error)) (*OwnerIndex, uint64, error) {
-	seq, err := x.applySegment(b)
-	if err == nil {
-		return x, seq, nil
+// readSegments applies the segments read beside the snapshot x was just
+// read from, in order. From the first that cannot be applied on, they are
+// left out (see SkippedSegment); when that one failed half applied, the
+// snapshot is read again (reread) and the segments before it applied
+// again, and x is not to be used.
+func readSegments(x *OwnerIndex, lastSeq uint64, segs [][]byte, reread func() (*OwnerIndex, uint64, error)) (*OwnerIndex, uint64, error) {
+	for k, b := range segs {
+		seq, err := x.applySegment(b)
+		if err == nil {
+			lastSeq = seq
+			continue
+		}
+		y, seq, rerr := reread()
+		if rerr != nil {
+			return nil, 0, rerr
+		}
+		for _, b := range segs[:k] {
+			if seq, rerr = y.applySegment(b); rerr != nil {
+				return nil, 0, fmt.Errorf("segment %d applied once, not twice: %w", k, rerr)
+			}
+		}
+		y.skippedSegment = fmt.Errorf("segment %d and after left out: %w", k+1, err)
+		return y, seq, nil
 	}
-	y, seq, rerr := reread()
-	if rerr != nil {
-		return nil, 0, rerr
-	}
-	y.skippedSegment = fmt.Errorf("segment left out: %w", err)
-	return y, seq, nil
+	return x, lastSeq, nil
 }
 
-// applySegment applies a segment to x, just read from its snapshot, and
-// returns the segment's lastSeq. It checks every value as the snapshot's
-// loader does (a search must not be sent out of bounds by a hostile file);
-// an error may leave x half changed.
+// applySegment applies the next segment of the snapshot x was read from
+// and returns its lastSeq. It checks every value as the snapshot's loader
+// does (a search must not be sent out of bounds by a hostile file); an
+// error may leave x half changed.
 func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 	if len(b) < len(segmentMagic)+4 || string(b[:len(segmentMagic)]) != segmentMagic {
 		return 0, errors.New("not a segment")
 	}
 	body := b[:len(b)-4]
-	if crc32.Checksum(body, castagnoli) != leU32(b[len(b)-4:]) {
+	sum := crc32.Checksum(body, castagnoli)
+	if sum != leU32(b[len(b)-4:]) {
 		return 0, errors.New("checksum mismatch")
 	}
 	gen := x.gen
@@ -256,18 +316,20 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 	if v := d.u32(); d.err == nil && v != segmentVersion {
 		return 0, fmt.Errorf("unsupported segment version %d", v)
 	}
-	sum, size, fn, fdocs := d.u32(), int64(d.u64()), d.u32(), d.u32()
-	if d.err == nil && (sum != f.sum || size != f.size || fn != f.n || fdocs != f.docs) {
-		return 0, errors.New("segment of another snapshot")
-	}
+	fsum, fsize, fn, fdocs := d.u32(), int64(d.u64()), d.u32(), d.u32()
+	k, prev, from, fromDocs := int(d.u32()), d.u32(), d.u32(), d.u32()
 	lastSeq = d.u64()
 	n, entry, maxLevel := d.u32(), d.u32(), int(d.u32())
 	perSlot := 8 + 1 + 4 + 4 + 4 + 1 + 4*x.dim
 	switch {
 	case d.err != nil:
 		return 0, d.err
-	case n < f.n || int(n-f.n) > len(d.b)/perSlot:
-		return 0, fmt.Errorf("%d slots over the snapshot's %d exceed the segment", int64(n)-int64(f.n), f.n)
+	case fsum != f.sum || fsize != f.size || fn != f.n || fdocs != f.docs:
+		return 0, errors.New("segment of another snapshot")
+	case k != f.segments+1 || prev != f.lastSum || from != gen.n || fromDocs != gen.nDocs:
+		return 0, fmt.Errorf("segment %d out of turn after %d", k, f.segments)
+	case n < from || int(n-from) > len(d.b)/perSlot:
+		return 0, fmt.Errorf("%d slots added to %d exceed the segment", int64(n)-int64(from), from)
 	}
 
 	nd := d.count(20)
@@ -296,14 +358,14 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 		return nil
 	}
 	touched := d.count(5)
-	var changed []uint32
+	changed := make([]uint32, 0, touched)
 	for i := range touched {
 		s := d.u32()
 		dead := d.u8()
 		switch {
 		case d.err != nil:
 			return 0, d.err
-		case s >= f.n || i > 0 && s <= changed[i-1]:
+		case s >= from || i > 0 && s <= changed[i-1]:
 			return 0, fmt.Errorf("changed slot %d out of order or range", s)
 		case dead > 1:
 			return 0, fmt.Errorf("slot %d: deletion mark %d", s, dead)
@@ -314,9 +376,8 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 			x.remove(gen.pages.id(s))
 			gen.pages.deadAt(s).Store(1)
 		case dead == 0 && wasDead:
-			return 0, fmt.Errorf("slot %d deleted in the snapshot, alive in its segment", s)
+			return 0, fmt.Errorf("slot %d deleted before, alive in segment %d", s, k)
 		}
-		f.touched.mark(s)
 		if err := readLists(s); err != nil {
 			return 0, err
 		}
@@ -324,7 +385,7 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 	}
 
 	vec := make([]float32, x.dim)
-	for s := f.n; s < n; s++ {
+	for s := from; s < n; s++ {
 		id, dead, docLen, headLen, ref, lang := d.u64(), d.u8(), d.u32(), d.u32(), d.u32(), analysis.Lang(d.u8())
 		level := 0
 		if graph {
@@ -377,23 +438,26 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 		return 0, fmt.Errorf("%d terms exceed the segment", terms)
 	}
 	for range terms {
-		k := termKey(d.u64())
+		key := termKey(d.u64())
 		count := d.count(8)
 		w := d.take(8 * count)
 		if d.err != nil {
 			return 0, d.err
 		}
-		ps := make([]posting, count, postingsCap(uint32(count)))
-		prev := int64(f.n) - 1
+		if count == 0 {
+			return 0, fmt.Errorf("term %x with no postings", key)
+		}
+		prev := int64(from) - 1
+		ps := make([]posting, count)
 		for i := range ps {
 			ps[i] = posting{doc: leU32(w[8*i:]), tf: leU32(w[8*i+4:])}
 			if int64(ps[i].doc) <= prev || ps[i].doc >= n || ps[i].tf == 0 {
-				return 0, fmt.Errorf("term %x: posting for slot %d of %d with frequency %d out of order or range", k, ps[i].doc, n, ps[i].tf)
+				return 0, fmt.Errorf("term %x: posting for slot %d of %d with frequency %d out of order or range", key, ps[i].doc, n, ps[i].tf)
 			}
 			prev = int64(ps[i].doc)
 		}
-		if !gen.lex.adopt(k, ps) {
-			return 0, fmt.Errorf("term %x listed twice", k)
+		if !gen.lex.extend(key, ps) {
+			return 0, fmt.Errorf("term %x listed twice", key)
 		}
 	}
 	if len(d.b) != 0 {
@@ -410,19 +474,20 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 				return 0, err
 			}
 		}
-		for s := f.n; s < n; s++ {
+		for s := from; s < n; s++ {
 			if err := checkNode(gen, s); err != nil {
 				return 0, err
 			}
 		}
 	}
-	// The documents added must each have a live slot, as the writer
-	// keeps only those. (The snapshot's that lost their last were
-	// deleted with it.)
-	for o := f.docs; o < gen.nDocs; o++ {
+	// The documents added: one with a live slot is found by its ID, as
+	// no other live one may be; one without is deleted, as the writer's
+	// was.
+	for o := fromDocs; o < gen.nDocs; o++ {
 		doc := gen.docs.doc(o)
 		if gen.docLive[o] == 0 {
-			return 0, fmt.Errorf("document %q has no live slot", doc.ID)
+			gen.docs.deadAt(o).Store(1)
+			continue
 		}
 		before := len(x.docOf)
 		x.docOf[doc.ID] = o
@@ -430,20 +495,29 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 			return 0, fmt.Errorf("document %q listed twice", doc.ID)
 		}
 	}
+	f.saved(gen, sum)
 	x.publish()
 	return lastSeq, nil
 }
 
-// adopt gives the new term k the postings ps, staged (a segment's load);
-// it reports false when k has postings already.
-func (l *lexicon) adopt(k termKey, ps []posting) bool {
+// extend appends ps, postings of slots past all of term k's, to its
+// postings, staged (a segment's load); it reports false when they are not
+// past them.
+func (l *lexicon) extend(k termKey, ps []posting) bool {
 	t := l.termFor(k)
-	if t.staged != 0 || len(ps) == 0 {
+	if all := t.all(); len(all) > 0 && all[len(all)-1].doc >= ps[0].doc {
 		return false
 	}
-	t.data.Store(&ps[0])
-	t.staged = uint32(len(ps))
-	l.dirty = append(l.dirty, t)
+	if t.staged == t.n.Load() {
+		l.dirty = append(l.dirty, t)
+	}
+	if c := postingsCap(t.staged + uint32(len(ps))); t.staged == 0 || c > postingsCap(t.staged) {
+		grown := make([]posting, c)
+		copy(grown, t.all())
+		t.data.Store(&grown[0])
+	}
+	copy(unsafe.Slice(t.data.Load(), t.staged+uint32(len(ps)))[t.staged:], ps)
+	t.staged += uint32(len(ps))
 	return true
 }
 
@@ -465,15 +539,7 @@ func leU32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
-// removeSegment removes the segment of the snapshot at path, now
-// rewritten whole. One left behind (a crash before this) names the old
-// snapshot and is not applied to the new one, so an error is harmless.
-func removeSegment(path string) {
-	os.Remove(segmentPath(path))
-}
-
-// SkippedSegment says why the segment beside the snapshot x was read from
-// was left out (see segment.go), nil when it was applied or there was
-// none: x is then the snapshot's alone, and the changes the segment held
-// are to be caught up from the store.
+// SkippedSegment says why segments beside the snapshot x was read from
+// were left out (see segment.go), nil when every one was applied: x then
+// lacks the changes they held, which are to be caught up from the store.
 func (x *OwnerIndex) SkippedSegment() error { return x.skippedSegment }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -75,10 +74,15 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 	same(t, y, z, qs)
 
 	// More changes on the index read with its segment: the next segment
-	// holds those and the first's.
+	// holds those, and the first stays as it was.
+	first, err := os.ReadFile(segmentPath(path, 1))
+	must(t, err)
 	qs = append(qs, segmentChanges(t, y, 20000, 200, 42)...)
 	if whole, err := y.Save(path, 3); err != nil || whole {
 		t.Fatalf("second segment: whole %v, %v", whole, err)
+	}
+	if after, err := os.ReadFile(segmentPath(path, 1)); err != nil || string(after) != string(first) {
+		t.Fatalf("the second segment rewrote the first (%v)", err)
 	}
 	w, seq, err := ReadSnapshot(path)
 	must(t, err)
@@ -124,7 +128,7 @@ func TestSaveWholeUnlessOnItsSnapshot(t *testing.T) {
 	if whole, err := y.Save(path, 3); err != nil || !whole {
 		t.Fatalf("200 entries added to 400: whole %v, %v", whole, err)
 	}
-	if _, err := os.Stat(segmentPath(path)); !os.IsNotExist(err) {
+	if _, err := os.Stat(segmentPath(path, 1)); !os.IsNotExist(err) {
 		t.Fatalf("the segment of the snapshot rewritten whole is still there (%v)", err)
 	}
 	z, seq, err := ReadSnapshot(path)
@@ -136,8 +140,9 @@ func TestSaveWholeUnlessOnItsSnapshot(t *testing.T) {
 
 // TestSegmentOfAnotherSnapshotLeftOut: a segment beside a snapshot it was
 // not written for (a crash between a whole snapshot's rename and the old
-// segment's removal), or one that is damaged, is left out and said so;
-// the index is the snapshot's.
+// segments' removal), or one that is damaged, is left out with those
+// after it and said so; the index is the snapshot and the segments
+// before.
 func TestSegmentOfAnotherSnapshotLeftOut(t *testing.T) {
 	x, qs := mappedTestIndex(t, 1000)
 	path := filepath.Join(t.TempDir(), "owner.idx")
@@ -146,60 +151,95 @@ func TestSegmentOfAnotherSnapshotLeftOut(t *testing.T) {
 	if whole, err := x.Save(path, 2); err != nil || whole {
 		t.Fatalf("whole %v, %v", whole, err)
 	}
-	old, err := os.ReadFile(segmentPath(path))
+	old, err := os.ReadFile(segmentPath(path, 1))
 	must(t, err)
 	x.Delete(500)
 	must(t, x.WriteSnapshot(path, 3))
-	want, _, err := ReadSnapshot(path)
+	snapshot, _, err := ReadSnapshot(path)
+	must(t, err)
+	x.Delete(501)
+	if whole, err := x.Save(path, 4); err != nil || whole {
+		t.Fatalf("whole %v, %v", whole, err)
+	}
+	first, _, err := ReadSnapshot(path)
+	must(t, err)
+	if first.Has(501) {
+		t.Fatal("the first segment after the snapshot was not applied")
+	}
+	x.Delete(502)
+	if whole, err := x.Save(path, 5); err != nil || whole {
+		t.Fatalf("whole %v, %v", whole, err)
+	}
+	second, err := os.ReadFile(segmentPath(path, 2))
 	must(t, err)
 
-	for name, seg := range map[string][]byte{
-		"another snapshot":  old,
-		"checksum mismatch": append(append([]byte(nil), old[:len(old)/2]...), old[len(old)/2+1:]...),
+	for _, c := range []struct {
+		k    int
+		seg  []byte
+		why  string
+		want *OwnerIndex
+		seq  uint64
+	}{
+		{1, old, "segment 1 and after left out: segment of another snapshot", snapshot, 3},
+		{2, old, "segment 2 and after left out: segment of another snapshot", first, 4},
+		{2, append(append([]byte(nil), second[:len(second)/2]...), second[len(second)/2+1:]...), "segment 2 and after left out: checksum mismatch", first, 4},
 	} {
-		must(t, os.WriteFile(segmentPath(path), seg, 0o600))
+		keep, err := os.ReadFile(segmentPath(path, c.k))
+		must(t, err)
+		must(t, os.WriteFile(segmentPath(path, c.k), c.seg, 0o600))
 		y, seq, err := ReadSnapshot(path)
 		must(t, err)
-		if y.SkippedSegment() == nil || !strings.Contains(y.SkippedSegment().Error(), name) {
-			t.Fatalf("%s: skipped %v", name, y.SkippedSegment())
+		if y.SkippedSegment() == nil || y.SkippedSegment().Error() != c.why {
+			t.Fatalf("segment %d: skipped %v, want %q", c.k, y.SkippedSegment(), c.why)
 		}
-		if seq != 3 {
-			t.Fatalf("%s: lastSeq %d, want the snapshot's", name, seq)
+		if seq != c.seq {
+			t.Fatalf("segment %d: lastSeq %d, want %d", c.k, seq, c.seq)
 		}
-		same(t, y, want, qs)
+		same(t, y, c.want, qs)
+		must(t, os.WriteFile(segmentPath(path, c.k), keep, 0o600))
+	}
+	y, seq, err := ReadSnapshot(path)
+	must(t, err)
+	if y.SkippedSegment() != nil || seq != 5 || y.Has(502) {
+		t.Fatalf("both segments: skipped %v, lastSeq %d", y.SkippedSegment(), seq)
 	}
 }
 
-// TestSegmentEveryByteFlipped changes the bytes of a segment one at a
-// time (every 17th: records repeat the same checks), with its checksum made right again: each must be
-// left out, the index read again from its snapshot, or give an index that
-// searches, changes and snapshots without panicking.
+// TestSegmentEveryByteFlipped changes the bytes of a second segment one
+// at a time (every 17th: records repeat the same checks), with its
+// checksum made right again: each must be left out, the index read again
+// from its snapshot and first segment, or give an index that searches,
+// changes and snapshots without panicking.
 func TestSegmentEveryByteFlipped(t *testing.T) {
 	x, _ := mappedTestIndex(t, 200)
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	segmentChanges(t, x, 10000, 40, 46)
+	segmentChanges(t, x, 10000, 20, 46)
 	if whole, err := x.Save(path, 2); err != nil || whole {
 		t.Fatalf("whole %v, %v", whole, err)
 	}
-	good, err := os.ReadFile(segmentPath(path))
+	segmentChanges(t, x, 20000, 20, 47)
+	if whole, err := x.Save(path, 3); err != nil || whole {
+		t.Fatalf("whole %v, %v", whole, err)
+	}
+	first, err := os.ReadFile(segmentPath(path, 1))
 	must(t, err)
-	base, _, err := readSnapshotFile(path)
+	good, err := os.ReadFile(segmentPath(path, 2))
 	must(t, err)
 	reread := func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path) }
+	base, _, err := readSegments(must2(reread()), 1, [][]byte{first}, reread)
+	must(t, err)
 	refused, tried := 0, 0
 	for i := len(segmentMagic); i < len(good)-4; i += 17 {
 		tried++
 		b := append([]byte(nil), good...)
 		b[i] ^= 0xa5
-		y, _, err := readSnapshotFile(path)
-		must(t, err)
-		y, _, err = readSegment(y, withChecksum(b), reread)
+		y, _, err := readSegments(must2(reread()), 1, [][]byte{first, withChecksum(b)}, reread)
 		must(t, err)
 		if y.SkippedSegment() != nil {
 			refused++
 			if !slices.Equal(y.IDs(), base.IDs()) {
-				t.Fatalf("byte %d: a segment left out left %d entries, the snapshot has %d", i, y.Len(), base.Len())
+				t.Fatalf("byte %d: a segment left out left %d entries, the snapshot and first segment %d", i, y.Len(), base.Len())
 			}
 		}
 		exercise(t, y)
@@ -208,4 +248,12 @@ func TestSegmentEveryByteFlipped(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("no altered segment was left out")
 	}
+}
+
+// must2 is the index of a read that must succeed.
+func must2(x *OwnerIndex, _ uint64, err error) *OwnerIndex {
+	if err != nil {
+		panic(err)
+	}
+	return x
 }

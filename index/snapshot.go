@@ -61,10 +61,10 @@ func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	v := x.current.Load()
-	if err := writeAtomically(path, func(e *encoder) { v.encodeMapped(e, x.model, x.dim, lastSeq) }); err != nil {
+	if _, err := writeAtomically(path, func(e *encoder) { v.encodeMapped(e, x.model, x.dim, lastSeq) }); err != nil {
 		return fmt.Errorf("index: write snapshot: %w", err)
 	}
-	removeSegment(path)
+	removeSegments(path)
 	// The file the index is read from, if it was the one at path, is
 	// there no more: a segment of it would be refused.
 	for _, g := range [2]*generation{v.gen, x.gen} {
@@ -81,12 +81,12 @@ func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) error {
 // writeAtomically writes what encode encodes, then its CRC-32C, to path
 // atomically: a temp file in the same directory, fsynced, renamed over
 // path, then the directory fsynced, so a crash leaves either the old file
-// or the new one.
-func writeAtomically(path string, encode func(e *encoder)) (err error) {
+// or the new one. It returns the checksum.
+func writeAtomically(path string, encode func(e *encoder)) (sum uint32, err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(path)+tempInfix+"*")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() {
 		if err != nil {
@@ -102,30 +102,31 @@ func writeAtomically(path string, encode func(e *encoder)) (err error) {
 		e.err = bw.Flush()
 	}
 	if e.err != nil {
-		return e.err
+		return 0, e.err
 	}
-	var sum [4]byte
-	putU32(sum[:], crc.Sum32())
-	if _, err = f.Write(sum[:]); err != nil {
-		return err
+	var b [4]byte
+	sum = crc.Sum32()
+	putU32(b[:], sum)
+	if _, err = f.Write(b[:]); err != nil {
+		return 0, err
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("sync: %w", err)
+		return 0, fmt.Errorf("sync: %w", err)
 	}
 	if err = f.Close(); err != nil {
-		return err
+		return 0, err
 	}
 	if err = os.Rename(f.Name(), path); err != nil {
-		return err
+		return 0, err
 	}
 	if d, derr := os.Open(dir); derr == nil {
 		derr = d.Sync()
 		d.Close()
 		if derr != nil {
-			return fmt.Errorf("sync dir: %w", derr)
+			return 0, fmt.Errorf("sync dir: %w", derr)
 		}
 	}
-	return nil
+	return sum, nil
 }
 
 // moveOnto makes the snapshot at path, just written from the current
@@ -213,35 +214,44 @@ func (v *view) eachPage(fn func(pg *page, used int)) {
 	}
 }
 
-// ReadSnapshot loads an index written by WriteSnapshot, with the segment
-// Save wrote beside it if there is one, and the lastSeq they were written
-// with. The index reads the snapshot in place (see mapped.go) and holds
-// the segment's changes in the heap. A snapshot that fails its checksum
-// or its checks returns an error wrapping ErrCorruptSnapshot; a segment
-// that does is left out (see SkippedSegment), and lastSeq is then the
-// snapshot's.
+// ReadSnapshot loads an index written by WriteSnapshot, with the segments
+// Save wrote beside it, and the lastSeq they were written with. The index
+// reads the snapshot in place (see mapped.go) and holds the segments'
+// changes in the heap. A snapshot that fails its checksum or its checks
+// returns an error wrapping ErrCorruptSnapshot; a segment that does is
+// left out with those after it (see SkippedSegment), and lastSeq is then
+// the last applied one's.
 func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
-	// The segment is read beside the snapshot.
+	// The segments are read beside the snapshot.
 	type read struct {
-		b   []byte
-		err error
+		segs [][]byte
+		err  error
 	}
-	segment := make(chan read, 1)
+	segments := make(chan read, 1)
 	go func() {
-		b, err := os.ReadFile(segmentPath(path))
-		segment <- read{b, err}
+		var r read
+		for k := 1; ; k++ {
+			b, err := os.ReadFile(segmentPath(path, k))
+			if err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					r.err = fmt.Errorf("segment %d and after left out: %w", k, err)
+				}
+				break
+			}
+			r.segs = append(r.segs, b)
+		}
+		segments <- r
 	}()
 	x, lastSeq, err := readSnapshotFile(path)
-	seg := <-segment
-	switch {
-	case err != nil:
+	segs := <-segments
+	if err != nil {
 		return nil, 0, err
-	case seg.err == nil:
-		return readSegment(x, seg.b, func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path) })
-	case !errors.Is(seg.err, fs.ErrNotExist):
-		x.skippedSegment = fmt.Errorf("segment left out: %w", seg.err)
 	}
-	return x, lastSeq, nil
+	x, lastSeq, err = readSegments(x, lastSeq, segs.segs, func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path) })
+	if err == nil && x.skippedSegment == nil {
+		x.skippedSegment = segs.err
+	}
+	return x, lastSeq, err
 }
 
 // readSnapshotFile is ReadSnapshot of the snapshot alone.

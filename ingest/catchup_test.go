@@ -169,7 +169,7 @@ func TestRestartReadsSegment(t *testing.T) {
 	if after, err := os.ReadFile(snap); err != nil || string(after) != string(whole) {
 		t.Fatalf("a save of one chunk more rewrote the snapshot (%v)", err)
 	}
-	if _, err := os.Stat(snap + ".seg"); err != nil {
+	if _, err := os.Stat(snap + ".seg1"); err != nil {
 		t.Fatalf("no segment beside the snapshot: %v", err)
 	}
 

@@ -218,11 +218,10 @@ func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uin
 // snapshotGrowth is how many entries an owner's index may gain after it
 // was last saved before it is saved at once instead of at the next
 // period: this bounds what a crash leaves to catch up from the store
-// (0.3-0.6 ms a chunk at a million). A save is a segment of the changes
-// since the whole snapshot while they are few against it, so saving
-// often costs what changed, not the owner's size; the index writes the
-// whole, which moves its heap onto the file, past 50,000 (see
-// index.OwnerIndex.Save).
+// (0.3-0.6 ms a chunk at a million). A save appends a segment of the
+// changes since the last, so saving often costs what changed, not the
+// owner's size, until the index writes the whole snapshot again, which
+// moves its heap onto the file (see index.OwnerIndex.Save).
 const snapshotGrowth = 10000
 
 // updateElsewhere is Update for an owner whose index another node holds

@@ -15,14 +15,14 @@ func TestIndexStaleSnapshotTempsRemoved(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	keep := []string{"cus_a.idx", "cus_a.idx.seg", "notes.tmp", "cus_b.idx.tmpx"}
+	keep := []string{"cus_a.idx", "cus_a.idx.seg1", "notes.tmp", "cus_b.idx.tmpx"}
 	for _, name := range keep {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var stale []string
-	for _, file := range []string{"cus_a.idx", "cus_b.idx", "cus_a.idx.seg"} {
+	for _, file := range []string{"cus_a.idx", "cus_b.idx", "cus_a.idx.seg2"} {
 		// As a save names its temp file.
 		f, err := os.CreateTemp(dir, file+".tmp*")
 		if err != nil {
