@@ -141,21 +141,30 @@ func (t touchedSet) has(s uint32) bool {
 	return int(i) < len(t) && t[i].Load()&(1<<(s%64)) != 0
 }
 
+// Saved says what Save wrote.
+type Saved struct {
+	Whole   bool  // the whole snapshot, not a segment
+	Segment int   // which segment, counting from 1
+	Bytes   int64 // the file's size
+}
+
 // Save writes the index's current version (as WriteSnapshot does) for a
 // restart to find at path: as the next segment of the snapshot there when
 // the index was read from that snapshot, or moved onto it, and has not
 // grown past segmentLimit since; whole otherwise, which removes the
-// segments. whole says which it wrote. A segment costs what changed since
-// the last save, not what the index holds, and leaves the index where it
-// is. While a Commit runs, the snapshot is written whole, as WriteSnapshot
-// does.
-func (x *OwnerIndex) Save(path string, lastSeq uint64) (whole bool, err error) {
+// segments. A segment costs what changed since the last save, not what
+// the index holds, and leaves the index where it is. While a Commit runs,
+// the snapshot is written whole, as WriteSnapshot does.
+func (x *OwnerIndex) Save(path string, lastSeq uint64) (Saved, error) {
 	x.mu.Lock()
 	v := x.current.Load()
 	f := v.gen.file
 	if f == nil || f.path != path || x.open > 0 || v.n-f.n >= segmentLimit(f.n) {
 		x.mu.Unlock()
-		return true, x.WriteSnapshot(path, lastSeq)
+		if err := x.WriteSnapshot(path, lastSeq); err != nil {
+			return Saved{}, err
+		}
+		return Saved{Whole: true, Bytes: fileSize(path)}, nil
 	}
 	// Holding the writer lock keeps the links and deletions still while
 	// they are written, and no Commit runs: the view is the writer's
@@ -164,12 +173,21 @@ func (x *OwnerIndex) Save(path string, lastSeq uint64) (whole bool, err error) {
 	if f.segments == 0 {
 		removeSegments(path) // of an earlier chain, left by a crash
 	}
-	sum, err := writeAtomically(segmentPath(path, f.segments+1), func(e *encoder) { v.encodeSegment(e, f, lastSeq) })
+	k := f.segments + 1
+	sum, err := writeAtomically(segmentPath(path, k), func(e *encoder) { v.encodeSegment(e, f, lastSeq) })
 	if err != nil {
-		return false, fmt.Errorf("index: write segment: %w", err)
+		return Saved{}, fmt.Errorf("index: write segment: %w", err)
 	}
 	f.saved(v.gen, sum)
-	return false, nil
+	return Saved{Segment: k, Bytes: fileSize(segmentPath(path, k))}, nil
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // encodeSegment writes the view's changes since the last save of f.

@@ -39,9 +39,9 @@ func segmentChanges(t *testing.T, x *OwnerIndex, firstID uint64, n int, seed uin
 }
 
 // TestSegmentHoldsChangesSinceSnapshot: an index read from its snapshot
-// and its segment gives the results, entries and documents of the index
-// that wrote them, and of a whole snapshot of it; segments hold every
-// change since the snapshot, so the second replaces the first.
+// and its segments gives the results, entries and documents of the index
+// that wrote them, and of a whole snapshot of it; each segment holds the
+// changes since the one before.
 func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 	x, qs := mappedTestIndex(t, 3000)
 	path := filepath.Join(t.TempDir(), "owner.idx")
@@ -50,10 +50,10 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 	must(t, err)
 
 	qs = append(qs, segmentChanges(t, x, 10000, 400, 41)...)
-	whole, err := x.Save(path, 2)
+	saved, err := x.Save(path, 2)
 	must(t, err)
-	if whole {
-		t.Fatal("400 entries added to 3000 were saved whole")
+	if saved.Whole || saved.Segment != 1 || saved.Bytes != fileSize(segmentPath(path, 1)) || saved.Bytes == 0 {
+		t.Fatalf("400 entries added to 3000 saved as %+v", saved)
 	}
 	if after, err := os.ReadFile(path); err != nil || string(after) != string(snapshot) {
 		t.Fatalf("saving a segment changed the snapshot (%v)", err)
@@ -78,8 +78,8 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 	first, err := os.ReadFile(segmentPath(path, 1))
 	must(t, err)
 	qs = append(qs, segmentChanges(t, y, 20000, 200, 42)...)
-	if whole, err := y.Save(path, 3); err != nil || whole {
-		t.Fatalf("second segment: whole %v, %v", whole, err)
+	if saved, err := y.Save(path, 3); err != nil || saved.Whole {
+		t.Fatalf("second segment: whole %v, %v", saved.Whole, err)
 	}
 	if after, err := os.ReadFile(segmentPath(path, 1)); err != nil || string(after) != string(first) {
 		t.Fatalf("the second segment rewrote the first (%v)", err)
@@ -111,22 +111,22 @@ func TestSaveWholeUnlessOnItsSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "owner.idx")
 	x, _ := mappedTestIndex(t, 400)
-	if whole, err := x.Save(path, 1); err != nil || !whole {
-		t.Fatalf("an index in the heap: whole %v, %v", whole, err)
+	if saved, err := x.Save(path, 1); err != nil || !saved.Whole {
+		t.Fatalf("an index in the heap: whole %v, %v", saved.Whole, err)
 	}
 	must(t, x.Add(entries(testVectors(10, 16, 43), 5000)...))
-	if whole, err := x.Save(filepath.Join(dir, "other.idx"), 2); err != nil || !whole {
-		t.Fatalf("saved to another file: whole %v, %v", whole, err)
+	if saved, err := x.Save(filepath.Join(dir, "other.idx"), 2); err != nil || !saved.Whole {
+		t.Fatalf("saved to another file: whole %v, %v", saved.Whole, err)
 	}
 	y, _, err := ReadSnapshot(path)
 	must(t, err)
 	must(t, y.Add(entries(testVectors(10, 16, 43), 5000)...))
-	if whole, err := y.Save(path, 2); err != nil || whole {
-		t.Fatalf("10 entries added to 400: whole %v, %v", whole, err)
+	if saved, err := y.Save(path, 2); err != nil || saved.Whole {
+		t.Fatalf("10 entries added to 400: whole %v, %v", saved.Whole, err)
 	}
 	must(t, y.Add(entries(testVectors(190, 16, 44), 6000)...))
-	if whole, err := y.Save(path, 3); err != nil || !whole {
-		t.Fatalf("200 entries added to 400: whole %v, %v", whole, err)
+	if saved, err := y.Save(path, 3); err != nil || !saved.Whole {
+		t.Fatalf("200 entries added to 400: whole %v, %v", saved.Whole, err)
 	}
 	if _, err := os.Stat(segmentPath(path, 1)); !os.IsNotExist(err) {
 		t.Fatalf("the segment of the snapshot rewritten whole is still there (%v)", err)
@@ -148,8 +148,8 @@ func TestSegmentOfAnotherSnapshotLeftOut(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 1))
 	segmentChanges(t, x, 10000, 100, 45)
-	if whole, err := x.Save(path, 2); err != nil || whole {
-		t.Fatalf("whole %v, %v", whole, err)
+	if saved, err := x.Save(path, 2); err != nil || saved.Whole {
+		t.Fatalf("whole %v, %v", saved.Whole, err)
 	}
 	old, err := os.ReadFile(segmentPath(path, 1))
 	must(t, err)
@@ -158,8 +158,8 @@ func TestSegmentOfAnotherSnapshotLeftOut(t *testing.T) {
 	snapshot, _, err := ReadSnapshot(path)
 	must(t, err)
 	x.Delete(501)
-	if whole, err := x.Save(path, 4); err != nil || whole {
-		t.Fatalf("whole %v, %v", whole, err)
+	if saved, err := x.Save(path, 4); err != nil || saved.Whole {
+		t.Fatalf("whole %v, %v", saved.Whole, err)
 	}
 	first, _, err := ReadSnapshot(path)
 	must(t, err)
@@ -167,8 +167,8 @@ func TestSegmentOfAnotherSnapshotLeftOut(t *testing.T) {
 		t.Fatal("the first segment after the snapshot was not applied")
 	}
 	x.Delete(502)
-	if whole, err := x.Save(path, 5); err != nil || whole {
-		t.Fatalf("whole %v, %v", whole, err)
+	if saved, err := x.Save(path, 5); err != nil || saved.Whole {
+		t.Fatalf("whole %v, %v", saved.Whole, err)
 	}
 	second, err := os.ReadFile(segmentPath(path, 2))
 	must(t, err)
@@ -215,12 +215,12 @@ func TestSegmentEveryByteFlipped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 1))
 	segmentChanges(t, x, 10000, 20, 46)
-	if whole, err := x.Save(path, 2); err != nil || whole {
-		t.Fatalf("whole %v, %v", whole, err)
+	if saved, err := x.Save(path, 2); err != nil || saved.Whole {
+		t.Fatalf("whole %v, %v", saved.Whole, err)
 	}
 	segmentChanges(t, x, 20000, 20, 47)
-	if whole, err := x.Save(path, 3); err != nil || whole {
-		t.Fatalf("whole %v, %v", whole, err)
+	if saved, err := x.Save(path, 3); err != nil || saved.Whole {
+		t.Fatalf("whole %v, %v", saved.Whole, err)
 	}
 	first, err := os.ReadFile(segmentPath(path, 1))
 	must(t, err)

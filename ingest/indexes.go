@@ -765,14 +765,17 @@ func (r *Indexes) snapshot(owner string, e *ownerIndex) error {
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		return fmt.Errorf("ingest: snapshot: %w", err)
 	}
-	whole, err := e.x.Save(r.path(owner), e.lastSeq)
+	start := time.Now()
+	saved, err := e.x.Save(r.path(owner), e.lastSeq)
 	if err != nil {
 		return fmt.Errorf("ingest: snapshot %s: %w", owner, err)
 	}
 	e.dirty, e.saved = false, e.x.Len()
-	if whole {
+	if saved.Whole {
 		debug.FreeOSMemory()
 	}
+	r.log.Info("index saved", "owner", owner, "entries", e.saved, "whole", saved.Whole, "segment", saved.Segment,
+		"mb", float64(saved.Bytes)/(1<<20), "ms", time.Since(start).Milliseconds())
 	return nil
 }
 
