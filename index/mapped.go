@@ -193,10 +193,10 @@ func (v *view) encodeDocTable(e *encoder) func(s uint32) uint32 {
 }
 
 // loadMapped builds an index over a version 6 snapshot in place (see
-// mappedVersion). m's checksum has been checked; everything else is
+// mappedVersion), its maps sized for more entries to come (a segment's). m's checksum has been checked; everything else is
 // checked here, before the index is returned, so that a hostile file can
 // make no search read out of bounds.
-func loadMapped(m *mapping) (x *OwnerIndex, lastSeq uint64, err error) {
+func loadMapped(m *mapping, more int) (x *OwnerIndex, lastSeq uint64, err error) {
 	if !littleEndian {
 		return nil, 0, fmt.Errorf("version %d snapshots are read in place, which needs a little-endian machine", mappedVersion)
 	}
@@ -233,11 +233,11 @@ func loadMapped(m *mapping) (x *OwnerIndex, lastSeq uint64, err error) {
 		return nil, 0, fmt.Errorf("counts of %d slots, %d terms and %d postings exceed the file", n, nTerms, nPostings)
 	}
 	x = New(model, dim)
-	docs, err := decodeDocTable(d, x)
+	docs, err := decodeDocTable(d, x, more)
 	if err != nil {
 		return nil, 0, err
 	}
-	x.slotOf = make(map[uint64]uint32, n)
+	x.slotOf = make(map[uint64]uint32, n+more)
 
 	ids := mappedArray[uint64](d, n)
 	dead := mappedArray[uint64](d, n)
@@ -434,13 +434,13 @@ func mappedArray[T any](d *decoder, n int) []T {
 // decodeDocTable reads the documents encodeDocTable wrote into x's
 // generation, in the file's order, so that the slots' references are
 // ordinals+1 as the file numbers them; it returns how many there are.
-func decodeDocTable(d *decoder, x *OwnerIndex) (int, error) {
+func decodeDocTable(d *decoder, x *OwnerIndex, more int) (int, error) {
 	gen := x.gen
 	nd := d.count(20)
 	if d.err != nil {
 		return 0, d.err
 	}
-	x.docOf = make(map[string]uint32, nd)
+	x.docOf = make(map[string]uint32, nd+more)
 	gen.docLive = slices.Grow(gen.docLive, nd)
 	for range nd {
 		doc, err := decodeDoc(d)

@@ -157,7 +157,7 @@ func TestMappedSnapshotEveryByteFlipped(t *testing.T) {
 		tried++
 		b := append([]byte(nil), good...)
 		b[i] ^= 0xa5
-		y, _, err := parseSnapshot(&mapping{b: withChecksum(b)})
+		y, _, err := parseSnapshot(&mapping{b: withChecksum(b)}, 0)
 		if err != nil {
 			refused++
 			continue

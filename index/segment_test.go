@@ -84,6 +84,9 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 	if after, err := os.ReadFile(segmentPath(path, 1)); err != nil || string(after) != string(first) {
 		t.Fatalf("the second segment rewrote the first (%v)", err)
 	}
+	if got := segmentSlots(path); got != 600 {
+		t.Fatalf("the segments' headers add %d slots, want 600", got)
+	}
 	w, seq, err := ReadSnapshot(path)
 	must(t, err)
 	if w.SkippedSegment() != nil || seq != 3 {
@@ -226,7 +229,7 @@ func TestSegmentEveryByteFlipped(t *testing.T) {
 	must(t, err)
 	good, err := os.ReadFile(segmentPath(path, 2))
 	must(t, err)
-	reread := func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path) }
+	reread := func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path, 0) }
 	base, _, err := readSegments(must2(reread()), 1, [][]byte{first}, reread)
 	must(t, err)
 	refused, tried := 0, 0

@@ -141,7 +141,7 @@ func (x *OwnerIndex) moveOnto(path string) {
 	if err != nil {
 		return
 	}
-	y, _, err := parseSnapshot(m)
+	y, _, err := parseSnapshot(m, 0)
 	if err != nil || y.live != x.live || y.gen.n != x.gen.n {
 		return
 	}
@@ -242,27 +242,29 @@ func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
 		}
 		segments <- r
 	}()
-	x, lastSeq, err := readSnapshotFile(path)
+	more := segmentSlots(path)
+	x, lastSeq, err := readSnapshotFile(path, more)
 	segs := <-segments
 	if err != nil {
 		return nil, 0, err
 	}
-	x, lastSeq, err = readSegments(x, lastSeq, segs.segs, func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path) })
+	x, lastSeq, err = readSegments(x, lastSeq, segs.segs, func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path, more) })
 	if err == nil && x.skippedSegment == nil {
 		x.skippedSegment = segs.err
 	}
 	return x, lastSeq, err
 }
 
-// readSnapshotFile is ReadSnapshot of the snapshot alone.
-func readSnapshotFile(path string) (*OwnerIndex, uint64, error) {
+// readSnapshotFile is ReadSnapshot of the snapshot alone, its maps sized
+// for more entries to come.
+func readSnapshotFile(path string, more int) (*OwnerIndex, uint64, error) {
 	m, err := openMapping(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
 	}
 	stop := readAhead(m.b, adviseWillNeed)
 	defer stop()
-	x, lastSeq, err := parseSnapshot(m)
+	x, lastSeq, err := parseSnapshot(m, more)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot %s: %w: %w", path, ErrCorruptSnapshot, err)
 	}
@@ -271,7 +273,7 @@ func readSnapshotFile(path string) (*OwnerIndex, uint64, error) {
 }
 
 // parseSnapshot checks a snapshot file's magic and checksum and loads it.
-func parseSnapshot(m *mapping) (*OwnerIndex, uint64, error) {
+func parseSnapshot(m *mapping, more int) (*OwnerIndex, uint64, error) {
 	b := m.b
 	if len(b) < len(snapshotMagic)+4 || string(b[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, 0, errors.New("not a snapshot")
@@ -284,7 +286,7 @@ func parseSnapshot(m *mapping) (*OwnerIndex, uint64, error) {
 	// matches too.
 	sumOK := make(chan bool, 1)
 	go func() { sumOK <- crc32.Checksum(body, castagnoli) == want }()
-	x, lastSeq, err := loadMapped(m)
+	x, lastSeq, err := loadMapped(m, more)
 	if !<-sumOK {
 		return nil, 0, errors.New("checksum mismatch")
 	}
