@@ -89,7 +89,7 @@ type ScaleResult struct {
 	RSSAnonPerChunk            float64 `json:"rss_anon_per_chunk"`
 	RSSFileBytes               int64   `json:"rss_file_bytes"`
 
-	// The owner's snapshot after a clean stop, and the segment of the
+	// The owner's snapshot after a clean stop, and the segments of the
 	// changes since it saved beside it, if any.
 	SnapshotBytes int64 `json:"snapshot_bytes"`
 	SegmentBytes  int64 `json:"segment_bytes"`
@@ -231,7 +231,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		return nil, err
 	}
 	res.SnapshotBytes = filesBytes(dir, "*.idx")
-	res.SegmentBytes = filesBytes(dir, "*.idx.seg")
+	res.SegmentBytes = filesBytes(dir, "*.idx.seg*")
 	fmt.Fprintln(cfg.Progress, "stopped cleanly; restarting from the snapshot")
 	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
 		return nil, err

@@ -623,6 +623,17 @@ func leU32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
+// Segments is how many segments the index has saved or read beside its
+// snapshot since it was written.
+func (x *OwnerIndex) Segments() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if f := x.gen.file; f != nil {
+		return f.segments
+	}
+	return 0
+}
+
 // SkippedSegment says why segments beside the snapshot x was read from
 // were left out (see segment.go), nil when every one was applied: x then
 // lacks the changes they held, which are to be caught up from the store.

@@ -125,10 +125,11 @@ func TestSnapshotWhenGrown(t *testing.T) {
 	}
 }
 
-// TestRestartReadsSegment: a save of an owner that changed little since
-// its snapshot writes a segment and leaves the snapshot as it was, and a
-// restart finds the chunks the segment holds without catching up from
-// the store.
+// TestRestartReadsSegment: a periodic save of an owner that changed
+// little since its snapshot writes a segment and leaves the snapshot as
+// it was, and a restart after a crash then finds the chunks the segment
+// holds without catching up from the store. A clean stop writes the whole
+// snapshot.
 func TestRestartReadsSegment(t *testing.T) {
 	dir := t.TempDir()
 	st, err := store.Open(dir)
@@ -165,13 +166,21 @@ func TestRestartReadsSegment(t *testing.T) {
 
 	e = start(false)
 	upload(e, "lighthouse.txt", "The lighthouse keeper logs every passing tanker at night.")
-	must(t, e.Shutdown(context.Background()))
+	must(t, e.indexes.Snapshot())
 	if after, err := os.ReadFile(snap); err != nil || string(after) != string(whole) {
 		t.Fatalf("a save of one chunk more rewrote the snapshot (%v)", err)
 	}
-	if _, err := os.Stat(snap + ".seg1"); err != nil {
+	segment, err := os.ReadFile(snap + ".seg1")
+	if err != nil {
 		t.Fatalf("no segment beside the snapshot: %v", err)
 	}
+	must(t, e.Shutdown(context.Background()))
+	if _, err := os.Stat(snap + ".seg1"); !os.IsNotExist(err) {
+		t.Fatalf("a clean stop left the segment (%v)", err)
+	}
+	// As if it had crashed after the periodic save.
+	must(t, os.WriteFile(snap, whole, 0o600))
+	must(t, os.WriteFile(snap+".seg1", segment, 0o600))
 
 	e = start(true)
 	defer func() {

@@ -323,7 +323,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	if e.cancel != nil {
 		e.cancel()
 	}
-	return e.indexes.Snapshot()
+	return e.indexes.SnapshotWhole()
 }
 
 // maintain periodically snapshots changed indexes and removes expired
