@@ -75,8 +75,10 @@ type ScaleResult struct {
 	IngestServerCPUMsPerDoc   float64 `json:"ingest_server_cpu_ms_per_doc"`
 	IngestUploaderCPUMsPerDoc float64 `json:"ingest_uploader_cpu_ms_per_doc"`
 	// What the server had the disk write during the ingest (the store,
-	// the originals, the index's snapshots and segments), per chunk.
-	IngestWrittenBytesPerChunk float64 `json:"ingest_written_bytes_per_chunk"`
+	// the originals, the index's snapshots and segments), per chunk, and
+	// of that the index's saves (as its log gives their sizes).
+	IngestWrittenBytesPerChunk      float64 `json:"ingest_written_bytes_per_chunk"`
+	IngestIndexWrittenBytesPerChunk float64 `json:"ingest_index_written_bytes_per_chunk"`
 
 	// Memory of the server: anonymous RSS (heap, stacks: what the
 	// process itself holds, /proc/<pid>/status RssAnon) and file-backed
@@ -194,6 +196,8 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	}
 	defer func() { srv.kill() }()
 	fmt.Fprintf(cfg.Progress, "uploading documents for %d chunks to %s\n", cfg.Chunks, srv.base)
+	serverLog := filepath.Join(dir, "server.log")
+	logFrom := fileSize(serverLog)
 	start, serverCPU, ownCPU, written := time.Now(), cpuTime(srv.pid()), selfCPUTime(), writtenBytes(srv.pid())
 	if err := srv.ingest(ctx, gen, cfg, res); err != nil {
 		return nil, err
@@ -204,6 +208,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	res.IngestServerCPUMsPerDoc = perDoc(cpuTime(srv.pid()) - serverCPU)
 	res.IngestUploaderCPUMsPerDoc = perDoc(selfCPUTime() - ownCPU)
 	res.IngestWrittenBytesPerChunk = float64(writtenBytes(srv.pid())-written) / float64(max(res.Chunks, 1))
+	res.IngestIndexWrittenBytesPerChunk = float64(savedBytes(serverLog, logFrom)) / float64(max(res.Chunks, 1))
 	fmt.Fprintf(cfg.Progress, "ingested %d chunks in %.1f s\n", res.Chunks, secs)
 	if res.RSSAnonAfterIngestBytes, _, err = rss(srv.pid()); err != nil {
 		return nil, err
@@ -653,6 +658,36 @@ func writtenBytes(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// savedBytes sums the sizes of the index saves a server logged past
+// offset from in its log ("index saved" lines, mb=).
+func savedBytes(log string, from int64) int64 {
+	b, err := os.ReadFile(log)
+	if err != nil || from > int64(len(b)) {
+		return 0
+	}
+	var total float64
+	for line := range strings.Lines(string(b[from:])) {
+		if !strings.Contains(line, `msg="index saved"`) {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "mb="); ok {
+				mb, _ := strconv.ParseFloat(v, 64)
+				total += mb * (1 << 20)
+			}
+		}
+	}
+	return int64(total)
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // selfCPUTime is the CPU time this process has used, user and system.

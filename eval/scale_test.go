@@ -42,8 +42,8 @@ func TestBenchScale(t *testing.T) {
 	}
 	// The store keeps each chunk's vector (384 floats), written to disk
 	// where the file system counts what reaches it (tmpfs does not).
-	if countsWrites(t) && res.IngestWrittenBytesPerChunk < 384*4 {
-		t.Errorf("%.0f bytes written per chunk", res.IngestWrittenBytesPerChunk)
+	if countsWrites(t) && (res.IngestWrittenBytesPerChunk < 384*4 || res.IngestIndexWrittenBytesPerChunk > res.IngestWrittenBytesPerChunk) {
+		t.Errorf("%.0f bytes written per chunk, %.0f of them by the index", res.IngestWrittenBytesPerChunk, res.IngestIndexWrittenBytesPerChunk)
 	}
 	// A Go server holds megabytes, not bytes nor gigabytes.
 	for name, b := range map[string]int64{"after ingest": res.RSSAnonAfterIngestBytes, "after restart": res.RSSAnonBytes} {
@@ -227,4 +227,21 @@ func countsWrites(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	return writtenBytes(os.Getpid()) > before
+}
+
+// TestSavedBytes sums the sizes of the index saves a server's log gives
+// past an offset, and nothing else.
+func TestSavedBytes(t *testing.T) {
+	before := `time=2026-11-23T03:56:07.541Z level=INFO msg="index saved" owner=prj_a entries=10 whole=true segment=0 mb=100 ms=5` + "\n"
+	after := `time=2026-11-23T03:56:16.479Z level=INFO msg="index saved" owner=prj_a entries=10012 whole=true segment=0 mb=42.5 ms=787
+time=2026-11-23T03:56:17.000Z level=INFO msg="upload stored" owner=prj_a mb=7
+time=2026-11-23T03:56:26.214Z level=INFO msg="index saved" owner=prj_a entries=20025 whole=false segment=1 mb=0.5 ms=125
+`
+	log := filepath.Join(t.TempDir(), "server.log")
+	if err := os.WriteFile(log, []byte(before+after), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := savedBytes(log, int64(len(before))), int64(43<<20); got != want {
+		t.Fatalf("saved %d bytes, want %d", got, want)
+	}
 }
