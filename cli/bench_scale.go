@@ -20,11 +20,13 @@ func benchScaleCmd(asJSON *bool) *cobra.Command {
 		Long: `Start docsift serve as a child process on a throwaway data directory
 (built-in embedder, extractive answers), upload synthetic text documents
 through the HTTP API until one owner holds --chunks chunks, and measure:
-ingest chunks/s and the CPU each document cost the server and the
-uploaders, the server's anonymous memory (RssAnon: what it holds
-itself, not the database's file mapping) and per chunk, the snapshot's
-size, query p50/p99 with 1 and 8 clients, and the time from the process's
-start to its first answer after kill -9 and after a clean restart.`,
+ingest chunks/s, the CPU each document cost the server and the
+uploaders and what the server wrote to disk per chunk (and how much of
+that the index's saves), the server's anonymous memory (RssAnon: what it
+holds itself, not the database's file mapping) and per chunk, the
+snapshot's and its segments' sizes, query p50/p99 with 1 and 8
+clients, and the time from the process's start to its first answer after
+kill -9 and after a clean restart.`,
 		Example: `  docsift bench scale --chunks 100000
   docsift bench scale --chunks 1000000 --json
   docsift bench scale --corpus ../shared/data/msmarco-5k/corpus.jsonl --uploaders 32`,

@@ -161,10 +161,7 @@ func (x *OwnerIndex) Save(path string, lastSeq uint64) (Saved, error) {
 	f := v.gen.file
 	if f == nil || f.path != path || x.open > 0 || v.n-f.n >= segmentLimit(f.n) {
 		x.mu.Unlock()
-		if err := x.WriteSnapshot(path, lastSeq); err != nil {
-			return Saved{}, err
-		}
-		return Saved{Whole: true, Bytes: fileSize(path)}, nil
+		return x.SaveWhole(path, lastSeq)
 	}
 	// Holding the writer lock keeps the links and deletions still while
 	// they are written, and no Commit runs: the view is the writer's
@@ -180,6 +177,14 @@ func (x *OwnerIndex) Save(path string, lastSeq uint64) (Saved, error) {
 	}
 	f.saved(v.gen, sum)
 	return Saved{Segment: k, Bytes: fileSize(segmentPath(path, k))}, nil
+}
+
+// SaveWhole is WriteSnapshot, saying what it wrote as Save does.
+func (x *OwnerIndex) SaveWhole(path string, lastSeq uint64) (Saved, error) {
+	if err := x.WriteSnapshot(path, lastSeq); err != nil {
+		return Saved{}, err
+	}
+	return Saved{Whole: true, Bytes: fileSize(path)}, nil
 }
 
 func fileSize(path string) int64 {

@@ -778,17 +778,11 @@ func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) error {
 		return fmt.Errorf("ingest: snapshot: %w", err)
 	}
 	start := time.Now()
-	var saved index.Saved
-	var err error
+	save := e.x.Save
 	if whole {
-		err = e.x.WriteSnapshot(r.path(owner), e.lastSeq)
-		saved.Whole = true
-		if st, serr := os.Stat(r.path(owner)); serr == nil {
-			saved.Bytes = st.Size()
-		}
-	} else {
-		saved, err = e.x.Save(r.path(owner), e.lastSeq)
+		save = e.x.SaveWhole
 	}
+	saved, err := save(r.path(owner), e.lastSeq)
 	if err != nil {
 		return fmt.Errorf("ingest: snapshot %s: %w", owner, err)
 	}
