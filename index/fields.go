@@ -98,10 +98,39 @@ func (ps pages) headLen(s uint32) uint32 {
 
 // setLex records how slot s's text was analysed: its language and the
 // length of its head.
-func (ps pages) setLex(s uint32, lang analysis.Lang, headLen uint32) {
+func (g *generation) setLex(s uint32, lang analysis.Lang, headLen uint32) {
 	p, off := pageOf(s)
-	ps[p].lang[off] = uint8(lang)
-	ps[p].headLen[off] = headLen
+	g.pages[p].lang[off] = uint8(lang)
+	g.pages[p].headLen[off] = headLen
+	g.langs.add(s, lang)
+}
+
+// langSlots lists, for each language few of a generation's slots were
+// analysed in, those slots in order. A term of one language's analysis
+// counts only in that language's docs, and an owner of one main language
+// usually has a few docs that detection put in others; their lists let a
+// search cut those docs out of a long posting list by a binary search each
+// (see view.bodyRuns) rather than ask every posting its language. Lists
+// are views' to read: the writer only appends past a published length.
+type langSlots struct {
+	slots [analysis.NumLangs][]uint32
+	many  langMask // languages past listedLangMax slots, no longer listed
+}
+
+// listedLangMax is the most slots a language is listed with: beyond it
+// the language is a main one of the owner, and its docs are too many to
+// cut out one by one.
+const listedLangMax = 1 << 16
+
+func (l *langSlots) add(s uint32, lang analysis.Lang) {
+	switch {
+	case l.many.has(lang):
+	case len(l.slots[lang]) == listedLangMax:
+		l.slots[lang] = nil
+		l.many |= 1 << lang
+	default:
+		l.slots[lang] = append(l.slots[lang], s)
+	}
 }
 
 // analyse cuts an entry into its fields' terms: the language of its name

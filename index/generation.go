@@ -9,7 +9,8 @@ type generation struct {
 	pages pages  // the writer's directory; views keep older headers
 	n     uint32 // slots appended
 	lex   *lexicon
-	graph *hnsw // nil: vectors are scanned
+	langs langSlots // the slots of each language that has few
+	graph *hnsw     // nil: vectors are scanned
 
 	// The documents of the slots (see docs.go): the writer's directory,
 	// how many there are, and, for the writer only, each one's live slots.
@@ -87,10 +88,11 @@ type view struct {
 	// superseded is closed when the next version is published.
 	superseded chan struct{}
 
-	live     int      // entries: slots below n alive at epoch
-	dead     int      // slots below n deleted by epoch
-	totalLen uint64   // sum of the live docs' lengths, for BM25
-	lex      lexStats // head lengths and languages, for BM25F and queries
+	live     int       // entries: slots below n alive at epoch
+	dead     int       // slots below n deleted by epoch
+	totalLen uint64    // sum of the live docs' lengths, for BM25
+	lex      lexStats  // head lengths and languages, for BM25F and queries
+	langs    langSlots // the generation's, as published
 
 	// The graph's entry point and top layer when the view was published:
 	// the writer moves them when a new node rises above the top.

@@ -225,7 +225,7 @@ func (x *OwnerIndex) AddAnalysed(as ...Analysed) error {
 			x.remove(e.ID)
 			s := x.gen.appendSlot(e.ID, e.Vector, e.length)
 			x.gen.indexTerms(s, e.counts)
-			x.gen.pages.setLex(s, e.lang, e.headLen)
+			x.gen.setLex(s, e.lang, e.headLen)
 			x.lex.add(e.lang, e.headLen, 1)
 			x.attachDoc(x.gen, s, e.Doc)
 			x.slotOf[e.ID] = s
@@ -337,7 +337,7 @@ func (x *OwnerIndex) rebuild() {
 			continue
 		}
 		renum[s] = gen.appendSlot(old.pages.id(s), old.pages.vec(s), old.pages.docLen(s))
-		gen.pages.setLex(renum[s], old.pages.slotLang(s), old.pages.headLen(s))
+		gen.setLex(renum[s], old.pages.slotLang(s), old.pages.headLen(s))
 		if o, ok := old.pages.slotDoc(s); ok {
 			x.attachDoc(gen, renum[s], old.docs.doc(o))
 		}
@@ -411,6 +411,7 @@ func (x *OwnerIndex) publish() {
 		dead:       x.dead,
 		totalLen:   x.totalLen,
 		lex:        x.lex,
+		langs:      g.langs,
 		entry:      noNode,
 	}
 	if g.graph != nil {

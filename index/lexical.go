@@ -1,9 +1,11 @@
 package index
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -375,6 +377,9 @@ type lexScores struct {
 	// each doc that has it (zero elsewhere), and those docs.
 	tf      []float32
 	touched []uint32
+	kept    []posting   // a term's postings that count, when some do not
+	runs    [][]posting // the same, as runs of its lists (see bodyRuns)
+	cut     []uint32    // the docs cut out of them
 }
 
 var lexScoresPool = sync.Pool{New: func() any { return new(lexScores) }}
@@ -416,12 +421,18 @@ func (v *view) scoreAll(query []queryTerm) *lexScores {
 		if len(bodyBase)+len(body)+len(headBase)+len(head) == 0 {
 			continue
 		}
-		if bodyOnly && v.dead == 0 && present&^q.langs == 0 && len(headBase)+len(head) == 0 {
+		f := v.filterFor(q.langs, oneLang)
+		if bodyOnly && len(headBase)+len(head) == 0 {
 			docs := n
 			if !oneLang {
 				docs = v.lex.count(q.langs) // n, by another sum: the field pass's
 			}
-			v.scoreBody(s, termWeight(q, docs, len(bodyBase)+len(body)), avgLen, bodyBase, body)
+			runs := v.bodyRuns(s, f, bodyBase, body)
+			df := 0
+			for _, r := range runs {
+				df += len(r)
+			}
+			v.scoreBody(s, newBodyScorer(termWeight(q, docs, df), avgLen), runs)
 			continue
 		}
 		// Each field's frequency, normalised by its length, summed
@@ -430,7 +441,7 @@ func (v *view) scoreAll(query []queryTerm) *lexScores {
 		s.touched = s.touched[:0]
 		for _, list := range [2][]posting{bodyBase, body} {
 			for _, p := range list {
-				if v.dead > 0 && !v.alive(p.doc) || !oneLang && !q.langs.has(v.pages.slotLang(p.doc)) {
+				if !f.keeps(v, p.doc) {
 					continue
 				}
 				norm := 1 - bm25B + bm25B*float64(v.pages.docLen(p.doc))/avgLen
@@ -440,7 +451,7 @@ func (v *view) scoreAll(query []queryTerm) *lexScores {
 		}
 		for _, list := range [2][]posting{headBase, head} {
 			for _, p := range list {
-				if v.dead > 0 && !v.alive(p.doc) || !oneLang && !q.langs.has(v.pages.slotLang(p.doc)) {
+				if !f.keeps(v, p.doc) {
 					continue
 				}
 				if s.tf[p.doc] == 0 {
@@ -479,22 +490,131 @@ func (v *view) scoreAll(query []queryTerm) *lexScores {
 // that both give the same scores.
 var bodyOnly = true
 
-// scoreBody adds a term's scores to s when every posting counts: the term
-// is in no doc's head, nothing is deleted, and it is a term of every
-// language the owner's docs are in. Its df is then the postings' count and
-// its weight w is known before the pass, which scores each doc at once
-// instead of gathering field frequencies first. That is the common case;
-// the arithmetic is scoreAll's, and so are the scores.
-func (v *view) scoreBody(s *lexScores, w, avgLen float64, lists ...[]posting) {
-	for _, list := range lists {
+// scoreBody adds a term's scores to s when the term is in no doc's head:
+// every posting of runs counts (see bodyRuns). Its df is
+// then known before the pass, and so its weight, and the pass scores each
+// doc at once instead of gathering field frequencies first. That is the
+// common case, and at a million chunks a common word's list is hundreds of
+// thousands of postings: a search's time is spent here.
+func (v *view) scoreBody(s *lexScores, c bodyScorer, runs [][]posting) {
+	for _, list := range runs {
+		// Every doc is written past the matched ones and counted only
+		// when it scored nothing yet: whether it did is a coin toss for
+		// a query's second word, and a branch on it stalled the pass
+		// more than the arithmetic.
+		m := len(s.matched)
+		s.matched = slices.Grow(s.matched, len(list))
+		next := s.matched[:cap(s.matched)]
 		for _, p := range list {
-			norm := 1 - bm25B + bm25B*float64(v.pages.docLen(p.doc))/avgLen
-			if s.score[p.doc] == 0 {
-				s.matched = append(s.matched, p.doc)
+			old := s.score[p.doc]
+			next[m] = p.doc
+			if old == 0 {
+				m++
 			}
-			s.score[p.doc] += contribution(w, float32(float64(p.tf)/norm))
+			s.score[p.doc] = old + c.score(p.tf, v.pages.docLen(p.doc))
+		}
+		s.matched = next[:m]
+	}
+}
+
+// bodyScorer is BM25 for a term found in a doc's body alone, arranged for
+// one division a posting. With x = tf/norm, BM25's w·x·(k1+1)/(x+k1) is
+// w·(k1+1)·tf / (tf + k1·norm), and k1·norm = k1·(1−b) + k1·b·len/avgLen
+// is linear in the doc's length. The field pass (BM25F, for terms also in
+// heads) computes x first; the two agree to a float32 rounding or two,
+// and a term is always scored the same way in exhaustive and pruned
+// passes (see lexSide.exact), so they agree to the bit.
+type bodyScorer struct {
+	w    float64 // the term's weight times k1+1
+	base float64 // k1·(1−b)
+	per  float64 // k1·b/avgLen
+}
+
+func newBodyScorer(w, avgLen float64) bodyScorer {
+	return bodyScorer{w: w * (bm25K1 + 1), base: bm25K1 * (1 - bm25B), per: bm25K1 * bm25B / avgLen}
+}
+
+func (c bodyScorer) score(tf, docLen uint32) float32 {
+	t := float64(tf)
+	return float32(c.w * t / (t + c.base + c.per*float64(docLen)))
+}
+
+// postingFilter says which postings of a term count: not those of deleted
+// docs, nor those of docs in a language whose analysis of the query did
+// not give the term. An owner with any deletion, or with a few docs that
+// detection put in another language (a handful among a million chunks is
+// usual), filters every list; the filter is checked per posting, where the
+// field pass would gather every doc's frequency first.
+type postingFilter struct {
+	dead  bool
+	langs langMask // zero: every language counts
+}
+
+func (v *view) filterFor(langs langMask, oneLang bool) postingFilter {
+	f := postingFilter{dead: v.dead > 0}
+	if !oneLang && v.lex.present()&^langs != 0 {
+		f.langs = langs
+	}
+	return f
+}
+
+func (f postingFilter) any() bool { return f.dead || f.langs != 0 }
+
+func (f postingFilter) keeps(v *view, d uint32) bool {
+	return !(f.dead && !v.alive(d) || f.langs != 0 && !f.langs.has(v.pages.slotLang(d)))
+}
+
+// bodyRuns returns the postings of a term's body lists that f keeps, as
+// runs of those lists or, where that is not possible, copied into s.
+// Postings left out because of their doc's language are cut out of the
+// lists around the docs of the languages that do not count, when those
+// are listed (langSlots); otherwise every posting is asked.
+func (v *view) bodyRuns(s *lexScores, f postingFilter, lists ...[]posting) [][]posting {
+	s.runs = s.runs[:0]
+	if !f.any() {
+		return append(s.runs, lists...)
+	}
+	out := v.lex.present() &^ f.langs
+	if f.dead || out&v.langs.many != 0 {
+		s.kept = f.keep(v, lists, s.kept[:0])
+		return append(s.runs, s.kept)
+	}
+	s.cut = s.cut[:0]
+	for l := range analysis.NumLangs {
+		if out.has(l) {
+			s.cut = append(s.cut, v.langs.slots[l]...)
 		}
 	}
+	slices.Sort(s.cut)
+	for _, list := range lists {
+		run, from := 0, 0 // where the current run starts, and the search
+		for _, d := range s.cut {
+			if from == len(list) {
+				break
+			}
+			i, found := slices.BinarySearchFunc(list[from:], d, func(p posting, d uint32) int { return cmp.Compare(p.doc, d) })
+			from += i
+			if found {
+				s.runs = append(s.runs, list[run:from])
+				from++
+				run = from
+			}
+		}
+		s.runs = append(s.runs, list[run:])
+	}
+	return s.runs
+}
+
+// keep appends to kept the postings of lists that count.
+func (f postingFilter) keep(v *view, lists [][]posting, kept []posting) []posting {
+	for _, list := range lists {
+		for _, p := range list {
+			if f.keeps(v, p.doc) {
+				kept = append(kept, p)
+			}
+		}
+	}
+	return kept
 }
 
 // termWeight is q's weight among docs docs of which df hold it: its query
@@ -523,8 +643,13 @@ func (s *lexScores) top(k int) []scored {
 		return nil
 	}
 	t := newTopK(k)
+	// Once the heap is full, most of a large owner's matches score below
+	// its worst: they are turned away by one comparison here.
+	floor := float32(math.Inf(-1))
 	for _, d := range s.matched {
-		t.push(d, s.score[d])
+		if x := s.score[d]; x >= floor && t.push(d, x) && len(t.heap) == k {
+			floor = t.heap[0].score
+		}
 	}
 	return t.sorted()
 }

@@ -2,12 +2,14 @@ package index
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/docsift/docsift/analysis"
 )
 
 // textIndex returns an index of texts under IDs 1, 2, … with no vectors,
@@ -167,9 +169,10 @@ func BenchmarkLexicalScore(b *testing.B) {
 }
 
 // TestBodyOnlyScoresAsFieldPass: scoreAll's fast path for terms in no head
-// gives every doc the score, to the bit, of the pass that gathers both
-// fields, over a snapshot's postings and those added since, in an owner of
-// two languages.
+// gives every doc the score of the pass that gathers both fields (to a
+// float32 rounding or two: the arithmetic is arranged differently), over a
+// snapshot's postings and those added since, in an owner of two
+// languages, before and after deletions: the docs it scores are the same.
 func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	es, zipf := namedSyntheticEntries(rng, 3000, 5)
@@ -186,12 +189,12 @@ func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 			es[i].Text += " spiel"
 		}
 	}
-	v := snapshotThenAdd(t, es, 2000).current.Load()
-	if p := v.lex.present(); p&(p-1) == 0 {
+	x := snapshotThenAdd(t, es, 2000)
+	if p := x.current.Load().lex.present(); p&(p-1) == 0 {
 		t.Fatalf("one language among the docs (%b), two wanted", p)
 	}
 
-	scores := func(query []queryTerm) map[uint32]float32 {
+	scores := func(v *view, query []queryTerm) map[uint32]float32 {
 		s := v.scoreAll(query)
 		defer s.release()
 		out := make(map[uint32]float32, len(s.matched))
@@ -200,31 +203,107 @@ func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 		}
 		return out
 	}
-	fast := 0 // queries with a term the fast path scores
-	for range 200 {
-		words := syntheticWords(zipf, 1+rng.IntN(4))
-		if rng.IntN(4) == 0 {
-			words += " katzen spielen"
-		}
-		query := v.queryTerms(words)
-		for _, q := range query {
-			if hb, h := v.gen.lex.postings(headPrefix+q.term, v.n); len(hb)+len(h) == 0 && v.lex.present()&^q.langs == 0 {
-				fast++
-				break
+	check := func(deleted bool) {
+		v := x.current.Load()
+		fast, filtered := 0, 0 // queries with a term the fast path scores, all or some of its postings
+		for range 200 {
+			words := syntheticWords(zipf, 1+rng.IntN(4))
+			if rng.IntN(4) == 0 {
+				words += " katzen spielen spiel"
+			}
+			query := v.queryTerms(words)
+			hasFast, hasFiltered := false, false
+			for _, q := range query {
+				if hb, h := v.gen.lex.postings(headPrefix+q.term, v.n); len(hb)+len(h) == 0 {
+					if v.filterFor(q.langs, false).any() {
+						hasFiltered = true
+					} else {
+						hasFast = true
+					}
+				}
+			}
+			fast += b2i(hasFast)
+			filtered += b2i(hasFiltered)
+			want := func() map[uint32]float32 {
+				bodyOnly = false
+				defer func() { bodyOnly = true }()
+				return scores(v, query)
+			}()
+			got := scores(v, query)
+			if len(got) != len(want) {
+				t.Fatalf("query %v: %d docs scored on the fast path, %d on the field pass", query, len(got), len(want))
+			}
+			for d, w := range want {
+				if g, ok := got[d]; !ok || math.Abs(float64(g-w)) > 4e-7*float64(w) {
+					t.Fatalf("query %v: doc %d scores %v on the fast path, %v on the field pass", query, d, g, w)
+				}
 			}
 		}
-		want := func() map[uint32]float32 {
-			bodyOnly = false
-			defer func() { bodyOnly = true }()
-			return scores(query)
-		}()
-		if got := scores(query); !maps.Equal(got, want) {
-			t.Fatalf("query %v: %d docs scored on the fast path, %d on the field pass, or scores differ", query, len(got), len(want))
+		if !deleted && fast < 100 {
+			t.Fatalf("only %d of 200 queries had a term in no head of every language: the fast path was hardly tested", fast)
+		}
+		if filtered < 20 {
+			t.Fatalf("only %d of 200 queries had a term whose postings are filtered: that path was hardly tested", filtered)
 		}
 	}
-	if fast < 100 {
-		t.Fatalf("only %d of 200 queries had a term in no head: the fast path was hardly tested", fast)
+	check(false)
+	for i := 0; i < len(es); i += 7 {
+		x.Delete(es[i].ID)
 	}
+	check(true)
+	// Compaction renumbers the slots, and the lists of each language's.
+	x.mu.Lock()
+	x.rebuild()
+	x.publish()
+	x.mu.Unlock()
+	if v := x.current.Load(); v.dead != 0 || len(v.langs.slots[analysis.German]) == 0 {
+		t.Fatalf("after compaction: %d deleted slots, %d German slots listed", v.dead, len(v.langs.slots[analysis.German]))
+	}
+	check(false)
+}
+
+// TestLangSlotsReadFromSnapshot: a snapshot read in place lists the slots
+// of each language as the index that wrote it did.
+func TestLangSlotsReadFromSnapshot(t *testing.T) {
+	es := syntheticEntries(rand.New(rand.NewPCG(5, 6)), 1, 300, 8)
+	for i := 0; i < len(es); i += 7 {
+		es[i].Text = "die katzen schlafen den ganzen tag auf dem sofa und spielen nachts im garten"
+	}
+	x := New("m", 8)
+	must(t, x.Add(es...))
+	path := filepath.Join(t.TempDir(), "x.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	want, got := x.current.Load().langs, y.current.Load().langs
+	if len(want.slots[analysis.German]) != (len(es)+6)/7 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read from the snapshot: %v, written: %v", got, want)
+	}
+}
+
+// TestLangSlotsStopListingMainLanguages: a language is listed until it has
+// listedLangMax slots; past that it is one of the owner's main ones.
+func TestLangSlotsStopListingMainLanguages(t *testing.T) {
+	var l langSlots
+	for s := range uint32(listedLangMax) {
+		l.add(s, analysis.English)
+	}
+	l.add(0, analysis.German)
+	if len(l.slots[analysis.English]) != listedLangMax || l.many != 0 {
+		t.Fatalf("%d English slots listed, many %b", len(l.slots[analysis.English]), l.many)
+	}
+	l.add(listedLangMax, analysis.English)
+	l.add(listedLangMax+1, analysis.English)
+	if l.slots[analysis.English] != nil || !l.many.has(analysis.English) || l.many.has(analysis.German) || len(l.slots[analysis.German]) != 1 {
+		t.Fatalf("past the limit: %d English slots listed, many %b", len(l.slots[analysis.English]), l.many)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // namedSyntheticEntries makes n synthetic entries of 8 dimensions, every

@@ -366,6 +366,7 @@ func loadMapped(m *mapping, more int) (x *OwnerIndex, lastSeq uint64, err error)
 		if int(doc[s]) > docs {
 			return nil, 0, fmt.Errorf("slot %d names document %d of %d", s, doc[s], docs)
 		}
+		gen.langs.add(uint32(s), analysis.Lang(lang[s]))
 		switch dead[s] {
 		case 1:
 			x.dead++

@@ -180,6 +180,13 @@ func (l *lexSide) exact(d uint32) float32 {
 		if !l.oneLang && !t.langs.has(lang) {
 			continue
 		}
+		if len(t.head[0])+len(t.head[1]) == 0 {
+			// As scoreAll scores a term in no head: scoreBody.
+			if tf := tfOf(t.body, d); tf > 0 {
+				s += newBodyScorer(t.w, l.avgLen).score(tf, pages.docLen(d))
+			}
+			continue
+		}
 		var x float32
 		found := false
 		if tf := tfOf(t.body, d); tf > 0 {

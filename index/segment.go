@@ -494,7 +494,7 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 			}
 		}
 		gen.appendStored(id, vec, docLen, level)
-		gen.pages.setLex(s, lang, headLen)
+		gen.setLex(s, lang, headLen)
 		if err := readLists(s); err != nil {
 			return 0, err
 		}

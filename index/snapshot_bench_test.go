@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -12,7 +13,10 @@ import (
 // DOCSIFT_BENCH_SNAPSHOT names the file (`docsift bench scale --dir DIR`
 // leaves one in DIR/data/indexes). The queries are the vectors of random
 // slots; vector is the graph walk of a hybrid query's candidate pool, read
-// the load of the file (with the page cache warm).
+// the load of the file (with the page cache warm). DOCSIFT_BENCH_QUERIES,
+// when set, names a file of query texts, a line each, for lexical: BM25's
+// side of the same pool (`docsift bench scale` queries with the words its
+// documents are made of).
 func BenchmarkSearchSnapshot(b *testing.B) {
 	path := os.Getenv("DOCSIFT_BENCH_SNAPSHOT")
 	if path == "" {
@@ -42,6 +46,21 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			v.searchVectors(queries[i%len(queries)], minCandidates)
+			i++
+		}
+	})
+	texts, err := os.ReadFile(os.Getenv("DOCSIFT_BENCH_QUERIES"))
+	if err != nil {
+		return
+	}
+	var terms [][]queryTerm
+	for _, line := range strings.Split(strings.TrimSpace(string(texts)), "\n") {
+		terms = append(terms, v.queryTerms(line))
+	}
+	b.Run("lexical", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			v.lexical(terms[i%len(terms)], minCandidates, nil).release()
 			i++
 		}
 	})
