@@ -109,7 +109,7 @@ func (g *generation) setLex(s uint32, lang analysis.Lang, headLen uint32) {
 // analysed in, those slots in order. A term of one language's analysis
 // counts only in that language's docs, and an owner of one main language
 // usually has a few docs that detection put in others; their lists let a
-// search cut those docs out of a long posting list by a binary search each
+// search cut those docs out of a long posting list by a search each
 // (see view.bodyRuns) rather than ask every posting its language. Lists
 // are views' to read: the writer only appends past a published length.
 type langSlots struct {

@@ -1,5 +1,7 @@
 package index
 
+import "slices"
+
 // generation is one lifetime of an owner's slot numbering: its slots are
 // only appended to (and marked deleted) until compaction builds the next
 // generation off to the side. The writer owns its fields; searches reach
@@ -10,6 +12,7 @@ type generation struct {
 	n     uint32 // slots appended
 	lex   *lexicon
 	langs langSlots // the slots of each language that has few
+	dead  deadSlots // the deleted slots, while they are few
 	graph *hnsw     // nil: vectors are scanned
 
 	// The documents of the slots (see docs.go): the writer's directory,
@@ -93,9 +96,46 @@ type view struct {
 	totalLen uint64    // sum of the live docs' lengths, for BM25
 	lex      lexStats  // head lengths and languages, for BM25F and queries
 	langs    langSlots // the generation's, as published
+	deleted  []uint32  // the slots deleted, in order, when len(deleted) == dead
 
 	// The graph's entry point and top layer when the view was published:
 	// the writer moves them when a new node rises above the top.
 	entry    uint32
 	maxLevel int
+}
+
+// deadSlots lists a generation's deleted slots while they are few, so that
+// a search can cut them out of a long posting list by a search each
+// (see view.bodyRuns) rather than ask every posting whether its doc lives:
+// one deletion would otherwise slow every search until compaction.
+type deadSlots struct {
+	sorted  []uint32 // as of the last publish; replaced, never changed, as views keep it
+	pending []uint32 // deleted since, in any order
+	many    bool     // past deadListedMax: no longer listed
+}
+
+// deadListedMax is the most deleted slots listed: merging them at a
+// publish stays cheap, and past it a list is as fast to filter one
+// posting at a time.
+const deadListedMax = 1 << 13
+
+func (d *deadSlots) add(s uint32) {
+	switch {
+	case d.many:
+	case len(d.sorted)+len(d.pending) == deadListedMax:
+		*d = deadSlots{many: true}
+	default:
+		d.pending = append(d.pending, s)
+	}
+}
+
+// publish merges the slots deleted since the last publish into a new
+// sorted list and returns it.
+func (d *deadSlots) publish() []uint32 {
+	if len(d.pending) > 0 {
+		slices.Sort(d.pending)
+		d.sorted = mergeSorted(make([]uint32, 0, len(d.sorted)+len(d.pending)), d.sorted, d.pending)
+		d.pending = d.pending[:0]
+	}
+	return d.sorted
 }

@@ -296,6 +296,7 @@ func (x *OwnerIndex) remove(id uint64) bool {
 	}
 	delete(x.slotOf, id)
 	x.gen.pages.deadAt(s).Store(x.epoch + 1)
+	x.gen.dead.add(s)
 	if f := x.gen.file; f != nil {
 		f.touched.mark(s)
 	}
@@ -412,6 +413,7 @@ func (x *OwnerIndex) publish() {
 		totalLen:   x.totalLen,
 		lex:        x.lex,
 		langs:      g.langs,
+		deleted:    g.dead.publish(),
 		entry:      noNode,
 	}
 	if g.graph != nil {

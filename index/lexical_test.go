@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -229,13 +230,19 @@ func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 				defer func() { bodyOnly = true }()
 				return scores(v, query)
 			}()
-			got := scores(v, query)
-			if len(got) != len(want) {
-				t.Fatalf("query %v: %d docs scored on the fast path, %d on the field pass", query, len(got), len(want))
-			}
-			for d, w := range want {
-				if g, ok := got[d]; !ok || math.Abs(float64(g-w)) > 4e-7*float64(w) {
-					t.Fatalf("query %v: doc %d scores %v on the fast path, %v on the field pass", query, d, g, w)
+			// Filtered postings cut out of the lists, and asked one
+			// by one.
+			for _, cost := range []int{0, math.MaxInt32} {
+				cutCost = cost
+				got := scores(v, query)
+				cutCost = 4
+				if len(got) != len(want) {
+					t.Fatalf("query %v, cut cost %d: %d docs scored on the fast path, %d on the field pass", query, cost, len(got), len(want))
+				}
+				for d, w := range want {
+					if g, ok := got[d]; !ok || math.Abs(float64(g-w)) > 4e-7*float64(w) {
+						t.Fatalf("query %v, cut cost %d: doc %d scores %v on the fast path, %v on the field pass", query, cost, d, g, w)
+					}
 				}
 			}
 		}
@@ -250,6 +257,9 @@ func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 	for i := 0; i < len(es); i += 7 {
 		x.Delete(es[i].ID)
 	}
+	if v := x.current.Load(); len(v.deleted) != v.dead || !slices.IsSorted(v.deleted) {
+		t.Fatalf("%d deleted slots listed of %d, sorted: %v", len(v.deleted), v.dead, slices.IsSorted(v.deleted))
+	}
 	check(true)
 	// Compaction renumbers the slots, and the lists of each language's.
 	x.mu.Lock()
@@ -263,7 +273,7 @@ func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 }
 
 // TestLangSlotsReadFromSnapshot: a snapshot read in place lists the slots
-// of each language as the index that wrote it did.
+// of each language, and the deleted ones, as the index that wrote it did.
 func TestLangSlotsReadFromSnapshot(t *testing.T) {
 	es := syntheticEntries(rand.New(rand.NewPCG(5, 6)), 1, 300, 8)
 	for i := 0; i < len(es); i += 7 {
@@ -271,13 +281,38 @@ func TestLangSlotsReadFromSnapshot(t *testing.T) {
 	}
 	x := New("m", 8)
 	must(t, x.Add(es...))
+	x.Delete(es[9].ID, es[3].ID, es[200].ID)
 	path := filepath.Join(t.TempDir(), "x.idx")
 	must(t, x.WriteSnapshot(path, 1))
 	y, _, err := ReadSnapshot(path)
 	must(t, err)
-	want, got := x.current.Load().langs, y.current.Load().langs
-	if len(want.slots[analysis.German]) != (len(es)+6)/7 || !reflect.DeepEqual(got, want) {
-		t.Fatalf("read from the snapshot: %v, written: %v", got, want)
+	want, got := x.current.Load(), y.current.Load()
+	if len(want.langs.slots[analysis.German]) != (len(es)+6)/7 || !reflect.DeepEqual(got.langs, want.langs) {
+		t.Fatalf("languages read from the snapshot: %v, written: %v", got.langs, want.langs)
+	}
+	if !slices.Equal(got.deleted, []uint32{3, 9, 200}) || !slices.Equal(want.deleted, got.deleted) {
+		t.Fatalf("deleted slots read from the snapshot: %v, written: %v", got.deleted, want.deleted)
+	}
+}
+
+// TestDeadSlotsListedWhileFew: deleted slots are listed in order until
+// there are deadListedMax of them.
+func TestDeadSlotsListedWhileFew(t *testing.T) {
+	var d deadSlots
+	rng := rand.New(rand.NewPCG(7, 8))
+	want := rng.Perm(deadListedMax)
+	for i, s := range want {
+		d.add(uint32(s))
+		if i%1000 == 0 {
+			d.publish()
+		}
+	}
+	if got := d.publish(); len(got) != deadListedMax || !slices.IsSorted(got) || got[0] != 0 || got[len(got)-1] != deadListedMax-1 {
+		t.Fatalf("%d slots listed, sorted %v", len(got), slices.IsSorted(got))
+	}
+	d.add(deadListedMax)
+	if got := d.publish(); got != nil || !d.many {
+		t.Fatalf("past the limit: %d slots listed", len(got))
 	}
 }
 

@@ -370,6 +370,7 @@ func loadMapped(m *mapping, more int) (x *OwnerIndex, lastSeq uint64, err error)
 		switch dead[s] {
 		case 1:
 			x.dead++
+			gen.dead.add(uint32(s))
 			continue
 		case 0:
 		default:

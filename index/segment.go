@@ -500,6 +500,7 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 		}
 		if dead == 1 {
 			gen.pages.deadAt(s).Store(1)
+			gen.dead.add(s)
 			x.dead++
 			continue
 		}

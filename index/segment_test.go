@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -64,6 +65,9 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 		t.Fatalf("segment left out (%v) or lastSeq %d", y.SkippedSegment(), seq)
 	}
 	same(t, y, x, qs)
+	if a, b := y.current.Load(), x.current.Load(); !slices.Equal(a.deleted, b.deleted) || len(a.deleted) != a.dead || !reflect.DeepEqual(a.langs, b.langs) {
+		t.Fatalf("read with its segment, %d deleted slots listed (%d deleted), written %d; or the languages' slots differ", len(a.deleted), a.dead, len(b.deleted))
+	}
 	if y.Document(10000).ID != "doc_30" || y.Document(10004).ID != "new_10000_1" || y.Has(10) || y.Has(102) || y.Has(10002) {
 		t.Fatal("documents or deletions differ after the segment")
 	}

@@ -16,7 +16,7 @@ import (
 // the load of the file (with the page cache warm). DOCSIFT_BENCH_QUERIES,
 // when set, names a file of query texts, a line each, for lexical: BM25's
 // side of the same pool (`docsift bench scale` queries with the words its
-// documents are made of).
+// documents are made of), then again after 1,000 deletions.
 func BenchmarkSearchSnapshot(b *testing.B) {
 	path := os.Getenv("DOCSIFT_BENCH_SNAPSHOT")
 	if path == "" {
@@ -57,11 +57,19 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 	for _, line := range strings.Split(strings.TrimSpace(string(texts)), "\n") {
 		terms = append(terms, v.queryTerms(line))
 	}
-	b.Run("lexical", func(b *testing.B) {
+	lexical := func(b *testing.B) {
+		v := x.current.Load()
 		i := 0
 		for b.Loop() {
 			v.lexical(terms[i%len(terms)], minCandidates, nil).release()
 			i++
 		}
-	})
+	}
+	b.Run("lexical", lexical)
+	// An owner with a few deletions since its last compaction, as most
+	// have: its searches cut the deleted docs out of every list.
+	for range 1000 {
+		x.Delete(v.pages.id(uint32(rng.IntN(int(v.n)))))
+	}
+	b.Run("lexical-deleted", lexical)
 }
