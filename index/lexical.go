@@ -403,9 +403,8 @@ func (v *view) scoreAll(query []queryTerm) *lexScores {
 	s := lexScoresPool.Get().(*lexScores)
 	if cap(s.score) < int(v.n) {
 		s.score = make([]float32, v.n)
-		s.tf = make([]float32, v.n)
 	}
-	s.score, s.tf = s.score[:v.n], s.tf[:v.n]
+	s.score = s.score[:v.n]
 	n := v.live
 	if n == 0 {
 		return s
@@ -437,7 +436,12 @@ func (v *view) scoreAll(query []queryTerm) *lexScores {
 		}
 		// Each field's frequency, normalised by its length, summed
 		// with the field weights, for the docs of the term's languages;
-		// df is the docs with either field.
+		// df is the docs with either field. Its scratch is made when
+		// first needed: most owners' queries never come here.
+		if cap(s.tf) < int(v.n) {
+			s.tf = make([]float32, v.n)
+		}
+		s.tf = s.tf[:v.n]
 		s.touched = s.touched[:0]
 		for _, list := range [2][]posting{bodyBase, body} {
 			for _, p := range list {
