@@ -17,7 +17,7 @@ type MemoryPart struct {
 const (
 	MemVectors   = "vectors"   // float32 vectors, for re-scoring
 	MemCodes     = "codes"     // their int8 codes, which searches scan
-	MemSlots     = "slots"     // each slot's ID, deletion, lengths, language, document
+	MemSlots     = "slots"     // each slot's ID, deletion, lengths, language, document; which are deleted, and each language's
 	MemGraph     = "graph"     // HNSW links and levels
 	MemTerms     = "terms"     // the term dictionary
 	MemPostings  = "postings"  // the posting lists
@@ -55,6 +55,10 @@ func (x *OwnerIndex) Memory() []MemoryPart {
 			add(3, false, int64(4*cap(up)))
 		}
 	}
+	for _, l := range g.langs.slots {
+		add(2, false, int64(4*cap(l)))
+	}
+	add(2, false, int64(4*(cap(g.dead.sorted)+cap(g.dead.pending))))
 	t := g.lex.table.Load()
 	add(4, false, int64(8*len(t.slots)))
 	for i := range t.slots {
