@@ -72,6 +72,6 @@ kill -9 and after a clean restart.`,
 	f.IntVar(&cfg.Words, "words", eval.ScaleDefaultWords, "words per document (up to 250 is one chunk each)")
 	f.IntVar(&cfg.Uploaders, "uploaders", eval.ScaleDefaultUploaders, "uploads in flight")
 	f.StringVar(&cfg.Corpus, "corpus", "", "upload the documents of a BEIR corpus.jsonl, each once, instead of synthetic text (--chunks and --words then do not apply)")
-	f.StringVar(&cfg.Dir, "dir", "", "keep the servers' data and logs in this new or empty directory (default: a temporary one, removed)")
+	f.StringVar(&cfg.Dir, "dir", "", "keep the servers' data and logs, and the queries run (queries.jsonl), in this new or empty directory (default: a temporary one, removed)")
 	return cmd
 }

@@ -217,6 +217,13 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		res.GoHeapInuseAfterIngestPerChunk = heap / float64(max(res.Chunks, 1))
 	}
 	queries := gen.queries(200)
+	if cfg.Dir != "" {
+		// Beside the data, for measuring later builds on the same owner
+		// with the same queries (bench query --queries).
+		if err := writeQueries(filepath.Join(dir, "queries.jsonl"), queries); err != nil {
+			return nil, fmt.Errorf("eval: scale: %w", err)
+		}
+	}
 
 	// kill -9 now: whatever the last periodic snapshot and the store hold.
 	res.SnapshotAtKill = filesBytes(dir, "*.idx") > 0
@@ -710,6 +717,18 @@ func filesBytes(dir, pattern string) int64 {
 		}
 	}
 	return n
+}
+
+// writeQueries writes texts as a BEIR queries.jsonl.
+func writeQueries(path string, texts []string) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for i, text := range texts {
+		if err := enc.Encode(Query{ID: strconv.Itoa(i), Text: text}); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, b.Bytes(), 0o600)
 }
 
 // scaleText makes deterministic English-looking text: the commonest

@@ -132,6 +132,10 @@ func TestBenchScaleCorpus(t *testing.T) {
 	if log, err := os.ReadFile(filepath.Join(dir, "server.log")); err != nil || !strings.Contains(string(log), "index snapshot read and compared with the store") {
 		t.Errorf("server log (%v) does not say how the index was loaded:\n%s", err, log)
 	}
+	// And the queries it ran, for later builds to run again.
+	if qs, err := ReadQueries(filepath.Join(dir, "queries.jsonl")); err != nil || len(qs) != 200 || !strings.HasPrefix(qs[0].Text, "Passage 0 tells") {
+		t.Errorf("queries kept: %d (%v), the first %+v", len(qs), err, qs)
+	}
 	if _, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Binary: bin, Dir: dir}); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("a second run into the kept directory: %v, want it refused as not empty", err)
 	}

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -14,9 +15,9 @@ import (
 // leaves one in DIR/data/indexes). The queries are the vectors of random
 // slots; vector is the graph walk of a hybrid query's candidate pool, read
 // the load of the file (with the page cache warm). DOCSIFT_BENCH_QUERIES,
-// when set, names a file of query texts, a line each, for lexical: BM25's
-// side of the same pool (`docsift bench scale` queries with the words its
-// documents are made of), then again after 1,000 deletions.
+// when set, names a BEIR queries.jsonl for lexical: BM25's side of the
+// same pool (`docsift bench scale --dir DIR` leaves the queries it ran in
+// DIR/queries.jsonl), then again after 1,000 deletions.
 func BenchmarkSearchSnapshot(b *testing.B) {
 	path := os.Getenv("DOCSIFT_BENCH_SNAPSHOT")
 	if path == "" {
@@ -49,13 +50,17 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 			i++
 		}
 	})
-	texts, err := os.ReadFile(os.Getenv("DOCSIFT_BENCH_QUERIES"))
+	lines, err := os.ReadFile(os.Getenv("DOCSIFT_BENCH_QUERIES"))
 	if err != nil {
 		return
 	}
 	var terms [][]queryTerm
-	for _, line := range strings.Split(strings.TrimSpace(string(texts)), "\n") {
-		terms = append(terms, v.queryTerms(line))
+	for _, line := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+		var q struct{ Text string }
+		if err := json.Unmarshal([]byte(line), &q); err != nil {
+			b.Fatalf("%s: %v", os.Getenv("DOCSIFT_BENCH_QUERIES"), err)
+		}
+		terms = append(terms, v.queryTerms(q.Text))
 	}
 	lexical := func(b *testing.B) {
 		v := x.current.Load()
