@@ -569,7 +569,7 @@ func (f postingFilter) keeps(v *view, d uint32) bool {
 
 // cutCost is what cutting one doc out of a posting list costs (a galloping
 // search from the last cut) in postings asked one at a time, as measured
-// on a million-chunk owner with 1,000 deletions and 700 docs in other
+// on a million-chunk owner with 1,000 deletions and 600 docs in other
 // languages (BenchmarkSearchSnapshot/lexical-deleted); tests change it to
 // take one way or the other.
 var cutCost = 4
