@@ -378,8 +378,7 @@ type lexScores struct {
 	touched []uint32
 	kept    []posting   // a term's postings that count, when some do not
 	runs    [][]posting // the same, as runs of its lists (see bodyRuns)
-	cut     []uint32    // the docs cut out of them
-	merged  []uint32    // scratch for cut
+	cuts    cuts        // the docs cut out of them
 }
 
 var lexScoresPool = sync.Pool{New: func() any { return new(lexScores) }}
@@ -576,49 +575,18 @@ var cutCost = 4
 
 // bodyRuns returns the postings of a term's body lists that f keeps: the
 // lists themselves when every posting counts, else the runs between the
-// docs that do not, found by a search each where those docs are
-// listed (the deleted ones, those of the languages that do not count) and
-// few beside the postings, else the postings copied one by one into s.
+// docs that do not (see cutOut), else the postings copied one by one into
+// s.
 func (v *view) bodyRuns(s *lexScores, f postingFilter, lists ...[]posting) [][]posting {
 	s.runs = s.runs[:0]
 	if !f.any() {
 		return append(s.runs, lists...)
 	}
-	postings, cuts := 0, 0
-	for _, list := range lists {
-		postings += len(list)
-	}
-	listed := true
-	if f.dead {
-		listed = len(v.deleted) == v.dead
-		cuts += len(v.deleted)
-	}
-	var out langMask // the languages whose docs do not count
-	if f.langs != 0 {
-		out = v.lex.present() &^ f.langs
-		listed = listed && out&v.langs.many == 0
-		for l := range analysis.NumLangs {
-			if out.has(l) {
-				cuts += len(v.langs.slots[l])
-			}
-		}
-	}
-	if !listed || cuts*cutCost > postings {
+	cut, ok := v.cutOut(&s.cuts, f, lists)
+	if !ok {
 		s.kept = f.keep(v, lists, s.kept[:0])
 		return append(s.runs, s.kept)
 	}
-	cut := s.cut[:0]
-	if f.dead {
-		cut = append(cut, v.deleted...)
-	}
-	for l := range analysis.NumLangs {
-		if out.has(l) {
-			// Each list is in order: merged, not sorted again.
-			s.merged = mergeSorted(s.merged[:0], cut, v.langs.slots[l])
-			cut, s.merged = s.merged, cut
-		}
-	}
-	s.cut = cut
 	for _, list := range lists {
 		run, from := 0, 0 // where the current run starts, and the search
 		for _, d := range cut {
@@ -635,6 +603,75 @@ func (v *view) bodyRuns(s *lexScores, f postingFilter, lists ...[]posting) [][]p
 		s.runs = append(s.runs, list[run:])
 	}
 	return s.runs
+}
+
+// keptCount is how many postings of lists f keeps, where cutOut lists the
+// docs they drop: their number less those docs found among them.
+func (v *view) keptCount(c *cuts, f postingFilter, lists [2][]posting) (int, bool) {
+	cut, ok := v.cutOut(c, f, lists[:])
+	if !ok {
+		return 0, false
+	}
+	n := len(lists[0]) + len(lists[1])
+	for _, list := range lists {
+		from := 0
+		for _, d := range cut {
+			if from == len(list) {
+				break
+			}
+			from += seek(list[from:], d)
+			if from < len(list) && list[from].doc == d {
+				n--
+				from++
+			}
+		}
+	}
+	return n, true
+}
+
+// cuts is scratch for the docs cut out of a term's lists.
+type cuts struct{ cut, merged []uint32 }
+
+// cutOut returns, in order, the docs whose postings f drops from lists,
+// where those docs are listed (the deleted ones, those of the languages
+// that do not count) and few beside the postings; ok is false where the
+// postings are better asked one by one.
+func (v *view) cutOut(c *cuts, f postingFilter, lists [][]posting) (cut []uint32, ok bool) {
+	postings, n := 0, 0
+	for _, list := range lists {
+		postings += len(list)
+	}
+	listed := true
+	if f.dead {
+		listed = len(v.deleted) == v.dead
+		n += len(v.deleted)
+	}
+	var out langMask // the languages whose docs do not count
+	if f.langs != 0 {
+		out = v.lex.present() &^ f.langs
+		listed = listed && out&v.langs.many == 0
+		for l := range analysis.NumLangs {
+			if out.has(l) {
+				n += len(v.langs.slots[l])
+			}
+		}
+	}
+	if !listed || n*cutCost > postings {
+		return nil, false
+	}
+	cut = c.cut[:0]
+	if f.dead {
+		cut = append(cut, v.deleted...)
+	}
+	for l := range analysis.NumLangs {
+		if out.has(l) {
+			// Each list is in order: merged, not sorted again.
+			c.merged = mergeSorted(c.merged[:0], cut, v.langs.slots[l])
+			cut, c.merged = c.merged, cut
+		}
+	}
+	c.cut = cut
+	return cut, true
 }
 
 // seek returns the index of the first posting of list at or past doc d:

@@ -52,6 +52,7 @@ type lexSide struct {
 	terms           []lexTerm
 	avgLen, avgHead float64
 	oneLang         bool
+	cuts            cuts // scratch for docFreq
 }
 
 // lexical returns the lexical side of a search for query on v, its pool
@@ -215,9 +216,11 @@ func (l *lexSide) counts(t *lexTerm, d uint32) bool {
 // docFreq is the number of docs that count for t and hold it in either
 // field. With no deleted docs in an owner of one language that is the
 // body list's length plus the head's docs without a body posting;
-// otherwise every posting is asked whether it counts, and the answer for
-// a long list is kept for the view's version (a common word's list is
-// read so by every query that holds it).
+// otherwise the body list's length less the docs cut out of it (see
+// view.cutOut), or, where those are not listed, every posting is asked
+// whether it counts, and the answer for a long list is kept for the
+// view's version (a common word's list is read so by every query that
+// holds it).
 func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
 	v := l.v
 	every := v.dead == 0 && l.oneLang
@@ -231,6 +234,9 @@ func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
 	}
 	if every {
 		return len(t.body[0]) + len(t.body[1]) + headOnly
+	}
+	if n, ok := v.keptCount(&l.cuts, v.filterFor(t.langs, l.oneLang), t.body); ok {
+		return n + headOnly
 	}
 	key := dfKey{k, t.langs}
 	n := len(t.body[0]) + len(t.body[1])

@@ -19,6 +19,11 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 		x.Delete(uint64(i))
 	}
 	checkPruned(t, x, rng, zipf, "after deletes: ")
+	// Deleted docs cut out of every list (see view.cutOut), not only of
+	// long ones.
+	cutCost = 0
+	checkPruned(t, x, rng, zipf, "after deletes, every list cut: ")
+	cutCost = 4
 
 	// An owner of two languages: a term counts only in its languages'
 	// docs, for its IDF as for scores.
@@ -38,6 +43,9 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 		y.Delete(uint64(i))
 	}
 	checkPruned(t, y, rng, zipf, "two languages, after deletes: ")
+	cutCost = 0
+	defer func() { cutCost = 4 }()
+	checkPruned(t, y, rng, zipf, "two languages, after deletes, every list cut: ")
 }
 
 func checkPruned(t *testing.T, x *OwnerIndex, rng *rand.Rand, zipf *rand.Zipf, stage string) {

@@ -17,7 +17,8 @@ import (
 // the load of the file (with the page cache warm). DOCSIFT_BENCH_QUERIES,
 // when set, names a BEIR queries.jsonl for lexical: BM25's side of the
 // same pool (`docsift bench scale --dir DIR` leaves the queries it ran in
-// DIR/queries.jsonl), then again after 1,000 deletions.
+// DIR/queries.jsonl), then again after 1,000 deletions, and with one
+// more before each query.
 func BenchmarkSearchSnapshot(b *testing.B) {
 	path := os.Getenv("DOCSIFT_BENCH_SNAPSHOT")
 	if path == "" {
@@ -77,4 +78,13 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 		x.Delete(v.pages.id(uint32(rng.IntN(int(v.n)))))
 	}
 	b.Run("lexical-deleted", lexical)
+	// An owner written to between queries: each reads a new version.
+	b.Run("lexical-changing", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			x.Delete(v.pages.id(uint32(rng.IntN(int(v.n)))))
+			x.current.Load().lexical(terms[i%len(terms)], minCandidates, nil).release()
+			i++
+		}
+	})
 }
