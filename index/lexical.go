@@ -588,18 +588,11 @@ func (v *view) bodyRuns(s *lexScores, f postingFilter, lists ...[]posting) [][]p
 		return append(s.runs, s.kept)
 	}
 	for _, list := range lists {
-		run, from := 0, 0 // where the current run starts, and the search
-		for _, d := range cut {
-			if from == len(list) {
-				break
-			}
-			from += seek(list[from:], d)
-			if from < len(list) && list[from].doc == d {
-				s.runs = append(s.runs, list[run:from])
-				from++
-				run = from
-			}
-		}
+		run := 0 // where the current run starts
+		cutAt(list, cut, func(i int) {
+			s.runs = append(s.runs, list[run:i])
+			run = i + 1
+		})
 		s.runs = append(s.runs, list[run:])
 	}
 	return s.runs
@@ -614,19 +607,25 @@ func (v *view) keptCount(c *cuts, f postingFilter, lists [2][]posting) (int, boo
 	}
 	n := len(lists[0]) + len(lists[1])
 	for _, list := range lists {
-		from := 0
-		for _, d := range cut {
-			if from == len(list) {
-				break
-			}
-			from += seek(list[from:], d)
-			if from < len(list) && list[from].doc == d {
-				n--
-				from++
-			}
-		}
+		cutAt(list, cut, func(int) { n-- })
 	}
 	return n, true
+}
+
+// cutAt calls found, in order, with the index of each posting of list
+// whose doc is in cut (in order too).
+func cutAt(list []posting, cut []uint32, found func(i int)) {
+	from := 0 // where the search goes on
+	for _, d := range cut {
+		if from == len(list) {
+			return
+		}
+		from += seek(list[from:], d)
+		if from < len(list) && list[from].doc == d {
+			found(from)
+			from++
+		}
+	}
 }
 
 // cuts is scratch for the docs cut out of a term's lists.

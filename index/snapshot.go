@@ -46,8 +46,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // temp file in the same directory, fsynced, renamed over path, then the
 // directory fsynced, so a crash leaves either the old snapshot or the new
 // one. lastSeq is the highest store sequence number the index reflects;
-// catch-up starts after it. The segment of the snapshot it replaces, if
-// any, is removed (see segment.go).
+// catch-up starts after it. The segments of the snapshot it replaces, if
+// any, are removed (see segment.go).
 //
 // Then, unless a Commit is running, the index moves onto the file it
 // wrote: it reads its slots and postings in place from then on (see
