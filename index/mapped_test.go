@@ -274,3 +274,35 @@ func TestSnapshotOfGraphNotLinkedYet(t *testing.T) {
 		t.Fatalf("vector search after the first vector: %v", hits)
 	}
 }
+
+// TestSnapshotDocumentIDs: the documents a snapshot holds come back with
+// their IDs, however many blocks those fill, and each is found by its ID.
+func TestSnapshotDocumentIDs(t *testing.T) {
+	const dim = 4
+	vecs := testVectors(3000, dim, 7)
+	es := entries(vecs, 1)
+	ids := make([]string, len(es))
+	for i := range es {
+		// About 120 KB of IDs, of lengths 1 to 64: two blocks and more.
+		ids[i] = fmt.Sprintf("%d-%s", i, bytes.Repeat([]byte{'x'}, i%60))
+		es[i].Doc = &Document{ID: ids[i]}
+	}
+	x := New("m", dim)
+	must(t, x.Add(es...))
+	path := filepath.Join(t.TempDir(), "x.idx")
+	if _, err := x.Save(path, 1); err != nil {
+		t.Fatal(err)
+	}
+	y, _, err := ReadSnapshot(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if d := y.Document(es[i].ID); d == nil || d.ID != id {
+			t.Fatalf("entry %d: document %+v, want ID %q", i, d, id)
+		}
+		if _, ok := y.docOf[id]; !ok {
+			t.Fatalf("document %q is not found by its ID", id)
+		}
+	}
+}
