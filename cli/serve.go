@@ -104,7 +104,7 @@ project named "default" is created and its API key printed once.`,
 	f.Float64Var(&o.sessionRateLimit, "session-rate-limit", server.DefaultSessionRateLimit, "requests per second per upload session URL (0: unlimited)")
 	f.StringVar(&o.searxngURL, "searxng-url", "", "SearxNG-compatible search endpoint for POST /search/internet (unset: internet search is off)")
 	f.IntVar(&o.sessionMaxPending, "session-max-pending", server.DefaultSessionMaxPending, "files one upload session may have waiting to be indexed; more: 429 with Retry-After")
-	f.IntVar(&o.maxConns, "max-connections", server.DefaultMaxConns, "open connections at most; more are closed at once")
+	f.IntVar(&o.maxConns, "max-connections", server.DefaultMaxConns, "open connections at most; more are answered 503 and closed")
 	f.IntVar(&o.maxConnsPerClient, "max-connections-per-client", server.DefaultMaxConnsPerClient, "open connections from one IP address at most")
 	f.StringVar(&o.googleClientID, "google-client-id", "", "OAuth client id (type Web application) for Google Drive import on upload pages; its redirect URI is BASE_URL"+server.DriveCallbackPath+" (unset: Drive import is off)")
 	f.StringVar(&o.googleClientSecret, "google-client-secret", "", "that OAuth client's secret (prefer DOCSIFT_GOOGLE_CLIENT_SECRET: a flag shows in the process list)")

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -86,8 +89,8 @@ func (s *Server) HTTPServer() *http.Server {
 
 // Serve runs the API on ln, with at most MaxConns connections open and at
 // most MaxConnsPerClient from one IP address. A connection over either
-// limit is closed at once rather than queued: a queued one would wait
-// behind the very connections that exhaust the limit.
+// limit is not queued (it would wait behind the very connections that
+// exhaust the limit): it is answered 503 with the reason and closed.
 func (s *Server) Serve(srv *http.Server, ln net.Listener) error {
 	return srv.Serve(&limitedListener{Listener: ln, limits: s.cfg.Conns, perClient: map[string]int{}})
 }
@@ -99,6 +102,7 @@ type limitedListener struct {
 	mu        sync.Mutex
 	open      int
 	perClient map[string]int
+	refusing  int // connections being answered 503 (see refuse)
 }
 
 func (l *limitedListener) Accept() (net.Conn, error) {
@@ -109,18 +113,62 @@ func (l *limitedListener) Accept() (net.Conn, error) {
 		}
 		client := clientOf(c.RemoteAddr())
 		l.mu.Lock()
-		ok := l.open < l.limits.MaxConns && l.perClient[client] < l.limits.MaxConnsPerClient
-		if ok {
+		var reason string
+		switch {
+		case l.perClient[client] >= l.limits.MaxConnsPerClient:
+			reason = fmt.Sprintf("too many open connections from this address (at most %d): reuse connections or open fewer", l.limits.MaxConnsPerClient)
+		case l.open >= l.limits.MaxConns:
+			reason = fmt.Sprintf("the server has as many open connections as it takes (%d): try again shortly", l.limits.MaxConns)
+		default:
 			l.open++
 			l.perClient[client]++
 		}
-		l.mu.Unlock()
-		if !ok {
-			c.Close()
-			continue
+		answer := reason != "" && l.refusing < maxRefusing
+		if answer {
+			l.refusing++
 		}
-		return &countedConn{Conn: c, release: func() { l.release(client) }}, nil
+		l.mu.Unlock()
+		switch {
+		case answer:
+			go l.refuse(c, reason)
+		case reason != "":
+			c.Close() // a flood: answering each would hold its descriptor
+		default:
+			return &countedConn{Conn: c, release: func() { l.release(client) }}, nil
+		}
 	}
+}
+
+// maxRefusing bounds the connections over the limits being answered at
+// once; past it, they are closed without an answer.
+const maxRefusing = 64
+
+// refuseWait bounds how long answering a refused connection may hold it.
+const refuseWait = 2 * time.Second
+
+// refuse answers the request on a connection over the limits 503 with the
+// reason, as JSON like every other error, and closes it. The answer waits
+// for the request (one sent before it would be a stray to the client),
+// and what follows is read and dropped until the client closes, or for
+// refuseWait in all: closing a socket with unread data resets it, and
+// the reset can reach the client before the answer does.
+func (l *limitedListener) refuse(c net.Conn, reason string) {
+	defer func() {
+		c.Close()
+		l.mu.Lock()
+		l.refusing--
+		l.mu.Unlock()
+	}()
+	body, _ := json.Marshal(errorBody{Error: reason})
+	c.SetDeadline(time.Now().Add(refuseWait))
+	if _, err := http.ReadRequest(bufio.NewReader(io.LimitReader(c, 1<<20))); err != nil {
+		return // no request came
+	}
+	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	if tc, ok := c.(interface{ CloseWrite() error }); ok {
+		tc.CloseWrite()
+	}
+	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
 func (l *limitedListener) release(client string) {

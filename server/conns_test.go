@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -120,9 +121,23 @@ func TestConnectionsPerClientAreCapped(t *testing.T) {
 	if healthz(t, "127.0.0.2", addr) != http.StatusOK {
 		t.Error("another client was not served while the first held its share")
 	}
+	// A connection over the share is answered why, and closed.
 	over := dialFrom(t, "127.0.0.1", addr)
-	if !closedWithin(over, 5*time.Second) {
-		t.Error("a connection over the client's share was kept")
+	fmt.Fprintf(over, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	over.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(over)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("a connection over the client's share got no answer: %v", err)
+	}
+	var body struct{ Error string }
+	json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body.Error, "too many open connections from this address (at most 5)") {
+		t.Errorf("answer %d %q, want 503 naming the limit", resp.StatusCode, body.Error)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("a connection over the client's share was kept: %v", err)
 	}
 }
 
