@@ -142,10 +142,11 @@ func (x *OwnerIndex) attachDoc(g *generation, s uint32, d *Document) {
 	if d == nil {
 		return
 	}
-	o, ok := x.docOf[d.ID]
+	docOf := x.docIndex()
+	o, ok := docOf[d.ID]
 	if !ok {
 		o = g.appendDoc(d)
-		x.docOf[d.ID] = o
+		docOf[d.ID] = o
 	}
 	g.pages.setSlotDoc(s, o)
 	g.docLive[o]++
@@ -161,8 +162,40 @@ func (x *OwnerIndex) detachDoc(s uint32) {
 	}
 	if x.gen.docLive[o]--; x.gen.docLive[o] == 0 {
 		x.gen.docs.deadAt(o).Store(x.epoch + 1)
-		delete(x.docOf, x.gen.docs.doc(o).ID)
+		docOf, id := x.docIndex(), x.gen.docs.doc(o).ID
+		if docOf[id] == o {
+			delete(docOf, id)
+		}
 	}
+}
+
+// docIndex returns x.docOf, the ordinals of gen's live documents by ID,
+// making it first when a load left it out: searches never use it, and
+// made while a snapshot is read it was a fifth of the load at a million
+// documents, which a restart is then answering sooner by. Should an ID be
+// listed twice (which only a writer's bug could make: a damaged file
+// fails its checksum), the first is found by it; the other goes on
+// serving its own chunks. The caller holds mu, or has x alone.
+func (x *OwnerIndex) docIndex() map[string]uint32 {
+	if x.docOf != nil {
+		return x.docOf
+	}
+	g := x.gen
+	x.docOf = make(map[string]uint32, g.nDocs)
+	for o := range g.nDocs {
+		if g.docLive[o] == 0 {
+			continue
+		}
+		if id := g.docs.doc(o).ID; !hasKey(x.docOf, id) {
+			x.docOf[id] = o
+		}
+	}
+	return x.docOf
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // Document returns the document of entry id as the writer sees it, or nil

@@ -198,8 +198,8 @@ func TestDocumentTableFollowsChanges(t *testing.T) {
 	if d == nil || d.ID != "a" || !d.CreatedAt.Equal(a.CreatedAt) || d.Metadata["dept"] != "a" {
 		t.Errorf("document a read back as %+v", d)
 	}
-	if len(y.docOf) != 1 || y.gen.nDocs != 1 {
-		t.Errorf("the snapshot holds %d documents (%d live), want 1", y.gen.nDocs, len(y.docOf))
+	if len(y.docIndex()) != 1 || y.gen.nDocs != 1 {
+		t.Errorf("the snapshot holds %d documents (%d live), want 1", y.gen.nDocs, len(y.docIndex()))
 	}
 }
 
@@ -302,4 +302,52 @@ func versionsOf(hits []Hit) []uint64 {
 		}
 	}
 	return vs
+}
+
+// TestDocumentsOfALoadedSnapshot: a load leaves the documents by ID to the
+// first write, which then finds them: a chunk of a document the snapshot
+// holds joins it, the last chunk of one takes it away, and a compaction
+// right after the load renumbers them from the loaded table.
+func TestDocumentsOfALoadedSnapshot(t *testing.T) {
+	x := New("m", 2)
+	a, b := &Document{ID: "a"}, &Document{ID: "b"}
+	var es []Entry
+	for i := range 6 {
+		es = append(es, Entry{ID: uint64(i), Vector: []float32{1, 0}, Text: "walrus", Doc: a})
+	}
+	es = append(es, Entry{ID: 6, Vector: []float32{1, 0}, Text: "walrus", Doc: b})
+	must(t, x.Add(es...))
+	path := filepath.Join(t.TempDir(), "x.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	if y.docOf != nil {
+		t.Error("the load made the documents by ID, which only writes use")
+	}
+
+	must(t, y.Add(Entry{ID: 7, Vector: []float32{1, 0}, Text: "walrus", Doc: &Document{ID: "a"}}))
+	if y.gen.nDocs != 2 || y.Document(7) != y.Document(0) {
+		t.Fatalf("a new chunk of document a made another document: %d documents", y.gen.nDocs)
+	}
+	y.Delete(6)
+	if _, ok := y.docIndex()["b"]; ok || len(docHits(y, "b")) != 0 {
+		t.Error("document b outlived its last chunk")
+	}
+	y.Delete(0, 1, 2)
+
+	z, _, err := ReadSnapshot(path)
+	must(t, err)
+	z.mu.Lock()
+	z.rebuild()
+	z.mu.Unlock()
+	if z.gen.nDocs != 2 || z.Document(3) == nil || z.Document(3).ID != "a" {
+		t.Fatalf("compacted after a load: %d documents, chunk 3's is %+v", z.gen.nDocs, z.Document(3))
+	}
+	if got := docHits(z, "a"); len(got) != 6 {
+		t.Errorf("document a after the compaction finds %v, want its 6 chunks", got)
+	}
+	must(t, z.Add(Entry{ID: 8, Vector: []float32{1, 0}, Text: "walrus", Doc: &Document{ID: "a"}}))
+	if z.gen.nDocs != 2 {
+		t.Errorf("a new chunk of document a after the compaction made another document: %d", z.gen.nDocs)
+	}
 }

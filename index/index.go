@@ -108,7 +108,7 @@ type OwnerIndex struct {
 	mu       sync.Mutex // writers only
 	gen      *generation
 	slotOf   map[uint64]uint32 // live entry -> slot in gen
-	docOf    map[string]uint32 // live document -> ordinal in gen
+	docOf    map[string]uint32 // live document -> ordinal in gen; nil until docIndex makes it
 	epoch    uint64            // the current view's
 	live     int               // entries, as of the writer's last change
 	dead     int               // deleted slots in gen
@@ -332,7 +332,7 @@ func (x *OwnerIndex) rebuild() {
 	}
 	gen := newGeneration(x.dim, graph)
 	renum := make([]uint32, old.n) // old slot -> new slot, for live slots
-	clear(x.docOf)                 // documents are renumbered as their slots are copied
+	x.docOf = map[string]uint32{}  // documents are renumbered as their slots are copied
 	for s := range old.n {
 		if old.pages.deadAt(s).Load() != 0 {
 			continue

@@ -301,7 +301,7 @@ func TestSnapshotDocumentIDs(t *testing.T) {
 		if d := y.Document(es[i].ID); d == nil || d.ID != id {
 			t.Fatalf("entry %d: document %+v, want ID %q", i, d, id)
 		}
-		if _, ok := y.docOf[id]; !ok {
+		if _, ok := y.docIndex()[id]; !ok {
 			t.Fatalf("document %q is not found by its ID", id)
 		}
 	}

@@ -389,6 +389,9 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 		return 0, unapplied{fmt.Errorf("%d slots added to %d exceed the segment", int64(n)-int64(from), from)}
 	}
 
+	// The live documents by ID, made (see docIndex) before the
+	// segment's own are added to the table.
+	docOf := x.docIndex()
 	nd := d.count(20)
 	for range nd {
 		doc, err := decodeDoc(d)
@@ -549,9 +552,9 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 			gen.docs.deadAt(o).Store(1)
 			continue
 		}
-		before := len(x.docOf)
-		x.docOf[doc.ID] = o
-		if len(x.docOf) == before {
+		before := len(docOf)
+		docOf[doc.ID] = o
+		if len(docOf) == before {
 			return 0, fmt.Errorf("document %q listed twice", doc.ID)
 		}
 	}
