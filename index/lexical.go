@@ -274,19 +274,6 @@ func (l *lexicon) postings(term string, n uint32) (base, added []posting) {
 	return base, added
 }
 
-// reserve sizes the empty lexicon's table for terms terms, as growing
-// would, without the copies growing makes: loading a snapshot knows how
-// many terms it holds.
-func (l *lexicon) reserve(terms int) {
-	size := minTermSlots
-	for 4*terms > 3*size {
-		size *= 2
-	}
-	if l.terms == 0 {
-		l.table.Store(newTermTable(l.table.Load().seed, size))
-	}
-}
-
 // termFor returns the postings of the term with key k, adding the term if
 // it is new.
 func (l *lexicon) termFor(k termKey) *termPostings {
