@@ -186,16 +186,12 @@ func (x *OwnerIndex) docIndex() map[string]uint32 {
 		if g.docLive[o] == 0 {
 			continue
 		}
-		if id := g.docs.doc(o).ID; !hasKey(x.docOf, id) {
+		id := g.docs.doc(o).ID
+		if _, twice := x.docOf[id]; !twice {
 			x.docOf[id] = o
 		}
 	}
 	return x.docOf
-}
-
-func hasKey[K comparable, V any](m map[K]V, k K) bool {
-	_, ok := m[k]
-	return ok
 }
 
 // Document returns the document of entry id as the writer sees it, or nil
