@@ -194,11 +194,10 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	// than a client may open by default raise the server's limit rather
 	// than be refused.
 	perClient := max(256, cfg.Uploaders+16)
-	srv, err := startChildServer(ctx, cfg.Binary, dir, "--max-connections-per-client", strconv.Itoa(perClient))
+	srv, err := startChildServerConns(ctx, cfg.Binary, dir, perClient-8, "--max-connections-per-client", strconv.Itoa(perClient))
 	if err != nil {
 		return nil, err
 	}
-	srv.client.Transport.(*http.Transport).MaxConnsPerHost = perClient - 8
 	defer func() { srv.kill() }()
 	fmt.Fprintf(cfg.Progress, "uploading documents for %d chunks to %s\n", cfg.Chunks, srv.base)
 	serverLog := filepath.Join(dir, "server.log")
@@ -333,6 +332,15 @@ var (
 // as for the second node of a cluster), and then return without waiting
 // for the server to answer.
 func startChildServer(ctx context.Context, bin, dir string, flags ...string) (*childServer, error) {
+	// Under the server's default limit of one client's connections,
+	// which a burst of requests would otherwise pass while some close
+	// (see server.Serve).
+	return startChildServerConns(ctx, bin, dir, 240, flags...)
+}
+
+// startChildServerConns is startChildServer with its client opening at
+// most conns connections.
+func startChildServerConns(ctx context.Context, bin, dir string, conns int, flags ...string) (*childServer, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -356,11 +364,7 @@ func startChildServer(ctx context.Context, bin, dir string, flags ...string) (*c
 		return nil, fmt.Errorf("eval: start docsift serve: %w", err)
 	}
 	s := &childServer{cmd: cmd, exited: make(chan struct{}), base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", start: start,
-		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 1024,
-			// Under the server's default limit of one client's
-			// connections, which a burst of requests would otherwise
-			// pass while some close (see server.Serve).
-			MaxConnsPerHost: 240}}}
+		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: conns}}}
 	found := make(chan [2]string, 1)
 	go func() {
 		var key, project string
