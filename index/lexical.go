@@ -276,12 +276,19 @@ func (l *lexicon) postings(term string, n uint32) (base, added []posting) {
 
 // termFor returns the postings of the term with key k, adding the term if
 // it is new.
-func (l *lexicon) termFor(k termKey) *termPostings {
+func (l *lexicon) termFor(k termKey) *termPostings { return l.termIn(k, nil) }
+
+// termIn is termFor, a new term taking fresh (zero) when it is not nil.
+func (l *lexicon) termIn(k termKey, fresh *termPostings) *termPostings {
 	t := l.table.Load()
 	if e := t.findKey(k); e != nil {
 		return e
 	}
-	e := &termPostings{key: k}
+	e := fresh
+	if e == nil {
+		e = &termPostings{}
+	}
+	e.key = k
 	t.put(e)
 	l.terms++
 	if 4*l.terms > 3*len(t.slots) {

@@ -568,9 +568,16 @@ func (x *OwnerIndex) applySegment(b []byte) (lastSeq uint64, err error) {
 
 // applyPostings applies a segment's postings, which d is at, to lex:
 // postings of the slots from to n.
+//
+// A segment holds millions of terms when its chunks' word pairs are
+// mostly distinct, so the new terms' entries, and their postings, are
+// made in blocks rather than one by one: a load then leaves the
+// collector nothing to mark for them but the blocks.
 func applyPostings(d *decoder, lex *lexicon, from, n uint32) error {
 	terms := d.u64()
-	for range terms {
+	entries := make([]termPostings, terms) // bounded by the segment's size (see applySegment)
+	var lists postingBlock
+	for i := range terms {
 		key := termKey(d.u64())
 		count := d.count(8)
 		w := d.take(8 * count)
@@ -581,7 +588,9 @@ func applyPostings(d *decoder, lex *lexicon, from, n uint32) error {
 			return fmt.Errorf("term %x with no postings", key)
 		}
 		prev := int64(from) - 1
-		ps := make([]posting, count)
+		// With room to grow as a list does, so that a term new to the
+		// lexicon (most of a segment's) takes ps as it is.
+		ps := lists.take(count)
 		for i := range ps {
 			ps[i] = posting{doc: leU32(w[8*i:]), tf: leU32(w[8*i+4:])}
 			if int64(ps[i].doc) <= prev || ps[i].doc >= n || ps[i].tf == 0 {
@@ -589,7 +598,7 @@ func applyPostings(d *decoder, lex *lexicon, from, n uint32) error {
 			}
 			prev = int64(ps[i].doc)
 		}
-		if !lex.extend(key, ps) {
+		if !lex.extend(key, ps, &entries[i]) {
 			return fmt.Errorf("term %x listed twice", key)
 		}
 	}
@@ -598,14 +607,20 @@ func applyPostings(d *decoder, lex *lexicon, from, n uint32) error {
 
 // extend appends ps, postings of slots past all of term k's, to its
 // postings, staged (a segment's load); it reports false when they are not
-// past them.
-func (l *lexicon) extend(k termKey, ps []posting) bool {
-	t := l.termFor(k)
+// past them. A new term takes fresh for its entry, and ps itself when its
+// capacity is a list's (see postingsCap).
+func (l *lexicon) extend(k termKey, ps []posting, fresh *termPostings) bool {
+	t := l.termIn(k, fresh)
 	if all := t.all(); len(all) > 0 && all[len(all)-1].doc >= ps[0].doc {
 		return false
 	}
 	if t.staged == t.n.Load() {
 		l.dirty = append(l.dirty, t)
+	}
+	if t.staged == 0 && uint32(cap(ps)) == postingsCap(uint32(len(ps))) {
+		t.data.Store(&ps[0])
+		t.staged = uint32(len(ps))
+		return true
 	}
 	if c := postingsCap(t.staged + uint32(len(ps))); t.staged == 0 || c > postingsCap(t.staged) {
 		grown := make([]posting, c)
@@ -615,6 +630,25 @@ func (l *lexicon) extend(k termKey, ps []posting) bool {
 	copy(unsafe.Slice(t.data.Load(), t.staged+uint32(len(ps)))[t.staged:], ps)
 	t.staged += uint32(len(ps))
 	return true
+}
+
+// postingBlock hands out postings lists with a list's capacity for n
+// (postingsCap) from shared blocks.
+type postingBlock struct{ free []posting }
+
+const postingBlockLen = 64 << 10 // postings, 512 KiB
+
+func (b *postingBlock) take(n int) []posting {
+	c := int(postingsCap(uint32(n)))
+	if c > postingBlockLen/8 {
+		return make([]posting, n, c) // a long list is a block of its own
+	}
+	if c > cap(b.free) {
+		b.free = make([]posting, postingBlockLen)
+	}
+	ps := b.free[:n:c]
+	b.free = b.free[c:]
+	return ps
 }
 
 // postingBytes is a list as snapshots and segments hold it: each
