@@ -63,7 +63,7 @@ const (
 // slots cost about 450 MB of heap (450 bytes a chunk at a million, over
 // the 750 of the file read in place) and about 0.45 s of a restart at a
 // million chunks (0.93-1.05 s for 112,000 measured) for bench scale's
-// text, but 2.5 s for 40,000 chunks of text whose word pairs are nearly
+// text, but 2.2-2.5 s for 40,000 chunks of text whose word pairs are nearly
 // all distinct (five million terms, each inserted into the heap's
 // lexicon): reading segments in place, as the snapshot is, is what
 // would bound it. A small snapshot is rewritten once the slots added
