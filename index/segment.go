@@ -65,9 +65,11 @@ const (
 // million chunks (0.93-1.05 s for 112,000 measured) for bench scale's
 // text, but 2.2-2.5 s for 40,000 chunks of text whose word pairs are nearly
 // all distinct (five million terms, each inserted into the heap's
-// lexicon): reading segments in place, as the snapshot is, is what
-// would bound it. A small snapshot is rewritten once the slots added
-// reach half its own, which costs little.
+// lexicon). A restart searches the snapshot alone while large segments
+// are applied (see ingest's preview); reading segments in place, as the
+// snapshot is, would bound the wait for the whole index. A small
+// snapshot is rewritten once the slots added reach half its own, which
+// costs little.
 func segmentLimit(n uint32) uint32 {
 	return min(segmentMaxSlots, n/2)
 }

@@ -255,6 +255,29 @@ func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
 	return x, lastSeq, err
 }
 
+// ReadSnapshotAlone is ReadSnapshot without the segments beside the
+// snapshot: the index as the snapshot was written, which is read in place
+// and so ready in about the time its checksum takes, where applying
+// segments of millions of terms takes seconds more. It is for searching
+// while the whole index loads (see ingest); it is not to be saved, as a
+// segment it wrote would take the place of one the snapshot has.
+func ReadSnapshotAlone(path string) (*OwnerIndex, uint64, error) {
+	return readSnapshotFile(path, 0)
+}
+
+// SegmentBytes is the size of the segments beside the snapshot at path, a
+// measure of what applying them costs.
+func SegmentBytes(path string) int64 {
+	var total int64
+	for k := 1; ; k++ {
+		st, err := os.Stat(segmentPath(path, k))
+		if err != nil {
+			return total
+		}
+		total += st.Size()
+	}
+}
+
 // readSnapshotFile is ReadSnapshot of the snapshot alone, its maps sized
 // for more entries to come.
 func readSnapshotFile(path string, more int) (*OwnerIndex, uint64, error) {

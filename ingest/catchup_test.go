@@ -183,14 +183,47 @@ func TestRestartReadsSegment(t *testing.T) {
 	must(t, os.WriteFile(snap+".seg1", segment, 0o600))
 
 	e = start(true)
-	defer func() {
-		close(e.indexes.catchUpStarts) // a catch-up, if the test failed, would hold the shutdown
-		e.Shutdown(context.Background())
-	}()
 	svc := search.New(e, st, llm.NewExtractive(), nil, slog.New(slog.DiscardHandler))
-	res, warnings, err := svc.Search(context.Background(), owner, "lighthouse keeper tanker", 5)
-	must(t, err)
+	lighthouse := func() ([]search.Result, []string) {
+		t.Helper()
+		res, warnings, err := svc.Search(context.Background(), owner, "lighthouse keeper tanker", 5)
+		must(t, err)
+		return res, warnings
+	}
+	res, warnings := lighthouse()
+	close(e.indexes.catchUpStarts) // a catch-up, had the test failed, would hold the shutdown
+	must(t, e.Shutdown(context.Background()))
 	if len(res) == 0 || !strings.Contains(res[0].Chunk.Text, "lighthouse") || len(warnings) != 0 {
 		t.Fatalf("the segment's chunk after a restart: %+v, warnings %q", res, warnings)
+	}
+
+	// Segments large enough to hold up the first answer: the snapshot
+	// alone answers first, saying what it lacks, and the whole index
+	// takes its place once loaded.
+	must(t, os.WriteFile(snap, whole, 0o600))
+	must(t, os.WriteFile(snap+".seg1", segment, 0o600))
+	e = New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), Config{Workers: 1}, quietLog())
+	e.indexes.previewSegmentBytes = 1
+	e.indexes.previewHolds, e.indexes.previewLoads = make(chan struct{}), make(chan error, 1)
+	must(t, e.Start())
+	svc = search.New(e, st, llm.NewExtractive(), nil, slog.New(slog.DiscardHandler))
+	res, warnings = lighthouse()
+	for _, r := range res {
+		if strings.Contains(r.Chunk.Text, "lighthouse") {
+			t.Errorf("the segment's chunk found before the segment was read: %q", r.Chunk.Text)
+		}
+	}
+	if !strings.Contains(strings.Join(warnings, "\n"), "catching up: 1 recent chunks are not found yet") {
+		t.Fatalf("warnings of the snapshot alone: %q", warnings) // and no load behind it to wait for
+	}
+	if res, _, err := svc.Search(context.Background(), owner, "quarterly budget meeting note", 5); err != nil || len(res) == 0 {
+		t.Errorf("the snapshot's chunks while the segment loads: %+v (%v)", res, err)
+	}
+	close(e.indexes.previewHolds)
+	must(t, <-e.indexes.previewLoads)
+	res, warnings = lighthouse()
+	must(t, e.Shutdown(context.Background()))
+	if len(res) == 0 || !strings.Contains(res[0].Chunk.Text, "lighthouse") || len(warnings) != 0 {
+		t.Fatalf("the segment's chunk once the whole index loaded: %+v, warnings %q", res, warnings)
 	}
 }
