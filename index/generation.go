@@ -1,6 +1,9 @@
 package index
 
-import "slices"
+import (
+	"slices"
+	"sync"
+)
 
 // generation is one lifetime of an owner's slot numbering: its slots are
 // only appended to (and marked deleted) until compaction builds the next
@@ -97,6 +100,7 @@ type view struct {
 	lex      lexStats  // head lengths and languages, for BM25F and queries
 	langs    langSlots // the generation's, as published
 	deleted  []uint32  // the slots deleted, in order, when len(deleted) == dead
+	cuts     sync.Map  // cutKey -> the docs cutOut cuts, merged (see cutOut)
 
 	// The graph's entry point and top layer when the view was published:
 	// the writer moves them when a new node rises above the top.

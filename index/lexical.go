@@ -652,6 +652,19 @@ func (v *view) cutOut(c *cuts, f postingFilter, lists [][]posting) (cut []uint32
 	if !listed || n*cutCost > postings {
 		return nil, false
 	}
+	switch {
+	case out == 0:
+		return v.deleted, true
+	case !f.dead && out&(out-1) == 0:
+		return v.langs.slots[bits.TrailingZeros64(uint64(out))], true
+	}
+	// Merged once per view: every term of every query on it cuts the
+	// same docs out, and at a million chunks merging them again for each
+	// was a tenth of a search.
+	key := cutKey{f.dead, out}
+	if cut, ok := v.cuts.Load(key); ok {
+		return cut.([]uint32), true
+	}
 	cut = c.cut[:0]
 	if f.dead {
 		cut = append(cut, v.deleted...)
@@ -664,7 +677,15 @@ func (v *view) cutOut(c *cuts, f postingFilter, lists [][]posting) (cut []uint32
 		}
 	}
 	c.cut = cut
+	cut = slices.Clone(cut)
+	v.cuts.Store(key, cut)
 	return cut, true
+}
+
+// cutKey names a list of docs cut out of posting lists (see cutOut).
+type cutKey struct {
+	dead bool
+	out  langMask
 }
 
 // seek returns the index of the first posting of list at or past doc d:
