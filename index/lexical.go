@@ -502,14 +502,17 @@ func (v *view) scoreBody(s *lexScores, c bodyScorer, runs [][]posting) {
 		m := len(s.matched)
 		s.matched = slices.Grow(s.matched, len(list))
 		next := s.matched[:cap(s.matched)]
-		for _, p := range list {
-			old := s.score[p.doc]
-			next[m] = p.doc
-			if old == 0 {
-				m++
+		v.pages.byPage(list, func(pg *page, first uint32, run []posting) {
+			docLen := pg.docLen
+			for _, p := range run {
+				old := s.score[p.doc]
+				next[m] = p.doc
+				if old == 0 {
+					m++
+				}
+				s.score[p.doc] = old + c.score(p.tf, docLen[p.doc-first])
 			}
-			s.score[p.doc] = old + c.score(p.tf, v.pages.docLen(p.doc))
-		}
+		})
 		s.matched = next[:m]
 	}
 }
@@ -712,14 +715,23 @@ func mergeSorted(dst, a, b []uint32) []uint32 {
 	return append(append(dst, a...), b...)
 }
 
-// keep appends to kept the postings of lists that count.
+// keep appends to kept the postings of lists that count, as keeps says.
 func (f postingFilter) keep(v *view, lists [][]posting, kept []posting) []posting {
 	for _, list := range lists {
-		for _, p := range list {
-			if f.keeps(v, p.doc) {
+		v.pages.byPage(list, func(pg *page, first uint32, run []posting) {
+			for _, p := range run {
+				o := p.doc - first
+				if f.dead {
+					if d := pg.deadAt[o].Load(); d != 0 && d <= v.epoch {
+						continue
+					}
+				}
+				if f.langs != 0 && !f.langs.has(analysis.Lang(pg.lang[o])) {
+					continue
+				}
 				kept = append(kept, p)
 			}
-		}
+		})
 	}
 	return kept
 }

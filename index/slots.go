@@ -136,6 +136,23 @@ func (ps pages) id(s uint32) uint64 {
 	return ps[p].ids[off]
 }
 
+// byPage calls fn with each run of list's postings (in slot order) whose
+// slots are in one page, that page, and its first slot: a pass over a
+// long list then finds each page once rather than each posting's.
+func (ps pages) byPage(list []posting, fn func(pg *page, first uint32, run []posting)) {
+	for len(list) > 0 {
+		p, off := pageOf(list[0].doc)
+		first := list[0].doc - uint32(off)
+		end := first + uint32(pageSlots(p))
+		n := len(list)
+		if list[n-1].doc >= end {
+			n = seek(list, end)
+		}
+		fn(ps[p], first, list[:n])
+		list = list[n:]
+	}
+}
+
 func (ps pages) docLen(s uint32) uint32 {
 	p, off := pageOf(s)
 	return ps[p].docLen[off]
