@@ -219,11 +219,20 @@ func TestRestartReadsSegment(t *testing.T) {
 	if res, _, err := svc.Search(context.Background(), owner, "quarterly budget meeting note", 5); err != nil || len(res) == 0 {
 		t.Errorf("the snapshot's chunks while the segment loads: %+v (%v)", res, err)
 	}
+	// A commit meanwhile loads the whole index itself rather than
+	// change the preview, and the load behind the preview then finds
+	// it done.
+	upload(e, "harbour.txt", "The harbour master posts the tide tables every Monday.")
 	close(e.indexes.previewHolds)
 	must(t, <-e.indexes.previewLoads)
 	res, warnings = lighthouse()
+	harbour, _, err := svc.Search(context.Background(), owner, "harbour master tide tables", 5)
+	must(t, err)
 	must(t, e.Shutdown(context.Background()))
 	if len(res) == 0 || !strings.Contains(res[0].Chunk.Text, "lighthouse") || len(warnings) != 0 {
 		t.Fatalf("the segment's chunk once the whole index loaded: %+v, warnings %q", res, warnings)
+	}
+	if len(harbour) == 0 || !strings.Contains(harbour[0].Chunk.Text, "harbour master") {
+		t.Fatalf("the chunk committed while the segment loaded: %+v", harbour)
 	}
 }

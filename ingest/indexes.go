@@ -525,13 +525,16 @@ func (r *Indexes) preview(owner string, e *ownerIndex, model string, dim int) bo
 		return false
 	}
 	start := time.Now()
+	var seqs []uint64
+	var seqsErr error
+	stored := make(chan struct{})
+	go func() { // beside the snapshot, as load does
+		defer close(stored)
+		seqs, seqsErr = r.store.OwnerSeqs(owner)
+	}()
 	x, _, err := index.ReadSnapshotAlone(path)
-	if err != nil || x.Model() != model || x.Dim() != dim {
+	if <-stored; err != nil || seqsErr != nil || x.Model() != model || x.Dim() != dim {
 		return false // the whole load says why
-	}
-	seqs, err := r.store.OwnerSeqs(owner)
-	if err != nil {
-		return false
 	}
 	missing, stale, _ := compare(seqs, x)
 	x.Delete(stale...)
