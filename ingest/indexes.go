@@ -559,6 +559,11 @@ func (r *Indexes) preview(owner string, e *ownerIndex, model string, dim int) bo
 			e.ready.CompareAndSwap(x, nil)
 			r.setCatchingUp(owner, 0)
 		}
+		// The preview's heap (its documents and maps, a few hundred
+		// bytes a chunk) is garbage once its last search ends: given
+		// back now rather than when the scavenger gets round to it.
+		x = nil
+		debug.FreeOSMemory()
 		if r.previewLoads != nil {
 			r.previewLoads <- err
 		}
