@@ -560,7 +560,18 @@ func (v *view) filterFor(langs langMask, oneLang bool) postingFilter {
 func (f postingFilter) any() bool { return f.dead || f.langs != 0 }
 
 func (f postingFilter) keeps(v *view, d uint32) bool {
-	return !(f.dead && !v.alive(d) || f.langs != 0 && !f.langs.has(v.pages.slotLang(d)))
+	p, off := pageOf(d)
+	return f.keepsAt(v, v.pages[p], uint32(off))
+}
+
+// keepsAt is keeps of the slot at offset o of page pg.
+func (f postingFilter) keepsAt(v *view, pg *page, o uint32) bool {
+	if f.dead {
+		if d := pg.deadAt[o].Load(); d != 0 && d <= v.epoch {
+			return false
+		}
+	}
+	return f.langs == 0 || f.langs.has(analysis.Lang(pg.lang[o]))
 }
 
 // cutCost is what cutting one doc out of a posting list costs (a galloping
@@ -720,16 +731,9 @@ func (f postingFilter) keep(v *view, lists [][]posting, kept []posting) []postin
 	for _, list := range lists {
 		v.pages.byPage(list, func(pg *page, first uint32, run []posting) {
 			for _, p := range run {
-				o := p.doc - first
-				if f.dead {
-					if d := pg.deadAt[o].Load(); d != 0 && d <= v.epoch {
-						continue
-					}
+				if f.keepsAt(v, pg, p.doc-first) {
+					kept = append(kept, p)
 				}
-				if f.langs != 0 && !f.langs.has(analysis.Lang(pg.lang[o])) {
-					continue
-				}
-				kept = append(kept, p)
 			}
 		})
 	}
