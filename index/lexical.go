@@ -498,23 +498,31 @@ func (v *view) scoreBody(s *lexScores, c bodyScorer, runs [][]posting) {
 		// Every doc is written past the matched ones and counted only
 		// when it scored nothing yet: whether it did is a coin toss for
 		// a query's second word, and a branch on it stalled the pass
-		// more than the arithmetic.
+		// more than the arithmetic. The count is a local of the page's
+		// loop: one the closure shares lives in memory, and each
+		// posting waited for the last one's store to it.
 		m := len(s.matched)
 		s.matched = slices.Grow(s.matched, len(list))
 		next := s.matched[:cap(s.matched)]
 		v.pages.byPage(list, func(pg *page, first uint32, run []posting) {
-			docLen := pg.docLen
+			docLen, score, at := pg.docLen, s.score, m
 			for _, p := range run {
-				old := s.score[p.doc]
-				next[m] = p.doc
-				if old == 0 {
-					m++
-				}
-				s.score[p.doc] = old + c.score(p.tf, docLen[p.doc-first])
+				old := score[p.doc]
+				next[at] = p.doc
+				at += unscored(old)
+				score[p.doc] = old + c.score(p.tf, docLen[p.doc-first])
 			}
+			m = at
 		})
 		s.matched = next[:m]
 	}
+}
+
+// unscored is 1 when score is +0, as a doc's is until a term scores it
+// (scores are never negative), else 0, without a branch: only 0 minus 1
+// sets the top bit of a uint64.
+func unscored(score float32) int {
+	return int((uint64(math.Float32bits(score)) - 1) >> 63)
 }
 
 // bodyScorer is BM25 for a term found in a doc's body alone, arranged for

@@ -368,3 +368,21 @@ func snapshotThenAdd(t *testing.T, es []Entry, inSnapshot int) *OwnerIndex {
 	must(t, x.Add(es[inSnapshot:]...))
 	return x
 }
+
+func TestUnscored(t *testing.T) {
+	for _, c := range []struct {
+		score float32
+		want  int
+	}{
+		{0, 1},
+		{math.SmallestNonzeroFloat32, 0},
+		{1e-30, 0},
+		{0.5, 0},
+		{math.MaxFloat32, 0},
+		{float32(math.Inf(1)), 0},
+	} {
+		if got := unscored(c.score); got != c.want {
+			t.Errorf("unscored(%g) = %d, want %d", c.score, got, c.want)
+		}
+	}
+}
