@@ -206,7 +206,11 @@ func (g *hnsw) searchWithin(v *view, q []float32, k int, allow slotSet) []scored
 		cur = g.greedy(c, sc, qc, cur, layer, false)
 	}
 	c.allow = allow
-	res := g.searchLayer(c, sc, qc, []scored{cur}, max(g.efSearch, k), 0, false, true)
+	// With nothing deleted and no filter, every node may be returned: not
+	// asking spares a read of each one's deletion mark, a miss to memory
+	// like its code.
+	liveOnly := v.dead > 0 || allow != nil
+	res := g.searchLayer(c, sc, qc, []scored{cur}, max(g.efSearch, k), 0, false, liveOnly)
 	c.allow = nil
 	return rescore(sc.pages, q, res, k)
 }
