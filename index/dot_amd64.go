@@ -33,3 +33,19 @@ func dotInt8(a, b []int8) int32 {
 	}
 	return dotInt8AVX2(&a[0], &b[0], n) + dotInt8Go(a[n:], b[n:])
 }
+
+//go:noescape
+func atLeastAVX2(xs *float32, n int, floor float32) int
+
+// atLeast returns the index of the first of xs that is at least floor, or
+// len(xs): eight at a time in AVX2 registers, the rest in Go.
+func atLeast(xs []float32, floor float32) int {
+	n := len(xs) &^ 7
+	if !hasAVX2 || n == 0 {
+		return atLeastGo(xs, floor)
+	}
+	if i := atLeastAVX2(&xs[0], n, floor); i < n {
+		return i
+	}
+	return n + atLeastGo(xs[n:], floor)
+}

@@ -62,3 +62,34 @@ line:
 	CMPQ       SI, CX
 	JLE        line
 	RET
+
+// func atLeastAVX2(xs *float32, n int, floor float32) int
+// n is a multiple of 8. Returns the index of the first of the n floats at
+// xs that is at least floor (NaN is not), or n: eight compared at a time.
+TEXT ·atLeastAVX2(SB), NOSPLIT, $0-32
+	MOVQ         xs+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS floor+16(FP), Y0
+	XORQ         AX, AX
+
+loop8:
+	CMPQ      AX, CX
+	JGE       none
+	VCMPPS    $0x12, (SI)(AX*4), Y0, Y1 // floor <= x, quiet on NaN
+	VMOVMSKPS Y1, DX
+	TESTL     DX, DX
+	JNZ       found
+	ADDQ      $8, AX
+	JMP       loop8
+
+found:
+	BSFL DX, DX
+	ADDQ DX, AX
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
+	RET
+
+none:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET

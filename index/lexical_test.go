@@ -386,3 +386,49 @@ func TestUnscored(t *testing.T) {
 		}
 	}
 }
+
+// TestTopDenseAsMatched: reading every doc's score in order gives the pool
+// that reading the matched docs' gives, ties included (scores drawn from a
+// few values, in arrays of lengths that are and are not multiples of 8).
+func TestTopDenseAsMatched(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 200 {
+		n := 1 + rng.IntN(3000)
+		s := &lexScores{score: make([]float32, n)}
+		share := rng.Float64()
+		for d := range n {
+			if rng.Float64() < share {
+				s.score[d] = float32(1+rng.IntN(1+round%20)) / 4
+				s.matched = append(s.matched, uint32(d))
+			}
+		}
+		rng.Shuffle(len(s.matched), func(i, j int) { s.matched[i], s.matched[j] = s.matched[j], s.matched[i] })
+		k := 1 + rng.IntN(120)
+		dense, matched := s.topDense(newTopK(k)), s.topMatched(newTopK(k))
+		if !slices.Equal(dense, matched) {
+			t.Fatalf("n=%d k=%d matched=%d: dense %v, matched %v", n, k, len(s.matched), dense, matched)
+		}
+	}
+}
+
+func TestAtLeast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	nan := float32(math.NaN())
+	for range 500 {
+		xs := make([]float32, rng.IntN(70))
+		for i := range xs {
+			switch rng.IntN(10) {
+			case 0:
+				xs[i] = nan
+			default:
+				xs[i] = float32(rng.IntN(8))
+			}
+		}
+		floor := float32(rng.IntN(9))
+		for from := range len(xs) + 1 {
+			if got, want := atLeast(xs[from:], floor), atLeastGo(xs[from:], floor); got != want {
+				t.Fatalf("atLeast(%v, %g) = %d, want %d", xs[from:], floor, got, want)
+			}
+		}
+	}
+}
