@@ -1,12 +1,15 @@
 package index
 
 import (
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/docsift/docsift/llm"
 )
 
 // BenchmarkSearchSnapshot searches an owner as a restarted server does,
@@ -18,7 +21,8 @@ import (
 // when set, names a BEIR queries.jsonl for lexical: BM25's side of the
 // same pool (`docsift bench scale --dir DIR` leaves the queries it ran in
 // DIR/queries.jsonl), then again after 1,000 deletions, and with one
-// more before each query.
+// more before each query; and for vector-recall, the graph walk of those
+// queries' built-in embeddings, with its recall@10.
 func BenchmarkSearchSnapshot(b *testing.B) {
 	path := os.Getenv("DOCSIFT_BENCH_SNAPSHOT")
 	if path == "" {
@@ -56,13 +60,16 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 		return
 	}
 	var terms [][]queryTerm
+	var texts []string
 	for _, line := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
 		var q struct{ Text string }
 		if err := json.Unmarshal([]byte(line), &q); err != nil {
 			b.Fatalf("%s: %v", os.Getenv("DOCSIFT_BENCH_QUERIES"), err)
 		}
 		terms = append(terms, v.queryTerms(q.Text))
+		texts = append(texts, q.Text)
 	}
+	b.Run("vector-recall", func(b *testing.B) { benchmarkRecall(b, v, texts) })
 	lexical := func(b *testing.B) {
 		v := x.current.Load()
 		i := 0
@@ -87,4 +94,50 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// benchmarkRecall times the graph walk of a hybrid query's candidate pool
+// for the built-in embeddings of (up to 100 of) texts, as a server embeds
+// queries for an owner of that embedder, and reports the recall@10 of the
+// pool's first ten against the exact ten nearest (found in one pass over
+// every vector; a doc scoring the same as the tenth counts as found).
+func benchmarkRecall(b *testing.B, v *view, texts []string) {
+	emb := llm.NewBuiltin()
+	var qs [][]float32
+	for _, text := range texts[:min(100, len(texts))] {
+		q, err := emb.EmbedQuery(context.Background(), text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	exact := make([]*topK, len(qs))
+	for i := range exact {
+		exact[i] = newTopK(10)
+	}
+	for s := range v.n {
+		if v.alive(s) {
+			for i, q := range qs {
+				exact[i].push(s, v.pages.dot(q, s))
+			}
+		}
+	}
+	found, want := 0, 0
+	for i, q := range qs {
+		best := exact[i].sorted()
+		tenth := best[len(best)-1].score
+		got := v.searchVectors(q, minCandidates)
+		for _, r := range got[:min(len(best), len(got))] {
+			if v.pages.dot(q, r.slot) >= tenth {
+				found++
+			}
+		}
+		want += len(best)
+	}
+	i := 0
+	for b.Loop() {
+		v.searchVectors(qs[i%len(qs)], minCandidates)
+		i++
+	}
+	b.ReportMetric(float64(found)/float64(want), "recall@10")
 }
