@@ -104,6 +104,7 @@ the embedding cache saves.`,
 	inf := ingestCmd.Flags()
 	inf.StringVar(&ingestCfg.Corpus, "corpus", "", "BEIR corpus.jsonl")
 	inf.IntVar(&ingestCfg.Workers, "workers", 0, "indexing workers (default: number of CPUs)")
+	inf.IntVar(&ingestCfg.Uploaders, "uploaders", eval.ScaleDefaultUploaders, "documents submitted at once, as clients of the API submit them")
 	inf.BoolVar(&ingestCfg.Again, "again", false, "upload everything a second time after the first pass (the embedding cache's effect)")
 	inf.BoolVar(&raw, "raw", true, "with an Ollama embedder, also time docsift's /api/embed requests sent straight to Ollama")
 	inf.IntVar(&ingestCfg.Rounds, "rounds", 1, "runs, each in a fresh data dir, alternating docsift and raw Ollama first, for a machine whose load drifts; figures are per run")
@@ -205,7 +206,7 @@ func ingestRows(res *eval.IngestResult) [][2]string {
 		{"chunks", fmt.Sprint(res.Chunks)},
 		{"findable", fmt.Sprintf("%.2f s until every document could be found by its words", res.FindableSeconds)},
 		{"time", fmt.Sprintf("%.2f s until every job SUCCEEDED, every chunk with its vector", res.Seconds)},
-		{"throughput", fmt.Sprintf("%.1f chunks/s, %.1f documents/s (%d workers, %d rounds)", res.ChunksPerSecond, res.DocumentsPerSecond, res.Workers, res.Rounds)},
+		{"throughput", fmt.Sprintf("%.1f chunks/s, %.1f documents/s (%d workers, %d uploads at once, %d rounds)", res.ChunksPerSecond, res.DocumentsPerSecond, res.Workers, res.Uploaders, res.Rounds)},
 		{"embedder", fmt.Sprintf("%s: %d texts in %d calls", res.Embedder, res.EmbedTexts, res.EmbedCalls)},
 	}
 	if r := res.Raw; r != nil {

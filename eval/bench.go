@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
 )
 
@@ -27,6 +26,7 @@ type IngestResult struct {
 	ChunksPerSecond    float64 `json:"chunks_per_second"`
 	DocumentsPerSecond float64 `json:"documents_per_second"`
 	Workers            int     `json:"workers"`
+	Uploaders          int     `json:"uploaders"`
 	Embedder           string  `json:"embedder"`
 	Rounds             int     `json:"rounds"` // the figures are per round, averaged
 	// FindableSeconds is the time from the first upload until every
@@ -68,6 +68,11 @@ type IngestConfig struct {
 	Files    []string     // files of any supported type
 	Embedder llm.Embedder // nil: the built-in embedder
 	Workers  int          // indexing workers; default: number of CPUs
+	// Uploaders is how many documents are submitted at once, as clients
+	// of the API do: one alone waits for its commit, so one at a time
+	// measures the disk's fsync, not the pipeline. Default
+	// ScaleDefaultUploaders.
+	Uploaders int
 
 	// Recorder, when set, is the HTTP transport of Embedder's Ollama
 	// client; the /api/embed requests it records during the run are then
@@ -106,6 +111,9 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.NumCPU() // the engine's default, reported as such
 	}
+	if cfg.Uploaders <= 0 {
+		cfg.Uploaders = ScaleDefaultUploaders
+	}
 	var docs []Doc
 	if cfg.Corpus != "" {
 		var err error
@@ -122,7 +130,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	}
 	rounds := max(cfg.Rounds, 1)
 	counted := &countingEmbedder{Embedder: cfg.Embedder}
-	res := &IngestResult{Documents: len(docs), Workers: cfg.Workers, Embedder: cfg.Embedder.Model(), Rounds: rounds}
+	res := &IngestResult{Documents: len(docs), Workers: cfg.Workers, Uploaders: cfg.Uploaders, Embedder: cfg.Embedder.Model(), Rounds: rounds}
 	var rec *Recording
 	var raw RawResult
 	var docsift, findable time.Duration
@@ -145,7 +153,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		if last != nil {
 			last.Close()
 		}
-		run, err := ingestCorpus(docs, counted, cfg.Workers, false, cfg.Progress, cfg.Log)
+		run, err := ingestCorpus(docs, counted, cfg.Workers, cfg.Uploaders, false, cfg.Progress, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -179,7 +187,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		res.Raw, res.RawRatio = &raw, raw.Seconds/s
 	}
 	if cfg.Again {
-		took, chunks, err := last.uploadAgain(docs)
+		took, chunks, err := last.uploadAgain(docs, cfg.Uploaders)
 		if err != nil {
 			return nil, err
 		}
@@ -228,24 +236,17 @@ func replayInto(ctx context.Context, sum *RawResult, rec *Recording, url string)
 	return nil
 }
 
-// uploadAgain uploads docs once more into the run's owner and waits for
-// their jobs, returning the time it took and the chunks indexed.
-func (r *corpusRun) uploadAgain(docs []Doc) (time.Duration, int, error) {
+// uploadAgain uploads docs once more into the run's owner, uploads at a
+// time, and waits for their jobs, returning the time it took and the
+// chunks indexed.
+func (r *corpusRun) uploadAgain(docs []Doc, uploads int) (time.Duration, int, error) {
 	start := time.Now()
-	var jobs []string
-	for _, d := range docs {
-		data := d.Data
-		if data == nil {
-			data = []byte(d.Text)
-		}
-		job, _, err := r.engine.Submit(ingest.Upload{ProjectID: r.owner, OwnerID: r.owner, Name: d.Title, Data: data})
-		if err != nil {
-			return 0, 0, fmt.Errorf("eval: document %s again: %w", d.ID, err)
-		}
-		jobs = append(jobs, job.ID)
+	jobs, err := r.submit(r.owner, docs, uploads)
+	if err != nil {
+		return 0, 0, err
 	}
 	chunks := 0
-	for _, id := range jobs {
+	for id := range jobs {
 		j, err := r.engine.WaitJob(context.Background(), id)
 		if err != nil {
 			return 0, 0, err
@@ -269,6 +270,10 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	c.mu.Unlock()
 	return c.Embedder.Embed(ctx, texts)
 }
+
+// InProcess lets the pipeline treat a counted built-in embedder as the
+// built-in one, as a server's is (see llm.InProcess).
+func (c *countingEmbedder) InProcess() bool { return llm.InProcess(c.Embedder) }
 
 // take returns the calls and texts since the last take.
 func (c *countingEmbedder) take() (calls, texts int) {

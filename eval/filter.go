@@ -103,7 +103,7 @@ func BenchFilter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
 		return nil, errors.New("eval: no queries")
 	}
 
-	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, true, cfg.Progress, cfg.Log)
+	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, 1, true, cfg.Progress, cfg.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -141,7 +141,7 @@ func RunQA(ctx context.Context, cfg QAConfig) (*QAResult, error) {
 			}
 		}
 	}
-	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, true, cfg.Progress, cfg.Log)
+	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, 1, true, cfg.Progress, cfg.Log)
 	if err != nil {
 		return nil, err
 	}

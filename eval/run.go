@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/docsift/docsift/ingest"
@@ -74,8 +75,11 @@ func (r *corpusRun) Close() {
 // and embedders read it before the text.
 //
 // A throwaway run skips fsync: its data dir is deleted at the end, so
-// durability buys nothing and would only measure the disk.
-func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool, bars io.Writer, log *slog.Logger) (*corpusRun, error) {
+// durability buys nothing and would only measure the disk. uploads is how
+// many documents are submitted at once (as clients of the API do); with
+// one they are submitted in the corpus's order, so that every run numbers
+// them alike.
+func ingestCorpus(docs []Doc, embedder llm.Embedder, workers, uploads int, throwaway bool, bars io.Writer, log *slog.Logger) (*corpusRun, error) {
 	dir, err := os.MkdirTemp("", "docsift-eval-*")
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
@@ -100,19 +104,10 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool
 		return nil, err
 	}
 	start := time.Now()
-	jobs := make(map[string]bool, len(docs))
-	for _, d := range docs {
-		data := d.Data
-		if data == nil {
-			data = []byte(d.Text)
-		}
-		job, doc, err := r.engine.Submit(ingest.Upload{ProjectID: p.ID, OwnerID: p.ID, Name: d.Title, Data: data, Metadata: d.Metadata})
-		if err != nil {
-			r.Close()
-			return nil, fmt.Errorf("eval: document %s: %w", d.ID, err)
-		}
-		r.byDoc[doc.ID] = d.ID
-		jobs[job.ID] = true
+	jobs, err := r.submit(p.ID, docs, uploads)
+	if err != nil {
+		r.Close()
+		return nil, err
 	}
 	bar := progress.New(bars, "ingesting", len(docs))
 	failed, finished := 0, 0
@@ -137,6 +132,51 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers int, throwaway bool
 		return nil, errors.New("eval: no document could be indexed")
 	}
 	return r, nil
+}
+
+// submit submits docs to the owner, uploads at a time, and returns their
+// jobs' ids.
+func (r *corpusRun) submit(owner string, docs []Doc, uploads int) (map[string]bool, error) {
+	var (
+		mu    sync.Mutex
+		jobs  = make(map[string]bool, len(docs))
+		first error
+		wg    sync.WaitGroup
+		next  = make(chan Doc)
+	)
+	for range max(uploads, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range next {
+				data := d.Data
+				if data == nil {
+					data = []byte(d.Text)
+				}
+				job, doc, err := r.engine.Submit(ingest.Upload{ProjectID: owner, OwnerID: owner, Name: d.Title, Data: data, Metadata: d.Metadata})
+				mu.Lock()
+				if err != nil && first == nil {
+					first = fmt.Errorf("eval: document %s: %w", d.ID, err)
+				} else if err == nil {
+					r.byDoc[doc.ID] = d.ID
+					jobs[job.ID] = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, d := range docs {
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		next <- d
+	}
+	close(next)
+	wg.Wait()
+	return jobs, first
 }
 
 // Run ingests the corpus, runs every judged query through the same search
@@ -164,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, true, cfg.Progress, cfg.Log)
+	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, 1, true, cfg.Progress, cfg.Log)
 	if err != nil {
 		return nil, err
 	}

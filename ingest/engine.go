@@ -419,7 +419,7 @@ func (e *Engine) claim() ([]*store.Job, []*store.Document, error) {
 // vectors come from a model server is not known here; such a job then
 // waits on it beside, as it would in the worker.
 func (e *Engine) beside(doc *store.Document) bool {
-	if _, inProcess := e.embedder.(*llm.Builtin); !inProcess {
+	if !llm.InProcess(e.embedder) {
 		return false
 	}
 	switch pdf.Format(doc.Format) {

@@ -77,7 +77,7 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 	if reused := len(texts) - countChunks(todo); reused > 0 {
 		e.log.Debug("embeddings reused", "document", d.doc.ID, "model", d.model, "chunks", len(texts), "reused", reused)
 	}
-	if _, inProcess := embedder.(*llm.Builtin); inProcess && len(todo) > 0 {
+	if llm.InProcess(embedder) && len(todo) > 0 {
 		// Embedding here takes microseconds a chunk, less than a second
 		// commit and index update would: the chunks are written once,
 		// with their vectors.

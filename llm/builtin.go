@@ -51,6 +51,20 @@ var _ LanguageQueryEmbedder = (*Builtin)(nil)
 // terms, no network, no files.
 type Builtin struct{}
 
+// InProcess reports whether e embeds in this process, in microseconds a
+// text, with no model server to wait on: the built-in embedder, or an
+// embedder wrapping one that says so with an InProcess method of its own.
+// The pipeline writes such an embedder's chunks once, with their vectors.
+func InProcess(e Embedder) bool {
+	switch e := e.(type) {
+	case *Builtin:
+		return true
+	case interface{ InProcess() bool }:
+		return e.InProcess()
+	}
+	return false
+}
+
 // NewBuiltin returns the built-in embedder.
 func NewBuiltin() *Builtin { return &Builtin{} }
 

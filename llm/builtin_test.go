@@ -125,3 +125,31 @@ func TestBuiltinQueryLanguage(t *testing.T) {
 		}
 	}
 }
+
+// inProcessWrapper wraps an embedder as bench ingest's counter does.
+type inProcessWrapper struct{ Embedder }
+
+func (w inProcessWrapper) InProcess() bool { return InProcess(w.Embedder) }
+
+func TestInProcess(t *testing.T) {
+	b := NewBuiltin()
+	o, err := NewOllamaEmbedder(OllamaConfig{URL: "http://127.0.0.1:1", EmbedModel: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		e    Embedder
+		want bool
+	}{
+		{"builtin", b, true},
+		{"wrapped builtin", inProcessWrapper{b}, true},
+		{"ollama", o, false},
+		{"wrapped ollama", inProcessWrapper{o}, false},
+		{"wrapper that does not say", struct{ Embedder }{b}, false},
+	} {
+		if got := InProcess(c.e); got != c.want {
+			t.Errorf("%s: InProcess = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
