@@ -6,8 +6,9 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// hasAVX2 selects the vector kernel for dotInt8; without it the loop in
-// quant.go runs, about 14 times slower at 384 dimensions.
+// hasAVX2 selects the vector kernels of dotInt8 and atLeast; without it
+// their Go loops run (quant.go's dot product about 14 times slower at 384
+// dimensions).
 var hasAVX2 = cpu.X86.HasAVX2
 
 //go:noescape
