@@ -378,7 +378,7 @@ type lexScores struct {
 var lexScoresPool = sync.Pool{New: func() any { return new(lexScores) }}
 
 func (s *lexScores) release() {
-	if len(s.matched) >= len(s.score)/denseTop {
+	if s.dense() {
 		clear(s.score) // in order, as top read them
 	} else {
 		for _, d := range s.matched {
@@ -578,12 +578,7 @@ func (f postingFilter) keeps(v *view, d uint32) bool {
 
 // keepsAt is keeps of the slot at offset o of page pg.
 func (f postingFilter) keepsAt(v *view, pg *page, o uint32) bool {
-	if f.dead {
-		if d := pg.deadAt[o].Load(); d != 0 && d <= v.epoch {
-			return false
-		}
-	}
-	return f.langs == 0 || f.langs.has(analysis.Lang(pg.lang[o]))
+	return (!f.dead || v.aliveAt(pg, o)) && (f.langs == 0 || f.langs.has(analysis.Lang(pg.lang[o])))
 }
 
 // cutCost is what cutting one doc out of a posting list costs (a galloping
@@ -778,7 +773,7 @@ func (s *lexScores) top(k int) []scored {
 		return nil
 	}
 	t := newTopK(k)
-	if len(s.matched) >= len(s.score)/denseTop {
+	if s.dense() {
 		return s.topDense(t)
 	}
 	return s.topMatched(t)
@@ -800,9 +795,11 @@ func (s *lexScores) topMatched(t *topK) []scored {
 
 // denseTop: top reads every doc's score in order, eight at a time, when at
 // least 1/denseTop of the docs matched, rather than fetch each matched
-// one's. A query of common words matches half a large owner, and the
-// fetches were a quarter of its BM25.
+// one's, and release then clears them all. A query of common words
+// matches half a large owner, and the fetches were a quarter of its BM25.
 const denseTop = 8
+
+func (s *lexScores) dense() bool { return len(s.matched) >= len(s.score)/denseTop }
 
 // topDense is top over every doc, in slot order: a doc scores more than 0
 // once matched, and a doc meeting an equal score later has a higher slot,

@@ -593,12 +593,12 @@ func applyPostings(d *decoder, lex *lexicon, from, n uint32) error {
 		// With room to grow as a list does, so that a term new to the
 		// lexicon (most of a segment's) takes ps as it is.
 		ps := lists.take(count)
-		for i := range ps {
-			ps[i] = posting{doc: leU32(w[8*i:]), tf: leU32(w[8*i+4:])}
-			if int64(ps[i].doc) <= prev || ps[i].doc >= n || ps[i].tf == 0 {
-				return fmt.Errorf("term %x: posting for slot %d of %d with frequency %d out of order or range", key, ps[i].doc, n, ps[i].tf)
+		for j := range ps {
+			ps[j] = posting{doc: leU32(w[8*j:]), tf: leU32(w[8*j+4:])}
+			if int64(ps[j].doc) <= prev || ps[j].doc >= n || ps[j].tf == 0 {
+				return fmt.Errorf("term %x: posting for slot %d of %d with frequency %d out of order or range", key, ps[j].doc, n, ps[j].tf)
 			}
-			prev = int64(ps[i].doc)
+			prev = int64(ps[j].doc)
 		}
 		if !lex.extend(key, ps, &entries[i]) {
 			return fmt.Errorf("term %x listed twice", key)

@@ -222,6 +222,12 @@ type scope struct {
 // alive reports whether slot s (below sc.n) is an entry at sc.epoch: a
 // delete made for a later epoch is not seen yet.
 func (sc *scope) alive(s uint32) bool {
-	d := sc.pages.deadAt(s).Load()
+	p, off := pageOf(s)
+	return sc.aliveAt(sc.pages[p], uint32(off))
+}
+
+// aliveAt is alive of the slot at offset o of page pg.
+func (sc *scope) aliveAt(pg *page, o uint32) bool {
+	d := pg.deadAt[o].Load()
 	return d == 0 || d > sc.epoch
 }
