@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"math/bits"
 	"sync"
 )
@@ -134,15 +135,19 @@ func (v *view) allow(f Filter, scanMax int) *allowed {
 	return a
 }
 
-// searchVectorsAllowed is searchVectors within a (nil: every slot).
-func (v *view) searchVectorsAllowed(q []float32, k int, a *allowed) []scored {
+// searchVectorsAllowed is searchVectors within a (nil: every slot), its
+// graph walk keeping a list of at least ef (0: the graph's efSearch).
+func (v *view) searchVectorsAllowed(q []float32, k, ef int, a *allowed) []scored {
+	g := v.gen.graph
 	switch {
+	case a == nil && g == nil:
+		return v.scan(q, k)
 	case a == nil:
-		return v.searchVectors(q, k)
-	case a.slots != nil || v.gen.graph == nil:
+		return g.searchWithin(v, q, k, ef, nil)
+	case a.slots != nil || g == nil:
 		return v.scanAllowed(q, k, a)
 	}
-	return v.gen.graph.searchWithin(v, q, k, a.set)
+	return g.searchWithin(v, q, k, ef, a.set)
 }
 
 // scanAllowed is the search over a's slots: by their codes, then the best
@@ -188,12 +193,13 @@ func (s *lexScores) topAllowed(k int, a *allowed) []scored {
 }
 
 // searchWithin returns the k slots of allow (nil: every slot) most similar
-// to q, alive in v.
+// to q, alive in v, from a walk that keeps the max(ef, k) best it meets
+// (ef 0: efSearch).
 // The walk goes through every node, allowed or not (dropping the others
 // would cut the graph into islands), but keeps only allowed ones; since
 // its result list fills with allowed nodes only, it walks until it holds
 // ef of them, which widens the search by itself as the filter narrows.
-func (g *hnsw) searchWithin(v *view, q []float32, k int, allow slotSet) []scored {
+func (g *hnsw) searchWithin(v *view, q []float32, k, ef int, allow slotSet) []scored {
 	if v.entry == noNode || k <= 0 {
 		return nil
 	}
@@ -210,7 +216,7 @@ func (g *hnsw) searchWithin(v *view, q []float32, k int, allow slotSet) []scored
 	// asking spares a read of each one's deletion mark, a miss to memory
 	// like its code.
 	liveOnly := v.dead > 0 || allow != nil
-	res := g.searchLayer(c, sc, qc, []scored{cur}, max(g.efSearch, k), 0, false, liveOnly)
+	res := g.searchLayer(c, sc, qc, []scored{cur}, max(cmp.Or(ef, g.efSearch), k), 0, false, liveOnly)
 	c.allow = nil
 	return rescore(sc.pages, q, res, k)
 }

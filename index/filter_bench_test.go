@@ -66,7 +66,7 @@ func BenchmarkFilteredVectorSearch(b *testing.B) {
 			b.Run(name+"/graph", func(b *testing.B) {
 				i := 0
 				for b.Loop() {
-					v.gen.graph.searchWithin(v, queries[i%len(queries)], k, a.set)
+					v.gen.graph.searchWithin(v, queries[i%len(queries)], k, 0, a.set)
 					i++
 				}
 			})

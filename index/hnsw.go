@@ -403,5 +403,5 @@ func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv code, eps []scored, ef, l
 // by the vectors' codes, and the efSearch best it finds are re-scored
 // exactly.
 func (g *hnsw) search(v *view, q []float32, k int) []scored {
-	return g.searchWithin(v, q, k, nil)
+	return g.searchWithin(v, q, k, 0, nil)
 }

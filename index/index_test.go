@@ -257,6 +257,31 @@ func TestHybridFusion(t *testing.T) {
 	}
 }
 
+// The built-in embedder's vectors get a narrow walk on the vector side of
+// a hybrid search (hashedWalk), but still a walk: a query whose words no
+// chunk holds is answered by its vector, as for any model.
+func TestHashedVectorSide(t *testing.T) {
+	const dim, n = 32, 3 * graphThreshold / 2
+	vecs := testVectors(n, dim, 1)
+	for _, model := range []string{"builtin-v2", "learned"} {
+		x := New(model, dim)
+		must(t, x.Add(entries(vecs, 0)...))
+		first := 0
+		for i := 0; i < n; i += n / 50 {
+			hits := x.Search(Query{Vector: vecs[i], Text: "zzqx", K: 10})
+			if len(hits) != 10 {
+				t.Fatalf("%s, chunk %d's vector: %d hits", model, i, len(hits))
+			}
+			if hits[0].ID == uint64(i) {
+				first++
+			}
+		}
+		if first < 48 {
+			t.Errorf("%s: %d of 50 chunks first for their own vector", model, first)
+		}
+	}
+}
+
 func TestConcurrentAddSearch(t *testing.T) {
 	const dim = 16
 	vecs := testVectors(3000, dim, 4)

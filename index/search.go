@@ -28,6 +28,18 @@ const (
 	hashedVectorWeight = 0.2
 	// hashedModelPrefix names the built-in embedder's models ("builtin-v2").
 	hashedModelPrefix = "builtin"
+	// hashedCandidates is the fewest candidates the vector side of a
+	// hybrid search nominates for the built-in embedder's vectors, from a
+	// graph walk keeping hashedWalk (a learned model's side nominates as
+	// many as BM25's, from a walk of the graph's efSearch). Those vectors
+	// hash the words BM25 scores, so BM25's pool already holds most chunks
+	// they would nominate, and every candidate is scored exactly on both
+	// sides however it came; their nearest neighbours are near ties that
+	// no walk finds (recall@10 0.13 at a million chunks, hnswlib's alike).
+	// On bench scale's million-chunk owner a walk 25 times as wide changes
+	// almost none of the top ten (BenchmarkSearchSnapshot/hybrid reports
+	// it), while the usual walk was a fifth of a query's CPU.
+	hashedCandidates = 20
 
 	// Pseudo-relevance feedback (Rocchio, 1971): the query vector is moved
 	// towards the mean of the feedbackDocs best first-pass chunks, with
@@ -38,9 +50,17 @@ const (
 	feedbackWeight = 0.75
 )
 
+// hashedWalk is the list kept by the graph walk of a hybrid search's
+// vector side for the built-in embedder's vectors (see hashedCandidates);
+// a variable so that BenchmarkSearchSnapshot can widen it.
+var hashedWalk = 40
+
+// hashed reports whether model's vectors are the built-in embedder's.
+func hashed(model string) bool { return strings.HasPrefix(model, hashedModelPrefix) }
+
 // vectorWeight is the fusion weight of the vector side for vectors of model.
 func vectorWeight(model string) float64 {
-	if strings.HasPrefix(model, hashedModelPrefix) {
+	if hashed(model) {
 		return hashedVectorWeight
 	}
 	return learnedVectorWeight
@@ -85,7 +105,11 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 	}
 	var vecTop []scored
 	if useVec {
-		vecTop = v.searchVectorsAllowed(q.Vector, pool, allow)
+		vecPool, walk := pool, 0
+		if useLex && hashed(x.model) {
+			vecPool, walk = max(hashedCandidates, 2*q.K), hashedWalk
+		}
+		vecTop = v.searchVectorsAllowed(q.Vector, vecPool, walk, allow)
 	}
 	var lex *lexSide
 	var lexTop []scored
