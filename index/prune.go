@@ -218,9 +218,10 @@ func (l *lexSide) counts(t *lexTerm, d uint32) bool {
 // body list's length plus the head's docs without a body posting;
 // otherwise the body list's length less the docs cut out of it (see
 // view.cutOut), or, where those are not listed, every posting is asked
-// whether it counts, and the answer for a long list is kept for the
-// view's version (a common word's list is read so by every query that
-// holds it).
+// whether it counts; either count of a long list is kept for the view's
+// version (a common word's list is counted so by every query that holds
+// it, and cutting out a million-chunk owner's docs of other languages was
+// a twentieth of a search).
 func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
 	v := l.v
 	every := v.dead == 0 && l.oneLang
@@ -235,9 +236,6 @@ func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
 	if every {
 		return len(t.body[0]) + len(t.body[1]) + headOnly
 	}
-	if n, ok := v.keptCount(&l.cuts, v.filterFor(t.langs, l.oneLang), t.body); ok {
-		return n + headOnly
-	}
 	key := dfKey{k, t.langs}
 	n := len(t.body[0]) + len(t.body[1])
 	if n >= dfCacheMin {
@@ -247,11 +245,14 @@ func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
 			}
 		}
 	}
-	df := 0
-	for _, list := range t.body {
-		for _, p := range list {
-			if l.counts(t, p.doc) {
-				df++
+	df, ok := v.keptCount(&l.cuts, v.filterFor(t.langs, l.oneLang), t.body)
+	if !ok {
+		df = 0
+		for _, list := range t.body {
+			for _, p := range list {
+				if l.counts(t, p.doc) {
+					df++
+				}
 			}
 		}
 	}
