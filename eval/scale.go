@@ -133,6 +133,11 @@ type QueryLatency struct {
 	P50Ms   float64 `json:"p50_ms"`
 	P99Ms   float64 `json:"p99_ms"`
 	Errors  int     `json:"errors"`
+	// CPU time per query, of the server and of this process's clients,
+	// in milliseconds: with more clients than cores, the queries wait for
+	// each other's CPU, so latency follows it.
+	ServerCPUMs float64 `json:"server_cpu_ms"`
+	ClientCPUMs float64 `json:"client_cpu_ms"`
 }
 
 // scaleDir returns dir, made and checked empty, or a new temporary
@@ -260,12 +265,15 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		out     *QueryLatency
 	}{{1, &res.Query1}, {8, &res.Query8}} {
 		fmt.Fprintf(cfg.Progress, "querying with %d clients\n", run.clients)
+		serverCPU, ownCPU := cpuTime(srv.pid()), selfCPUTime()
 		lr, err := BenchQuery(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, OwnerID: srv.project, Queries: queries,
 			Concurrency: run.clients, Requests: scaleQueryRequests * run.clients, TopK: 5, Timeout: time.Minute})
 		if err != nil {
 			return nil, err
 		}
-		*run.out = QueryLatency{Clients: run.clients, P50Ms: lr.P50Ms, P99Ms: lr.P99Ms, Errors: lr.Errors}
+		perQuery := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(lr.Requests, 1)) }
+		*run.out = QueryLatency{Clients: run.clients, P50Ms: lr.P50Ms, P99Ms: lr.P99Ms, Errors: lr.Errors,
+			ServerCPUMs: perQuery(cpuTime(srv.pid()) - serverCPU), ClientCPUMs: perQuery(selfCPUTime() - ownCPU)}
 	}
 	if res.RSSAnonBytes, res.RSSFileBytes, err = rss(srv.pid()); err != nil {
 		return nil, err

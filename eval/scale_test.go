@@ -64,6 +64,11 @@ func TestBenchScale(t *testing.T) {
 			t.Errorf("queries at %d clients: %+v", q.Clients, q)
 		}
 	}
+	// Eight clients' 2,400 queries take the server seconds of CPU, many
+	// of /proc's 10 ms ticks, and the clients some.
+	if q := res.Query8; q.ServerCPUMs <= 0 || q.ClientCPUMs <= 0 {
+		t.Errorf("CPU per query at %d clients: server %.3f ms, clients %.3f ms", q.Clients, q.ServerCPUMs, q.ClientCPUMs)
+	}
 	if res.Query8.Clients != 8 {
 		t.Errorf("second run had %d clients", res.Query8.Clients)
 	}
