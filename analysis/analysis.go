@@ -105,9 +105,14 @@ type analyzer struct {
 // term, unless it is a stop word. In a query analysed with a vocabulary
 // (AnalyzeQueryIn), a word the vocabulary does not hold is followed by
 // the terms of the parts it is a compound of (see compound.go).
-func (a *analyzer) word(w string, alt bool) bool {
-	w = compose(w)
-	t := a.termOf(w, stem)
+func (a *analyzer) word(w string, alt, plain bool) bool {
+	var t string
+	if plain {
+		t = a.termOfPlain(w)
+	} else {
+		w = compose(w)
+		t = a.termOf(w, stem)
+	}
 	if t == "" {
 		return false
 	}
@@ -156,6 +161,28 @@ func (a *analyzer) termOf(w string, stemFn func(Lang, string) string) string {
 		if foldable(t) {
 			t = fold(t)
 		}
+	}
+	return t
+}
+
+// termOfPlain is termOf for a word of lower-case ASCII letters, which
+// composing already gives, which is not Arabic script, holds no digit and
+// folds to itself.
+func (a *analyzer) termOfPlain(w string) string {
+	if len(w) > maxTermLen || isStop(a.lang, w) {
+		return ""
+	}
+	for _, l := range a.alsoStop {
+		if l != a.lang && isStop(l, w) {
+			return ""
+		}
+	}
+	if a.lang == Arabic {
+		return w
+	}
+	t := stem(a.lang, w)
+	if foldable(t) {
+		t = fold(t)
 	}
 	return t
 }

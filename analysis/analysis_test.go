@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -187,4 +189,55 @@ func FuzzAnalyze(f *testing.F) {
 			})
 		}
 	})
+}
+
+// A word of lower-case ASCII letters takes a short path through analysis
+// (termOfPlain); it must end where the general one does, in every
+// language and with stop words of another: each language's own stop
+// words, real words, made-up ones and one too long to be a term.
+func TestTermOfPlainIsTermOf(t *testing.T) {
+	words := strings.Fields(strings.ToLower(benchPassage + " running happiness studies flies generously nationalization ies s a"))
+	for l := range NumLangs {
+		for w := range stopSets[l] {
+			words = append(words, w)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 2000 {
+		b := make([]byte, 1+n%(maxTermLen+2))
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+		}
+		words = append(words, string(b))
+	}
+	checked := 0
+	for l := range NumLangs {
+		for _, also := range [][]Lang{nil, {English}, {German, French}} {
+			a := analyzer{lang: l, alsoStop: also}
+			for _, w := range words {
+				if !plainWord(w) {
+					continue
+				}
+				if got, want := a.termOfPlain(w), a.termOf(compose(w), stem); got != want {
+					t.Fatalf("%s (also %v): %q gives %q on the short path, %q on the general one", l, also, w, got, want)
+				}
+				if parts := appendCaseParts(nil, a.clean(w)); len(parts) != 1 || parts[0] != w {
+					t.Fatalf("%s: %q cut into %q", l, w, parts)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 10000 {
+		t.Fatalf("only %d words checked", checked)
+	}
+}
+
+func plainWord(w string) bool {
+	for _, r := range w {
+		if r < 'a' || r > 'z' {
+			return false
+		}
+	}
+	return w != ""
 }

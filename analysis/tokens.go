@@ -97,19 +97,27 @@ func nextIsWord(text string, i int) bool {
 func (a *analyzer) compound(text string, i int) int {
 	a.segs = a.segs[:0]
 	start, j := i, i
+	plain := true // lower-case ASCII letters, one segment: most words
 	for j < len(text) {
 		r, size := utf8.DecodeRuneInString(text[j:])
 		switch classify(r) {
-		case classWord, classIgnorable:
+		case classWord:
+			plain = plain && 'a' <= r && r <= 'z'
+			j += size
+			continue
+		case classIgnorable:
+			plain = false
 			j += size
 			continue
 		case classApostrophe:
 			if nextIsWord(text, j+size) {
+				plain = false
 				j += size
 				continue
 			}
 		case classJoiner:
 			if nextIsWord(text, j+size) {
+				plain = false
 				a.segs = append(a.segs, text[start:j])
 				j += size
 				start = j
@@ -119,20 +127,26 @@ func (a *analyzer) compound(text string, i int) int {
 		break
 	}
 	a.segs = append(a.segs, text[start:j])
-	a.handleCompound()
+	a.handleCompound(plain)
 	return j
 }
 
-// handleCompound emits the terms of the segments in a.segs.
-func (a *analyzer) handleCompound() {
+// handleCompound emits the terms of the segments in a.segs. plain says
+// they are one word of lower-case ASCII letters, which cleaning, case
+// parts, composition and folding would each read through to leave alone.
+func (a *analyzer) handleCompound(plain bool) {
 	a.parts = a.parts[:0]
 	split := false // some segment has parts of its own
-	for k, s := range a.segs {
-		s = a.clean(s)
-		a.segs[k] = s
-		n := len(a.parts)
-		a.parts = appendCaseParts(a.parts, s)
-		split = split || len(a.parts)-n > 1
+	if plain {
+		a.parts = append(a.parts, a.segs[0])
+	} else {
+		for k, s := range a.segs {
+			s = a.clean(s)
+			a.segs[k] = s
+			n := len(a.parts)
+			a.parts = appendCaseParts(a.parts, s)
+			split = split || len(a.parts)-n > 1
+		}
 	}
 	if a.words != nil {
 		for _, p := range a.parts {
@@ -143,7 +157,7 @@ func (a *analyzer) handleCompound() {
 		return
 	}
 	for i, p := range a.parts {
-		emitted := a.word(p, false)
+		emitted := a.word(p, false, plain)
 		if a.known == nil {
 			continue
 		}
@@ -165,12 +179,12 @@ func (a *analyzer) handleCompound() {
 	if split {
 		for _, s := range a.segs {
 			if len(appendCaseParts(nil, s)) > 1 {
-				a.word(s, true)
+				a.word(s, true, false)
 			}
 		}
 	}
 	if len(a.segs) > 1 && !allDigits(a.segs) {
-		a.word(strings.Join(a.segs, ""), true)
+		a.word(strings.Join(a.segs, ""), true, false)
 	}
 }
 
