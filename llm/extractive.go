@@ -414,6 +414,10 @@ func splitBlock(block string) []string {
 // endsSentence reports whether word w, the index-th word of the sentence so
 // far, closes it.
 func endsSentence(w string, index int) bool {
+	// Most words end in a letter: no closing mark or stop to look past.
+	if last := w[len(w)-1]; last < utf8.RuneSelf && !strings.ContainsRune(")]\"'.!?", rune(last)) {
+		return false
+	}
 	core := strings.TrimRight(w, ")]\"'”’»")
 	if core == "" {
 		return false
