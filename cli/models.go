@@ -150,8 +150,12 @@ func logEmbedSpeed(ctx context.Context, em llm.Embedder, log *slog.Logger) {
 		return
 	}
 	upload := time.Duration(float64(llm.TypicalUploadChunks) / perSec * float64(time.Second))
+	round := 100 * time.Millisecond
+	if upload < time.Second {
+		round = time.Millisecond // the built-in embedder's: not "0s"
+	}
 	log.Info("embedding speed", "embedder", em.Model(), "embeddings_per_s", fmt.Sprintf("%.1f", perSec),
-		"typical_upload", fmt.Sprintf("%d chunks in about %s", llm.TypicalUploadChunks, upload.Round(100*time.Millisecond)))
+		"typical_upload", fmt.Sprintf("%d chunks in about %s", llm.TypicalUploadChunks, upload.Round(round)))
 }
 
 func (o *modelOptions) chooseAnswerer(ctx context.Context, log *slog.Logger) (llm.Answerer, error) {
