@@ -7,11 +7,12 @@ type scored struct {
 }
 
 // searchVectors returns up to k slots alive in v, most similar first:
-// through the graph when the generation has one, else by scanning every
-// slot, which is as fast for small owners.
-func (v *view) searchVectors(q []float32, k int) []scored {
+// through the graph when the generation has one, its walk keeping at
+// least ef (0: the graph's efSearch), else by scanning every slot, which
+// is as fast for small owners.
+func (v *view) searchVectors(q []float32, k, ef int) []scored {
 	if g := v.gen.graph; g != nil {
-		return g.search(v, q, k)
+		return g.searchWithin(v, q, k, ef, nil)
 	}
 	return v.scan(q, k)
 }

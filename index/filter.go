@@ -135,19 +135,15 @@ func (v *view) allow(f Filter, scanMax int) *allowed {
 	return a
 }
 
-// searchVectorsAllowed is searchVectors within a (nil: every slot), its
-// graph walk keeping a list of at least ef (0: the graph's efSearch).
+// searchVectorsAllowed is searchVectors within a (nil: every slot).
 func (v *view) searchVectorsAllowed(q []float32, k, ef int, a *allowed) []scored {
-	g := v.gen.graph
 	switch {
-	case a == nil && g == nil:
-		return v.scan(q, k)
 	case a == nil:
-		return g.searchWithin(v, q, k, ef, nil)
-	case a.slots != nil || g == nil:
+		return v.searchVectors(q, k, ef)
+	case a.slots != nil || v.gen.graph == nil:
 		return v.scanAllowed(q, k, a)
 	}
-	return g.searchWithin(v, q, k, ef, a.set)
+	return v.gen.graph.searchWithin(v, q, k, ef, a.set)
 }
 
 // scanAllowed is the search over a's slots: by their codes, then the best

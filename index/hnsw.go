@@ -398,10 +398,3 @@ func (g *hnsw) searchLayer(c *searchCtx, sc *scope, qv code, eps []scored, ef, l
 	}
 	return c.res.sorted()
 }
-
-// search returns the k most similar slots alive in v: the graph is walked
-// by the vectors' codes, and the efSearch best it finds are re-scored
-// exactly.
-func (g *hnsw) search(v *view, q []float32, k int) []scored {
-	return g.searchWithin(v, q, k, 0, nil)
-}

@@ -50,7 +50,7 @@ func BenchmarkVectorSearch(b *testing.B) {
 				b.Run(fmt.Sprintf("n=%d/k=%d/%s", n, k, name), func(b *testing.B) {
 					i := 0
 					for b.Loop() {
-						v.searchVectors(queries[i%len(queries)], k)
+						v.searchVectors(queries[i%len(queries)], k, 0)
 						i++
 					}
 				})

@@ -52,7 +52,7 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 	b.Run("vector", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
-			v.searchVectors(queries[i%len(queries)], minCandidates)
+			v.searchVectors(queries[i%len(queries)], minCandidates, 0)
 			i++
 		}
 	})
@@ -128,7 +128,7 @@ func benchmarkRecall(b *testing.B, v *view, texts []string) {
 	for i, q := range qs {
 		best := exact[i].sorted()
 		tenth := best[len(best)-1].score
-		got := v.searchVectors(q, minCandidates)
+		got := v.searchVectors(q, minCandidates, 0)
 		for _, r := range got[:min(len(best), len(got))] {
 			if v.pages.dot(q, r.slot) >= tenth {
 				found++
@@ -138,7 +138,7 @@ func benchmarkRecall(b *testing.B, v *view, texts []string) {
 	}
 	i := 0
 	for b.Loop() {
-		v.searchVectors(qs[i%len(qs)], minCandidates)
+		v.searchVectors(qs[i%len(qs)], minCandidates, 0)
 		i++
 	}
 	b.ReportMetric(float64(found)/float64(want), "recall@10")
