@@ -19,18 +19,22 @@ import (
 //
 // The cache is read once, before embedding: vectors committed meanwhile by
 // another job of the same owner are not looked for again, which costs at
-// most a duplicate embedding, never a wrong vector.
+// most a duplicate embedding, never a wrong vector. An in-process embedder
+// does not use it (see store/embedcache.go).
 func (e *Engine) embedCached(ctx context.Context, owner string, embedder llm.Embedder, texts []string) ([][]float32, error) {
 	hashes := make([]string, len(texts))
-	for i, t := range texts {
-		hashes[i] = store.TextHash(t)
-	}
-	out, err := e.store.CachedVectors(owner, embedder.Model(), hashes)
-	if err != nil {
-		return nil, fmt.Errorf("reading the embedding cache failed: %w", err)
+	out := make([][]float32, len(texts))
+	if !llm.InProcess(embedder) {
+		for i, t := range texts {
+			hashes[i] = store.TextHash(t)
+		}
+		var err error
+		if out, err = e.store.CachedVectors(owner, embedder.Model(), hashes); err != nil {
+			return nil, fmt.Errorf("reading the embedding cache failed: %w", err)
+		}
 	}
 	// The texts left to embed, each once, and where each one's vector goes.
-	first := map[string]int{} // hash → index in todo
+	first := map[string]int{} // text → index in todo
 	var todo []string
 	var slot []int // per text: its index in todo, or -1 when cached
 	for i, v := range out {
@@ -38,10 +42,10 @@ func (e *Engine) embedCached(ctx context.Context, owner string, embedder llm.Emb
 			slot = append(slot, -1)
 			continue
 		}
-		j, seen := first[hashes[i]]
+		j, seen := first[texts[i]]
 		if !seen {
 			j = len(todo)
-			first[hashes[i]] = j
+			first[texts[i]] = j
 			todo = append(todo, texts[i])
 		}
 		slot = append(slot, j)

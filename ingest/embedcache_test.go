@@ -257,17 +257,37 @@ func TestEmbedCacheForgetsDeletedDocuments(t *testing.T) {
 	}
 }
 
-// TestEmbedCacheResumesReindex cuts a reindex short after its first step
-// has staged vectors, as a crash would: the next reindex embeds only what
-// the first did not.
-func TestEmbedCacheResumesReindex(t *testing.T) {
+// inProcess is an embedder that says it embeds in this process, as the
+// built-in one does.
+type inProcess struct{ renamed }
+
+func (inProcess) InProcess() bool { return true }
+
+// TestReindexResumes cuts a reindex short after its first step has staged
+// vectors, as a crash would: the next reindex embeds only what the first
+// did not, whether the owner's chunks were embedded by a model server (and
+// are in the embedding cache) or in process (and are not: the built-in
+// embedder is faster than the cache).
+func TestReindexResumes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		old       llm.Embedder
+		inProcess bool
+	}{
+		{"model server", renamed{llm.NewBuiltin(), "old-model"}, false},
+		{"in process", inProcess{renamed{llm.NewBuiltin(), "old-model"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testReindexResumes(t, tc.old, tc.inProcess) })
+	}
+}
+
+func testReindexResumes(t *testing.T, old llm.Embedder, inProcess bool) {
 	dir := t.TempDir()
 	st, err := store.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	old := renamed{llm.NewBuiltin(), "old-model"}
 	e1 := startEngine(t, st, dir, old)
 	// More chunks than one reindex step.
 	var jobs []*store.Job
@@ -280,6 +300,13 @@ func TestEmbedCacheResumesReindex(t *testing.T) {
 	}
 	if total <= reindexBatch {
 		t.Fatalf("%d chunks: the test needs more than one reindex step (%d)", total, reindexBatch)
+	}
+	cached := total
+	if inProcess {
+		cached = 0
+	}
+	if n, err := st.EmbedCacheEntries("cus_a"); err != nil || n != cached {
+		t.Fatalf("%d embedding cache entries (%v), want %d", n, err, cached)
 	}
 	e1.Shutdown(context.Background())
 

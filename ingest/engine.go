@@ -653,11 +653,6 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 	if len(chunks) == 0 {
 		return 0, pages, errors.New("the document contains no text to index")
 	}
-	texts := make([]string, len(chunks))
-	for i, c := range chunks {
-		texts[i] = entryText(doc.Name, c.Text)
-		chunks[i].TextHash = store.TextHash(texts[i]) // the embedding cache's key
-	}
 	model, err := e.ownerModel(doc.OwnerID)
 	if err != nil {
 		return 0, pages, err
@@ -665,6 +660,13 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 	embedder, err := e.Embedder(model)
 	if err != nil {
 		return 0, pages, err
+	}
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = entryText(doc.Name, c.Text)
+		if !llm.InProcess(embedder) {
+			chunks[i].TextHash = store.TextHash(texts[i]) // the embedding cache's key
+		}
 	}
 	d := &docRun{engine: e, doc: doc, model: model, chunks: chunks}
 	if err := d.embedAndIndex(ctx, embedder, texts); err != nil {

@@ -97,9 +97,10 @@ func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, 
 }
 
 // reembed embeds the chunks of seqs with the engine's embedder, stages their
-// vectors in the store and adds them to x. Vectors staged by an earlier run
-// that did not finish come from the embedding cache, so a reindex cut short
-// by a crash resumes rather than starts over.
+// vectors in the store and adds them to x. Vectors an earlier run that did
+// not finish staged are kept, so a reindex cut short by a crash resumes
+// rather than starts over; the embedding cache then spares the model the
+// texts other chunks already gave it.
 func (e *Engine) reembed(ctx context.Context, owner string, x *index.OwnerIndex, seqs []uint64) error {
 	if len(seqs) == 0 {
 		return nil
@@ -123,12 +124,31 @@ func (e *Engine) reembed(ctx context.Context, owner string, x *index.OwnerIndex,
 	for i, c := range chunks {
 		texts[i], found[i], docOf[i] = entryText(docName(docs[c.DocumentID]), c.Text), c.Seq, idocs[c.DocumentID]
 	}
-	vecs, err := e.embedCached(ctx, owner, e.embedder, texts)
+	vecs, err := e.store.Vectors(e.embedder.Model(), found)
 	if err != nil {
 		return err
 	}
-	if err := e.store.PutVectors(e.embedder.Model(), found, vecs); err != nil {
-		return err
+	var todo []int // indexes in chunks of those with no vector staged
+	for i, v := range vecs {
+		if v == nil {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) > 0 {
+		todoTexts, todoSeqs := make([]string, len(todo)), make([]uint64, len(todo))
+		for j, i := range todo {
+			todoTexts[j], todoSeqs[j] = texts[i], found[i]
+		}
+		embedded, err := e.embedCached(ctx, owner, e.embedder, todoTexts)
+		if err != nil {
+			return err
+		}
+		if err := e.store.PutVectors(e.embedder.Model(), todoSeqs, embedded); err != nil {
+			return err
+		}
+		for j, i := range todo {
+			vecs[i] = embedded[j]
+		}
 	}
 	entries := make([]index.Entry, len(found))
 	for i, c := range chunks {

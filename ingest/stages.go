@@ -52,10 +52,6 @@ type pendingText struct {
 func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts []string) error {
 	e := d.engine
 	d.title, d.idoc = documentTitle(d.chunks[0].Text), indexDocument(d.doc)
-	hashes := make([]string, len(d.chunks))
-	for i, c := range d.chunks {
-		hashes[i] = c.TextHash
-	}
 	if candidate, err := d.replacesAnother(); err != nil {
 		return err
 	} else if candidate {
@@ -69,22 +65,28 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 		}
 		return d.writeChunks(vectors, 0)
 	}
+	if llm.InProcess(embedder) {
+		// Embedding here takes microseconds a chunk, less than reading
+		// the embedding cache would (see store/embedcache.go), and less
+		// than a second commit and index update: the chunks are written
+		// once, with their vectors.
+		vectors := make([][]float32, len(texts))
+		if err := d.embedInto(ctx, embedder, pendingTexts(texts, vectors), vectors); err != nil {
+			return err
+		}
+		return d.writeChunks(vectors, 0)
+	}
+	hashes := make([]string, len(d.chunks))
+	for i, c := range d.chunks {
+		hashes[i] = c.TextHash
+	}
 	vectors, err := e.store.CachedVectors(d.doc.OwnerID, d.model, hashes)
 	if err != nil {
 		return fmt.Errorf("reading the embedding cache failed: %w", err)
 	}
-	todo := pendingTexts(texts, hashes, vectors)
+	todo := pendingTexts(texts, vectors)
 	if reused := len(texts) - countChunks(todo); reused > 0 {
 		e.log.Debug("embeddings reused", "document", d.doc.ID, "model", d.model, "chunks", len(texts), "reused", reused)
-	}
-	if llm.InProcess(embedder) && len(todo) > 0 {
-		// Embedding here takes microseconds a chunk, less than a second
-		// commit and index update would: the chunks are written once,
-		// with their vectors.
-		if err := d.embedInto(ctx, embedder, todo, vectors); err != nil {
-			return err
-		}
-		todo = nil
 	}
 	// The index of an owner with no vectors yet is sized by the model's
 	// dimension; a model server's is unknown until it has embedded
@@ -167,17 +169,17 @@ func (d *docRun) replacesAnother() (bool, error) {
 
 // pendingTexts lists the texts with no vector yet, each once, in the order
 // of their first chunk.
-func pendingTexts(texts, hashes []string, vectors [][]float32) []pendingText {
+func pendingTexts(texts []string, vectors [][]float32) []pendingText {
 	var todo []pendingText
-	at := map[string]int{} // hash → index in todo
+	at := map[string]int{} // text → index in todo
 	for i, v := range vectors {
 		if v != nil {
 			continue
 		}
-		j, seen := at[hashes[i]]
+		j, seen := at[texts[i]]
 		if !seen {
 			j = len(todo)
-			at[hashes[i]] = j
+			at[texts[i]] = j
 			todo = append(todo, pendingText{text: texts[i]})
 		}
 		todo[j].chunks = append(todo[j].chunks, i)
