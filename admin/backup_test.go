@@ -140,7 +140,7 @@ func TestBackupRestoreAnswersTheSame(t *testing.T) {
 		t.Fatalf("restored documents: %d, %v", len(docs), err)
 	}
 	for _, d := range docs {
-		if _, err := restored.store.ReadFile(owner, d.FileHash); err != nil {
+		if _, err := restored.store.ReadOriginal(&d); err != nil {
 			t.Errorf("original of %s: %v", d.Name, err)
 		}
 	}
@@ -194,7 +194,7 @@ func TestBackupDuringIngest(t *testing.T) {
 			t.Errorf("restored %s ended %s: %s", d.Name, j.Status, j.Error)
 			continue
 		}
-		if _, err := restored.store.ReadFile(owner, d.FileHash); err != nil {
+		if _, err := restored.store.ReadOriginal(&d); err != nil {
 			t.Errorf("original of %s is missing: %v", d.Name, err)
 		}
 		var i int

@@ -102,7 +102,7 @@ func TestDoctorFindsWhatIsWrong(t *testing.T) {
 
 	// With the original back, only the stray file is left, as a warning.
 	os.Remove(filepath.Join(dir, "files", owner, "stray"))
-	data, _ := n.store.ReadFile(owner, docs[1].FileHash) // any content; only presence is checked
+	data, _ := n.store.ReadOriginal(&docs[1]) // any content; only presence is checked
 	os.WriteFile(original, data, 0o600)
 	if f := findingsOf(admin.Doctor(n.store, dir, false), "files"); worst(f) != admin.StatusOK {
 		t.Errorf("files after repair: %+v", f)

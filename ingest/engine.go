@@ -630,7 +630,7 @@ var errSuperseded = errors.New("a newer upload with the same external_id replace
 // number of chunks and pages. Errors are written for the uploader: they end
 // up as the job's error.
 func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, error) {
-	data, err := e.store.ReadFile(doc.OwnerID, doc.FileHash)
+	data, err := e.store.ReadOriginal(doc)
 	if err != nil {
 		return 0, 0, fmt.Errorf("the uploaded file is missing from the data directory: %w", err)
 	}

@@ -72,7 +72,7 @@ func (s *Server) createSubpage(c echo.Context) error {
 	if doc.Format != string(pdf.FormatPDF) || chunk.Page == 0 {
 		return badRequest("chunk %s is not from a PDF (its document %s is %s); subpages can only be cut from PDFs", chunk.ID, doc.ID, doc.Format)
 	}
-	data, err := s.store.ReadFile(doc.OwnerID, doc.FileHash)
+	data, err := s.store.ReadOriginal(doc)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ type Backend interface {
 	DeleteDocument(id string) ([]uint64, error)
 	DocumentsOf(chunks []Chunk) (map[string]*Document, error)
 	DocumentNames(chunks []Chunk) (map[string]string, error)
-	ReadFile(ownerID, hash string) ([]byte, error)
+	ReadOriginal(d *Document) ([]byte, error)
 
 	// Jobs: the indexing queue.
 	Job(id string) (*Job, error)

@@ -114,7 +114,8 @@ func (s *Store) commitGroup(group []*commitCall) {
 // keys go at the right edge of the tree (of an owner's part of it, for
 // owner-prefixed keys), and the pages left behind take no more.
 var appendedBuckets = [][]byte{bucketDocuments, bucketOwnerDocs, bucketJobs,
-	bucketQueue, bucketRunning, bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors}
+	bucketQueue, bucketRunning, bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors,
+	bucketOriginals}
 
 // fillAppended has bbolt fill the pages of appendedBuckets to 90% when it
 // splits them, not to its default 50%, which suits keys that land anywhere

@@ -131,7 +131,7 @@ func TestGroupCommitAcknowledgedIsInTheFile(t *testing.T) {
 		if j.Status != StatusSucceeded || d.Status != StatusSucceeded {
 			t.Errorf("acknowledged SUCCEEDED, after the crash job %s is %s and its document %s", j.ID, j.Status, d.Status)
 		}
-		data, err := c.ReadFile(d.OwnerID, d.FileHash)
+		data, err := c.ReadOriginal(&d)
 		if err != nil || !bytes.HasPrefix(data, []byte("text of document ")) {
 			t.Errorf("original of %s after the crash: %q, %v", d.Name, data, err)
 		}
@@ -296,8 +296,10 @@ func TestGroupCommitEmptyClaimFailsNothing(t *testing.T) {
 	}
 }
 
-// Small originals live in the database, larger ones in files; either is
-// read back, counted, and goes with its last document.
+// Small originals live in the database, one per document, larger ones in
+// files, one per content; either is read back, counted, and goes with its
+// last document, and so does a small original an older docsift kept by
+// its content, shared and counted as files are.
 func TestSmallOriginalsInTheDatabase(t *testing.T) {
 	s, dir := openGroupTest(t)
 	small := []byte("a short text")
@@ -314,25 +316,58 @@ func TestSmallOriginalsInTheDatabase(t *testing.T) {
 	if len(files) != 1 || files[0].Name() != docs[2].FileHash {
 		t.Errorf("files on disk: %v, want the large original's alone", files)
 	}
-	if n, err := s.StoredOriginals("prj_o"); n != 2 || err != nil {
-		t.Errorf("StoredOriginals = %d, %v; want 2 (one small kept once, one large)", n, err)
+	if n, err := s.StoredOriginals("prj_o"); n != 3 || err != nil {
+		t.Errorf("StoredOriginals = %d, %v; want 3 (each small one, one large)", n, err)
 	}
-	for i, d := range docs {
-		want := [][]byte{small, small, large}[i]
-		if got, err := s.ReadFile("prj_o", d.FileHash); err != nil || !bytes.Equal(got, want) {
-			t.Errorf("ReadFile of document %d: %d bytes, %v", i, len(got), err)
+
+	// Two more documents of another short text, as a build of schema 3
+	// left them: one original under its hash, counted twice.
+	older := []byte("an older short text")
+	for range 2 {
+		d := &Document{ProjectID: "prj_o", OwnerID: "prj_o", Name: "y.txt", Format: "text"}
+		if _, err := s.CreateDocument(d, older); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketOriginals)
+		for _, d := range docs[3:] {
+			if err := b.Delete(ownerKey(d.OwnerID, []byte(d.ID))); err != nil {
+				return err
+			}
+			if err := addFileRef(tx, d.OwnerID, d.FileHash, 1); err != nil {
+				return err
+			}
+		}
+		return b.Put(ownerKey("prj_o", []byte(docs[3].FileHash)), older)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(i int) ([]byte, error) { return s.ReadOriginal(docs[i]) }
+	for i := range docs {
+		want := [][]byte{small, small, large, older, older}[i]
+		if got, err := read(i); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("ReadOriginal of document %d: %d bytes, %v", i, len(got), err)
 		}
 	}
-	for _, d := range docs {
+	for i, d := range docs {
 		if _, err := s.DeleteDocument(d.ID); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := read(i); !errors.Is(err, ErrNotFound) && i != 3 {
+			t.Errorf("ReadOriginal of deleted document %d: %v, want ErrNotFound", i, err)
+		}
+	}
+	if _, err := read(3); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the older original after its last document went: %v, want ErrNotFound", err)
 	}
 	if n, err := s.StoredOriginals("prj_o"); n != 0 || err != nil {
 		t.Errorf("after deleting every document: %d originals left, %v", n, err)
 	}
-	if _, err := s.ReadFile("prj_o", docs[0].FileHash); !errors.Is(err, ErrNotFound) {
-		t.Errorf("ReadFile of a deleted small original: %v, want ErrNotFound", err)
+	if in, err := s.Inspect(); err != nil || in.FilesMissing != nil || in.FilesOrphaned != 0 {
+		t.Errorf("Inspect after deleting every document: %+v, %v", in, err)
 	}
 }
 

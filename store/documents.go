@@ -126,7 +126,7 @@ func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
 	err := s.update(func(tx *bolt.Tx) error {
 		job.QueueKey = nil // from a run rolled back (see update)
 		if small {
-			if err := putInline(tx, d.OwnerID, hash, data); err != nil {
+			if err := putInline(tx, d, data); err != nil {
 				return err
 			}
 		}
@@ -145,6 +145,9 @@ func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
 		}
 		if err := tx.Bucket(bucketOwnerDocs).Put(ownerKey(d.OwnerID, []byte(d.ID)), nil); err != nil {
 			return err
+		}
+		if small {
+			return nil // d's own, with no count (see files.go)
 		}
 		return addFileRef(tx, d.OwnerID, d.FileHash, 1)
 	})
@@ -231,6 +234,12 @@ func (s *Store) removeDocument(tx *bolt.Tx, d *Document, reason string) (removed
 	}
 	if err := s.cancelJob(tx, d.JobID, reason); err != nil {
 		return nil, "", err
+	}
+	if inlineOf(tx, d) != nil {
+		if err := tx.Bucket(bucketOriginals).Delete(ownerKey(d.OwnerID, []byte(d.ID))); err != nil {
+			return nil, "", err
+		}
+		return removed, "", nil
 	}
 	if err := addFileRef(tx, d.OwnerID, d.FileHash, -1); err != nil {
 		return nil, "", err

@@ -107,9 +107,9 @@ func (s *Store) Inspect() (*Inspection, error) {
 	return in, nil
 }
 
-// StoredOriginals counts the originals kept for owner, in the database
-// (small ones, see files.go) and as files: one per distinct content its
-// documents hold.
+// StoredOriginals counts the originals kept for owner: in the database,
+// one per document for small ones (one per content for those an older
+// docsift kept, see files.go), and as files, one per content.
 func (s *Store) StoredOriginals(ownerID string) (int, error) {
 	n := 0
 	err := s.db.View(func(tx *bolt.Tx) error {

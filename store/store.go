@@ -30,9 +30,12 @@ import (
 // originals in the file (see files.go), which a build of version 1 would
 // look for on disk in vain. Version 3 lists the running jobs in a bucket of
 // their own, so that a start finds those a crash interrupted without
-// reading every job ever made. Older files are upgraded on open: the
-// buckets are added, and the running jobs listed from a scan of the jobs.
-const schemaVersion = 3
+// reading every job ever made. Version 4 keeps a small original under its
+// document's id (see files.go), where a build of version 3 would look for
+// it under its content's hash in vain. Older files are upgraded on open:
+// the buckets are added, and the running jobs listed from a scan of the
+// jobs; their small originals stay where they are, and are read there.
+const schemaVersion = 4
 
 // openTimeout bounds the wait for bbolt's file lock, so that a second process
 // on the same data dir fails with a clear error instead of hanging.
@@ -55,7 +58,7 @@ var (
 	bucketVectors    = []byte("vectors")    // model \x00 8-byte chunk sequence → little-endian float32s
 	bucketOwners     = []byte("owners")     // owner id → OwnerModel
 	bucketFileRefs   = []byte("filerefs")   // owner \x00 sha256 hex → reference count
-	bucketOriginals  = []byte("originals")  // owner \x00 sha256 hex → a small original's bytes (see files.go)
+	bucketOriginals  = []byte("originals")  // owner \x00 document id (or, from older versions, sha256 hex) → a small original's bytes (see files.go)
 	bucketSubpages   = []byte("subpages")   // subpage id → Subpage
 	bucketWebhooks   = []byte("webhooks")   // webhook id → Webhook
 	bucketDeliveries = []byte("deliveries") // delivery id → Delivery

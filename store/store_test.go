@@ -53,7 +53,7 @@ func TestSweepFilesRemovesOrphans(t *testing.T) {
 	if n, err := s.SweepFiles(); n != 1 || err != nil {
 		t.Fatalf("SweepFiles = %d, %v", n, err)
 	}
-	if _, err := s.ReadFile("prj_x", d.FileHash); err != nil {
+	if _, err := s.ReadOriginal(d); err != nil {
 		t.Fatalf("referenced file swept: %v", err)
 	}
 }

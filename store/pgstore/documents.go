@@ -138,8 +138,14 @@ func releaseFile(ctx context.Context, tx pgx.Tx, ownerID, hash string) error {
 	return err
 }
 
-// ReadFile returns the original bytes of an owner's file.
-func (s *Store) ReadFile(ownerID, hash string) ([]byte, error) {
+// ReadOriginal returns the original bytes of document d, kept here once
+// per owner and content and counted in files.
+func (s *Store) ReadOriginal(d *store.Document) ([]byte, error) {
+	return s.readFile(d.OwnerID, d.FileHash)
+}
+
+// readFile returns the original bytes of an owner's file.
+func (s *Store) readFile(ownerID, hash string) ([]byte, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	rows, err := s.pool.Query(ctx, "SELECT data FROM file_pieces WHERE owner_id = $1 AND hash = $2 ORDER BY n",

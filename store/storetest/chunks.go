@@ -331,13 +331,13 @@ func deleteDocumentRemovesEverything(t *testing.T, s Chunks) {
 	if n, _ := s.EmbedCacheEntries("cus_a"); n != 0 {
 		t.Fatalf("%d cache entries survived", n)
 	}
-	if _, err := s.ReadFile("cus_a", b.FileHash); err != nil {
+	if _, err := s.ReadOriginal(b); err != nil {
 		t.Fatalf("shared file removed too early: %v", err)
 	}
 	if removed, err := s.DeleteDocument(b.ID); err != nil || len(removed) != 0 {
 		t.Fatalf("DeleteDocument without chunks = %v, %v", removed, err)
 	}
-	if _, err := s.ReadFile("cus_a", b.FileHash); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.ReadOriginal(b); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("file kept after its last document was deleted: %v", err)
 	}
 	if j := mustJob(t, s, jb.ID); j.Status != store.StatusFailed {
@@ -602,7 +602,7 @@ func externalIDReplacement(t *testing.T, s Chunks) {
 	if _, err := s.Document(v1.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the replaced document is still there: %v", err)
 	}
-	if _, err := s.ReadFile("cus_a", v1.FileHash); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.ReadOriginal(v1); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the replaced document's file is still there: %v", err)
 	}
 	seqs := mustSeqs(t, s, "cus_a")

@@ -18,7 +18,7 @@ type Jobs interface {
 	Document(id string) (*store.Document, error)
 	Documents(ownerID string) ([]store.Document, error)
 	DeleteDocument(id string) ([]uint64, error)
-	ReadFile(ownerID, hash string) ([]byte, error)
+	ReadOriginal(d *store.Document) ([]byte, error)
 	Job(id string) (*store.Job, error)
 	ClaimJob() (*store.Job, *store.Document, error)
 	NextDue() (time.Time, bool)
@@ -115,11 +115,12 @@ func documentsCreateListDelete(t *testing.T, s Jobs) {
 	if docs, _ := s.Documents("nobody"); len(docs) != 0 {
 		t.Fatalf("Documents(nobody) = %+v", docs)
 	}
-	if data, err := s.ReadFile("alice", in.FileHash); err != nil || string(data) != "same words" {
-		t.Fatalf("ReadFile = %q, %v", data, err)
+	if data, err := s.ReadOriginal(in); err != nil || string(data) != "same words" {
+		t.Fatalf("ReadOriginal = %q, %v", data, err)
 	}
-	if _, err := s.ReadFile("bob", in.FileHash); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("another owner's file: err = %v, want ErrNotFound", err)
+	forged := &store.Document{ID: in.ID, OwnerID: "bob", FileHash: in.FileHash}
+	if _, err := s.ReadOriginal(forged); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another owner's original: err = %v, want ErrNotFound", err)
 	}
 
 	c.Advance(time.Second)
@@ -132,13 +133,13 @@ func documentsCreateListDelete(t *testing.T, s Jobs) {
 	if j := mustJob(t, s, job.ID); j.Status != store.StatusFailed || j.Error == "" {
 		t.Fatalf("job of a document deleted before it ran = %+v, want FAILED with a reason", j)
 	}
-	if data, err := s.ReadFile("alice", in.FileHash); err != nil || string(data) != "same words" {
-		t.Fatalf("the original another document uses: %q, %v", data, err)
+	if data, err := s.ReadOriginal(second); err != nil || string(data) != "same words" {
+		t.Fatalf("the original of another document with the same content: %q, %v", data, err)
 	}
 	if _, err := s.DeleteDocument(second.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReadFile("alice", in.FileHash); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.ReadOriginal(second); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("original without documents: err = %v, want ErrNotFound", err)
 	}
 	if docs, _ := s.Documents("alice"); len(docs) != 0 {
