@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/docsift/docsift/store"
 )
 
 // Defaults of BenchScale; `docsift bench scale` shows them as its flags'.
@@ -91,6 +93,9 @@ type ScaleResult struct {
 	RSSAnonPerChunk            float64 `json:"rss_anon_per_chunk"`
 	RSSFileBytes               int64   `json:"rss_file_bytes"`
 
+	// The database file after a clean stop (records, small originals and
+	// free pages; larger originals are files beside it).
+	DatabaseBytes int64 `json:"database_bytes"`
 	// The owner's snapshot after a clean stop, and the segments of the
 	// changes since it saved beside it, if any.
 	SnapshotBytes int64 `json:"snapshot_bytes"`
@@ -251,6 +256,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if err := srv.stop(); err != nil {
 		return nil, err
 	}
+	res.DatabaseBytes = fileSize(filepath.Join(dir, "data", store.DBFileName))
 	res.SnapshotBytes = filesBytes(dir, "*.idx")
 	res.SegmentBytes = filesBytes(dir, "*.idx.seg*")
 	fmt.Fprintln(cfg.Progress, "stopped cleanly; restarting from the snapshot")

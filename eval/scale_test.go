@@ -54,6 +54,10 @@ func TestBenchScale(t *testing.T) {
 	if res.RSSAnonPerChunk != float64(res.RSSAnonBytes)/float64(res.Chunks) {
 		t.Errorf("per chunk %.0f is not %d / %d", res.RSSAnonPerChunk, res.RSSAnonBytes, res.Chunks)
 	}
+	// The database holds every chunk's vector too.
+	if res.DatabaseBytes < int64(res.Chunks)*384*4 {
+		t.Errorf("a database of %d bytes for %d chunks", res.DatabaseBytes, res.Chunks)
+	}
 	// Every chunk's vector alone is 384 floats, in the snapshot or its
 	// segment.
 	if res.SnapshotBytes+res.SegmentBytes < int64(res.Chunks)*384*4 {
