@@ -22,9 +22,9 @@ import (
 // most a duplicate embedding, never a wrong vector. An in-process embedder
 // does not use it (see store/embedcache.go).
 func (e *Engine) embedCached(ctx context.Context, owner string, embedder llm.Embedder, texts []string) ([][]float32, error) {
-	hashes := make([]string, len(texts))
 	out := make([][]float32, len(texts))
 	if !llm.InProcess(embedder) {
+		hashes := make([]string, len(texts))
 		for i, t := range texts {
 			hashes[i] = store.TextHash(t)
 		}
