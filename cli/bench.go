@@ -75,7 +75,7 @@ With an Ollama embedder (--embedder ollama), the /api/embed requests
 docsift made are then sent again, as they were, straight to Ollama: its
 throughput alone on the same texts and batches, and docsift's as a share
 of it (docsift/raw). --again uploads everything a second time, to show what
-the embedding cache saves.`,
+the embedding cache saves (a model server's: the built-in embedder has none).`,
 		Example: `  docsift bench ingest --corpus corpus.jsonl
   docsift bench ingest manual.pdf
   docsift bench ingest --embedder ollama --embed-model nomic-embed-text --again manual.pdf`,
@@ -105,7 +105,7 @@ the embedding cache saves.`,
 	inf.StringVar(&ingestCfg.Corpus, "corpus", "", "BEIR corpus.jsonl")
 	inf.IntVar(&ingestCfg.Workers, "workers", 0, "indexing workers (default: number of CPUs)")
 	inf.IntVar(&ingestCfg.Uploaders, "uploaders", eval.ScaleDefaultUploaders, "documents submitted at once, as clients of the API submit them")
-	inf.BoolVar(&ingestCfg.Again, "again", false, "upload everything a second time after the first pass (the embedding cache's effect)")
+	inf.BoolVar(&ingestCfg.Again, "again", false, "upload everything a second time after the first pass (the embedding cache's effect, with a model server)")
 	inf.BoolVar(&raw, "raw", true, "with an Ollama embedder, also time docsift's /api/embed requests sent straight to Ollama")
 	inf.IntVar(&ingestCfg.Rounds, "rounds", 1, "runs, each in a fresh data dir, alternating docsift and raw Ollama first, for a machine whose load drifts; figures are per run")
 	ingestModels.register(inf, false, llm.ModeBuiltin)
