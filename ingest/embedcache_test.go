@@ -334,3 +334,42 @@ func testReindexResumes(t *testing.T, old llm.Embedder, inProcess bool) {
 		t.Fatalf("search after reindex = %v, %q, %v", res, warnings, err)
 	}
 }
+
+// TestInProcessChunksSkipTheCache ingests with an in-process embedder: the
+// chunks get no cache entries, and each its own text's vector (their
+// texts have no hash to tell them apart by).
+func TestInProcessChunksSkipTheCache(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	em := &countingInProcess{countingEmbedder{Embedder: llm.NewBuiltin()}}
+	e := startEngine(t, st, dir, em)
+	j := submitWait(t, e, "cus_a", "charter.txt", paragraphs("charter", 60))
+	vecs := docVectors(t, st, em.Model(), "cus_a", j.DocumentID)
+	if len(vecs) < 3 || len(vecs) != j.Chunks {
+		t.Fatalf("%d distinct chunk texts of %d chunks: the test needs several", len(vecs), j.Chunks)
+	}
+	if got := em.take(); got != j.Chunks {
+		t.Errorf("embedded %d texts for %d chunks", got, j.Chunks)
+	}
+	for text, v := range vecs {
+		want, err := llm.NewBuiltin().Embed(context.Background(), []string{entryText("charter.txt", text)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(v, want[0]) {
+			t.Errorf("chunk %.40q has another text's vector", text)
+		}
+	}
+	if n, err := st.EmbedCacheEntries("cus_a"); n != 0 || err != nil {
+		t.Errorf("%d embedding cache entries (%v), want none", n, err)
+	}
+}
+
+// countingInProcess is a countingEmbedder that embeds in process.
+type countingInProcess struct{ countingEmbedder }
+
+func (*countingInProcess) InProcess() bool { return true }
