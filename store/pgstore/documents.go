@@ -141,24 +141,19 @@ func releaseFile(ctx context.Context, tx pgx.Tx, ownerID, hash string) error {
 // ReadOriginal returns the original bytes of document d, kept here once
 // per owner and content and counted in files.
 func (s *Store) ReadOriginal(d *store.Document) ([]byte, error) {
-	return s.readFile(d.OwnerID, d.FileHash)
-}
-
-// readFile returns the original bytes of an owner's file.
-func (s *Store) readFile(ownerID, hash string) ([]byte, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	rows, err := s.pool.Query(ctx, "SELECT data FROM file_pieces WHERE owner_id = $1 AND hash = $2 ORDER BY n",
-		ownerID, hash)
+		d.OwnerID, d.FileHash)
 	if err != nil {
-		return nil, fmt.Errorf("store: read file %s: %w", hash, err)
+		return nil, fmt.Errorf("store: read the original of %s: %w", d.ID, err)
 	}
 	pieces, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
 	if err != nil {
-		return nil, fmt.Errorf("store: read file %s: %w", hash, err)
+		return nil, fmt.Errorf("store: read the original of %s: %w", d.ID, err)
 	}
 	if len(pieces) == 0 {
-		return nil, fmt.Errorf("store: read file %s: %w", hash, store.ErrNotFound)
+		return nil, fmt.Errorf("store: read the original of %s: %w", d.ID, store.ErrNotFound)
 	}
 	data := []byte{}
 	for _, p := range pieces {

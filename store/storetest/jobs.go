@@ -101,7 +101,7 @@ func documentsCreateListDelete(t *testing.T, s Jobs) {
 		t.Fatalf("Job = %+v", j)
 	}
 	c.Advance(time.Second)
-	second, _ := upload(t, s, "alice", "b.txt", "same words") // one stored original for both
+	second, _ := upload(t, s, "alice", "b.txt", "same words") // one content, two documents
 	c.Advance(time.Second)
 	other, _ := upload(t, s, "bob", "c.txt", "other words")
 	if second.Seq <= in.Seq || other.Seq <= second.Seq || second.FileHash != in.FileHash {
