@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -209,7 +208,7 @@ func addFileRef(tx *bolt.Tx, ownerID, hash string, delta int) error {
 }
 
 func jsonUnmarshal(data []byte, v any) error {
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := decode(data, v); err != nil {
 		return fmt.Errorf("store: decode record: %w", err)
 	}
 	return nil

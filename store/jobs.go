@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -301,7 +300,7 @@ func listRunning(tx *bolt.Tx) error {
 			return nil
 		}
 		var j Job
-		if err := json.Unmarshal(v, &j); err != nil {
+		if err := decode(v, &j); err != nil {
 			return fmt.Errorf("store: decode job %s: %w", k, err)
 		}
 		if j.Status != StatusProcessing {
