@@ -394,7 +394,11 @@ func (s *Store) DocumentNames(chunks []Chunk) (map[string]string, error) {
 			if _, done := names[c.DocumentID]; done {
 				continue
 			}
-			d, err := getDoc(tx, c.DocumentID)
+			// Only the name is decoded: the rest of the record is
+			// mostly times, and parsing them was most of the read.
+			d, err := get[struct {
+				Name string `json:"name"`
+			}](tx.Bucket(bucketDocuments), c.DocumentID)
 			if errors.Is(err, ErrNotFound) {
 				continue
 			}
