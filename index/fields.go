@@ -186,7 +186,8 @@ func (v *view) docFreq(term string) int {
 // of the languages the query is likely written in are dropped from every
 // analysis: its own when detection is sure of it, and the owner's dominant
 // language's. A word no entry holds is also matched by the compound parts
-// it splits into (analysis.AnalyzeQueryIn). Terms that several languages
+// it splits into (analysis.AnalyzeQueryIn), in the languages of at least
+// 1/minorLanguage of the entries. Terms that several languages
 // agree on (most of them) are kept once, with the set of those languages.
 func (v *view) queryTerms(text string) []queryTerm {
 	present := v.lex.present()
@@ -211,7 +212,16 @@ func (v *view) queryTerms(text string) []queryTerm {
 			continue
 		}
 		f = pairing{terms: f.terms[:0]}
-		analysis.AnalyzeQueryIn(text, l, stop, known, f.add)
+		// Compound parts and joined words are looked for only in the
+		// languages of a share of the docs: each language's search costs
+		// as much as the dominant one's, and a few docs that detection
+		// put in other languages (usual in a large owner) would multiply
+		// a query's analysis for their sake.
+		vocab := known
+		if int(v.lex.langs[l])*minorLanguage < v.live {
+			vocab = nil
+		}
+		analysis.AnalyzeQueryIn(text, l, stop, vocab, f.add)
 		counts, _ := c.count(f.terms)
 		for _, tc := range counts {
 			k := key{tc.term, tc.tf}
@@ -225,6 +235,11 @@ func (v *view) queryTerms(text string) []queryTerm {
 	}
 	return out
 }
+
+// minorLanguage: a language of fewer than 1/minorLanguage of the docs has
+// its docs matched by the query's words as analysed in it, but not by
+// their compound parts or joined forms (see queryTerms).
+const minorLanguage = 100
 
 // Language is the language most of the index's entries are written in:
 // the one to read a query in when the query is too short to tell.

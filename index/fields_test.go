@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
@@ -178,6 +179,30 @@ func TestCompoundQueryFindsParts(t *testing.T) {
 	got := bm25(x, "Steuererklärungsfrist")
 	if len(got) != 1 || got[1] <= 0 {
 		t.Errorf("Steuererklärungsfrist matched %v, want only entry 1", got)
+	}
+}
+
+// TestCompoundsInLanguagesOfAShare: a query's compound parts are looked
+// for in a language holding 1% of the docs or more, not in one holding
+// less: there the German chunk is found by the words the query shares
+// with it, not by a compound's parts.
+func TestCompoundsInLanguagesOfAShare(t *testing.T) {
+	for _, tt := range []struct {
+		english int
+		found   bool
+	}{{99, true}, {101, false}} {
+		entries := []Entry{{ID: 1, Text: "Die Frist für die Steuererklärung endet am 31. Juli, mit Steuerberater am 28. Februar des übernächsten Jahres."}}
+		for i := range tt.english {
+			entries = append(entries, Entry{ID: uint64(2 + i), Text: fmt.Sprintf("The garden behind house %d is dug over in spring and covered with leaves in autumn.", i)})
+		}
+		x := entryIndex(t, entries...)
+		if l := x.Language(); l != analysis.English {
+			t.Fatalf("entries detected as %v, want English", l)
+		}
+		got := bm25(x, "Steuererklärungsfrist")
+		if found := got[1] > 0; found != tt.found || len(got) > 1 {
+			t.Errorf("with %d English entries, Steuererklärungsfrist matched %v; want entry 1: %v", tt.english, got, tt.found)
+		}
 	}
 }
 
