@@ -187,7 +187,7 @@ func (v *view) docFreq(term string) int {
 // analysis: its own when detection is sure of it, and the owner's dominant
 // language's. A word no entry holds is also matched by the compound parts
 // it splits into (analysis.AnalyzeQueryIn), in the languages of at least
-// 1/minorLanguage of the entries. Terms that several languages
+// 1/minorLanguage of the entries and in the query's likely one. Terms that several languages
 // agree on (most of them) are kept once, with the set of those languages.
 func (v *view) queryTerms(text string) []queryTerm {
 	present := v.lex.present()
@@ -195,8 +195,9 @@ func (v *view) queryTerms(text string) []queryTerm {
 		return nil
 	}
 	stop := []analysis.Lang{v.lex.dominant()}
-	if l, sure := analysis.Detect(text); sure && l != stop[0] {
-		stop = append(stop, l)
+	guess, sure := analysis.Detect(text)
+	if sure && guess != stop[0] {
+		stop = append(stop, guess)
 	}
 	type key struct {
 		term string
@@ -213,12 +214,14 @@ func (v *view) queryTerms(text string) []queryTerm {
 		}
 		f = pairing{terms: f.terms[:0]}
 		// Compound parts and joined words are looked for only in the
-		// languages of a share of the docs: each language's search costs
-		// as much as the dominant one's, and a few docs that detection
-		// put in other languages (usual in a large owner) would multiply
-		// a query's analysis for their sake.
+		// languages of a share of the docs, and in the one detection
+		// guesses for the query (a German question to the few German
+		// manuals of an English owner): each language's search costs as
+		// much as the dominant one's, and a few docs that detection put
+		// in other languages (usual in a large owner) would multiply a
+		// query's analysis for their sake.
 		vocab := known
-		if int(v.lex.langs[l])*minorLanguage < v.live {
+		if l != guess && int(v.lex.langs[l])*minorLanguage < v.live {
 			vocab = nil
 		}
 		analysis.AnalyzeQueryIn(text, l, stop, vocab, f.add)
@@ -236,9 +239,10 @@ func (v *view) queryTerms(text string) []queryTerm {
 	return out
 }
 
-// minorLanguage: a language of fewer than 1/minorLanguage of the docs has
-// its docs matched by the query's words as analysed in it, but not by
-// their compound parts or joined forms (see queryTerms).
+// minorLanguage: a language of fewer than 1/minorLanguage of the docs,
+// unless it is the query's likely one, has its docs matched by the
+// query's words as analysed in it, but not by their compound parts or
+// joined forms (see queryTerms).
 const minorLanguage = 100
 
 // Language is the language most of the index's entries are written in:

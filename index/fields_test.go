@@ -183,14 +183,21 @@ func TestCompoundQueryFindsParts(t *testing.T) {
 }
 
 // TestCompoundsInLanguagesOfAShare: a query's compound parts are looked
-// for in a language holding 1% of the docs or more, not in one holding
-// less: there the German chunk is found by the words the query shares
-// with it, not by a compound's parts.
+// for in a language holding 1% of the docs or more, and in the language
+// detection guesses for the query, not in others: there the German chunk
+// is found by the words the query shares with it, not by a compound's
+// parts.
 func TestCompoundsInLanguagesOfAShare(t *testing.T) {
 	for _, tt := range []struct {
 		english int
+		query   string // guessed German, or surely English
 		found   bool
-	}{{99, true}, {101, false}} {
+	}{
+		{99, "Steuererklärungsfrist", true},
+		{99, "when is the Steuererklärungsfrist", true},
+		{101, "Steuererklärungsfrist", true},
+		{101, "when is the Steuererklärungsfrist", false},
+	} {
 		entries := []Entry{{ID: 1, Text: "Die Frist für die Steuererklärung endet am 31. Juli, mit Steuerberater am 28. Februar des übernächsten Jahres."}}
 		for i := range tt.english {
 			entries = append(entries, Entry{ID: uint64(2 + i), Text: fmt.Sprintf("The garden behind house %d is dug over in spring and covered with leaves in autumn.", i)})
@@ -199,9 +206,9 @@ func TestCompoundsInLanguagesOfAShare(t *testing.T) {
 		if l := x.Language(); l != analysis.English {
 			t.Fatalf("entries detected as %v, want English", l)
 		}
-		got := bm25(x, "Steuererklärungsfrist")
+		got := bm25(x, tt.query)
 		if found := got[1] > 0; found != tt.found || len(got) > 1 {
-			t.Errorf("with %d English entries, Steuererklärungsfrist matched %v; want entry 1: %v", tt.english, got, tt.found)
+			t.Errorf("with %d English entries, %q matched %v; want entry 1: %v", tt.english, tt.query, got, tt.found)
 		}
 	}
 }
