@@ -662,9 +662,10 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 		return 0, pages, err
 	}
 	texts := make([]string, len(chunks))
+	cached := !llm.InProcess(embedder) // see store/embedcache.go
 	for i, c := range chunks {
 		texts[i] = entryText(doc.Name, c.Text)
-		if !llm.InProcess(embedder) {
+		if cached {
 			chunks[i].TextHash = store.TextHash(texts[i]) // the embedding cache's key
 		}
 	}

@@ -230,7 +230,7 @@ func countEmbedded(tx *bolt.Tx, d *Document, model string) (total, embedded int,
 		var ch struct {
 			Seq uint64 `json:"seq"`
 		}
-		if err := jsonUnmarshal(v, &ch); err != nil {
+		if err := decode(v, &ch); err != nil {
 			return 0, 0, err
 		}
 		total++
@@ -275,7 +275,7 @@ func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
 			Seq      uint64 `json:"seq"`
 			TextHash string `json:"text_hash"`
 		}
-		if err := jsonUnmarshal(v, &ch); err != nil {
+		if err := decode(v, &ch); err != nil {
 			return nil, err
 		}
 		ids = append(ids, bytes.Clone(k))

@@ -206,10 +206,3 @@ func addFileRef(tx *bolt.Tx, ownerID, hash string, delta int) error {
 	}
 	return b.Put(k, u64(uint64(n)))
 }
-
-func jsonUnmarshal(data []byte, v any) error {
-	if err := decode(data, v); err != nil {
-		return fmt.Errorf("store: decode record: %w", err)
-	}
-	return nil
-}

@@ -43,7 +43,7 @@ func (s *Store) Inspect() (*Inspection, error) {
 		in.Chunks = tx.Bucket(bucketChunks).Stats().KeyN
 		err := tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 			var j Job
-			if err := jsonUnmarshal(v, &j); err != nil {
+			if err := decode(v, &j); err != nil {
 				return err
 			}
 			in.Jobs[j.Status]++

@@ -301,7 +301,7 @@ func listRunning(tx *bolt.Tx) error {
 		}
 		var j Job
 		if err := decode(v, &j); err != nil {
-			return fmt.Errorf("store: decode job %s: %w", k, err)
+			return fmt.Errorf("%w (job %s)", err, k)
 		}
 		if j.Status != StatusProcessing {
 			return nil

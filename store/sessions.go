@@ -59,7 +59,7 @@ func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
 	var ended [][]byte
 	err := b.ForEach(func(k, v []byte) error {
 		var sess Session
-		if err := jsonUnmarshal(v, &sess); err != nil {
+		if err := decode(v, &sess); err != nil {
 			return fmt.Errorf("store: decode session: %w", err)
 		}
 		if sess.KeyID == keyID && !sess.Expired(now) {

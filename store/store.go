@@ -172,7 +172,7 @@ func get[T any](b *bolt.Bucket, key string) (*T, error) {
 	}
 	var rec T
 	if err := decode(v, &rec); err != nil {
-		return nil, fmt.Errorf("store: decode record %q: %w", key, err)
+		return nil, fmt.Errorf("%w (key %q)", err, key)
 	}
 	return &rec, nil
 }
@@ -181,7 +181,12 @@ func get[T any](b *bolt.Bucket, key string) (*T, error) {
 // decoder: it reads them alike, several times faster (4.6 µs against 0.6
 // for a chunk's record), and a search or an ingest reads many. Records are
 // still written by encoding/json, which knows omitzero.
-func decode(data []byte, v any) error { return segjson.Unmarshal(data, v) }
+func decode(data []byte, v any) error {
+	if err := segjson.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("store: decode record: %w", err)
+	}
+	return nil
+}
 
 // record reads the one record under key in bucket, in its own read
 // transaction: the shape of every single-record getter.

@@ -114,7 +114,7 @@ func projectWebhooks(tx *bolt.Tx, projectID string) []Webhook {
 	var out []Webhook
 	_ = tx.Bucket(bucketWebhooks).ForEach(func(_, v []byte) error {
 		var w Webhook
-		if jsonUnmarshal(v, &w) == nil && w.ProjectID == projectID {
+		if decode(v, &w) == nil && w.ProjectID == projectID {
 			out = append(out, w)
 		}
 		return nil
