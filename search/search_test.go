@@ -1,0 +1,59 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/store"
+)
+
+// oneIndex serves one owner's index, without an embedder: searches are
+// lexical.
+type oneIndex struct{ x *index.OwnerIndex }
+
+func (o oneIndex) Index(string) (*index.OwnerIndex, error) { return o.x, nil }
+func (oneIndex) Embedder(string) (llm.Embedder, error)     { return nil, errors.New("no embedder here") }
+func (oneIndex) Waiting(string) int                        { return 0 }
+func (oneIndex) CatchingUp(string) int                     { return 0 }
+
+func TestSearchesWaitForASlot(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := New(oneIndex{index.New("none", 0)}, st, llm.NewExtractive(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	search := func(ctx context.Context) error {
+		_, _, err := s.SearchFiltered(ctx, "prj_a", "anything", 5, nil)
+		return err
+	}
+	if err := search(context.Background()); err != nil {
+		t.Fatalf("search with every slot free: %v", err)
+	}
+	if n := len(s.searching); n != 0 {
+		t.Fatalf("%d slots taken after a search, want 0: a search must give its slot back", n)
+	}
+
+	// Every slot taken: a search waits, until its request ends...
+	for range cap(s.searching) {
+		s.searching <- struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := search(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("search with no slot free until its deadline: %v, want the deadline's error", err)
+	}
+	// ... or a slot is freed.
+	done := make(chan error)
+	go func() { done <- search(context.Background()) }()
+	<-s.searching
+	if err := <-done; err != nil {
+		t.Fatalf("search once a slot was freed: %v", err)
+	}
+}
