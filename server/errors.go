@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -44,6 +45,10 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
+// statusClientClosed is nginx's "client closed request": the status the
+// access log gives a request whose client went away before its answer.
+const statusClientClosed = 499
+
 // handleError is echo's error handler: it writes every error, including
 // echo's own (unknown route, wrong method), as {"error": ...}.
 func (s *Server) handleError(err error, c echo.Context) {
@@ -56,6 +61,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &ae):
 		status, msg = ae.status, ae.msg
+	case errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil:
+		// The client closed its connection (gave up on a busy server,
+		// say): nothing failed here, and no one is left to read a body.
+		c.Response().WriteHeader(statusClientClosed)
+		return
 	case errors.Is(err, syscall.ENOSPC):
 		// Not a bug, and nothing was stored: say so, so the caller retries
 		// once the operator has made room.
