@@ -65,6 +65,7 @@ type serveOptions struct {
 	logFile             string
 	webhookFirstRetry   time.Duration
 	queryEmbedTimeout   time.Duration
+	maxSearches         int
 	memoryLimit         string
 	heapVectors         bool
 }
@@ -99,6 +100,7 @@ project named "default" is created and its API key printed once.`,
 	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
 	f.DurationVar(&o.extractTimeout, "extract-timeout", ingest.DefaultExtractTimeout, "longest text extraction of one document before its job fails")
 	f.DurationVar(&o.queryEmbedTimeout, "query-embed-timeout", search.DefaultQueryEmbedTimeout, "longest wait for a query's embedding (a model server busy embedding documents answers late); past it the query is answered from the lexical index, with a warning")
+	f.IntVar(&o.maxSearches, "max-searches", 0, "index searches run at once at most; more wait their turn, in order (default: twice the number of CPUs). Each holds a few bytes a chunk of its owner while it runs: more at once use more memory and finish none sooner")
 	f.StringVar(&o.ocrLanguages, "ocr-languages", pdf.DefaultOCRLanguages, "languages OCR reads scans and images in: Tesseract codes joined by +, e.g. eng+deu; each needs its Debian package (tesseract-ocr-deu)")
 	f.Float64Var(&o.rateLimit, "rate-limit", server.DefaultRateLimit, "API requests per second per project (0: unlimited); over it: 429 with Retry-After")
 	f.Float64Var(&o.sessionRateLimit, "session-rate-limit", server.DefaultSessionRateLimit, "requests per second per upload session URL (0: unlimited)")
@@ -263,6 +265,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	queries := search.New(engine, st, answerer, web, log)
 	queries.SetMetrics(m)
 	queries.SetQueryEmbedTimeout(o.queryEmbedTimeout)
+	queries.SetMaxSearches(o.maxSearches)
 	api := server.New(scfg, st, engine, queries, log)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

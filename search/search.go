@@ -67,14 +67,27 @@ type Service struct {
 	// embedTimeout bounds a query's embedding; 0: DefaultQueryEmbedTimeout.
 	embedTimeout time.Duration
 	// searching holds a token for every index search under way: at
-	// most twice GOMAXPROCS run at once (see searchIndex).
+	// most its capacity run at once (see searchIndex).
 	searching chan struct{}
 }
 
 // New returns a query service. web may be nil.
 func New(indexes Indexes, st store.Backend, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
 	return &Service{indexes: indexes, store: st, answerer: answerer, fallback: llm.NewExtractive(), web: web, log: log,
-		searching: make(chan struct{}, 2*runtime.GOMAXPROCS(0))}
+		searching: make(chan struct{}, DefaultMaxSearches())}
+}
+
+// DefaultMaxSearches is how many index searches run at once unless
+// SetMaxSearches says otherwise: twice GOMAXPROCS (see searchIndex).
+func DefaultMaxSearches() int { return 2 * runtime.GOMAXPROCS(0) }
+
+// SetMaxSearches bounds the index searches that run at once; 0 or less
+// restores DefaultMaxSearches. Call it before the service searches.
+func (s *Service) SetMaxSearches(n int) {
+	if n <= 0 {
+		n = DefaultMaxSearches()
+	}
+	s.searching = make(chan struct{}, n)
 }
 
 // SetMetrics makes the service record query embedding and answer times.
@@ -192,8 +205,8 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 	return results, warnings, nil
 }
 
-// searchIndex is x.Search(q), run once fewer than twice GOMAXPROCS other
-// searches are. A search is processor work from its start to its end
+// searchIndex is x.Search(q), run once fewer than the bound (twice
+// GOMAXPROCS by default; serve's --max-searches) other searches are. A search is processor work from its start to its end
 // (even a page fault on the memory-mapped snapshot holds its processor),
 // so running many more at once than there are processors finishes none
 // sooner, while each holds its scratch: a score per chunk for BM25, a

@@ -29,6 +29,13 @@ func TestSearchesWaitForASlot(t *testing.T) {
 	}
 	defer st.Close()
 	s := New(oneIndex{index.New("none", 0)}, st, llm.NewExtractive(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if n := cap(s.searching); n != DefaultMaxSearches() {
+		t.Fatalf("%d searches at once by default, want %d", n, DefaultMaxSearches())
+	}
+	s.SetMaxSearches(3)
+	if n := cap(s.searching); n != 3 {
+		t.Fatalf("%d searches at once after SetMaxSearches(3)", n)
+	}
 	search := func(ctx context.Context) error {
 		_, _, err := s.SearchFiltered(ctx, "prj_a", "anything", 5, nil)
 		return err
