@@ -598,6 +598,8 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 		`docsift_chunks_indexed_total 1`,
 		`docsift_jobs_pending 0`,
 		`docsift_jobs_processing 0`,
+		`docsift_searches_running 0`,
+		`docsift_searches_waiting 0`,
 		`docsift_embed_duration_seconds_count{model="` + llm.NewBuiltin().Model() + `",purpose="document"} 1`,
 		`docsift_http_request_duration_seconds_bucket{method="POST",route="/upload/text",le="+Inf"} 1`,
 		`docsift_owner_index_chunks_bucket{le="100"} 1`,

@@ -168,6 +168,18 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 // library, a large tenant.
 var indexSizeBuckets = []float64{100, 1_000, 10_000, 100_000, 1_000_000}
 
+// WatchSearches reports, when scraped, the index searches running now
+// and those waiting for their turn (see serve's --max-searches): a
+// queue that stays long says searches need more processors.
+func (m *Metrics) WatchSearches(running, waiting func() int) {
+	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "docsift_searches_running", Help: "Index searches running now.",
+	}, func() float64 { return float64(running()) }))
+	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "docsift_searches_waiting", Help: "Index searches waiting for one of those running to end.",
+	}, func() float64 { return float64(waiting()) }))
+}
+
 var indexSizeDesc = prometheus.NewDesc("docsift_owner_index_chunks", "Loaded owner indexes by their number of chunks; one observation per owner, no owner named.", nil, nil)
 
 // WatchIndexes reports the loaded owners' index sizes when scraped, as a

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/docsift/docsift/index"
@@ -67,8 +68,10 @@ type Service struct {
 	// embedTimeout bounds a query's embedding; 0: DefaultQueryEmbedTimeout.
 	embedTimeout time.Duration
 	// searching holds a token for every index search under way: at
-	// most its capacity run at once (see searchIndex).
+	// most its capacity run at once (see searchIndex); waiting counts
+	// those waiting for a token.
 	searching chan struct{}
+	waiting   atomic.Int64
 }
 
 // New returns a query service. web may be nil.
@@ -91,7 +94,10 @@ func (s *Service) SetMaxSearches(n int) {
 }
 
 // SetMetrics makes the service record query embedding and answer times.
-func (s *Service) SetMetrics(m *metrics.Metrics) { s.metrics = m }
+func (s *Service) SetMetrics(m *metrics.Metrics) {
+	s.metrics = m
+	m.WatchSearches(func() int { return len(s.searching) }, func() int { return int(s.waiting.Load()) })
+}
 
 // SetQueryEmbedTimeout sets how long a query waits for its vector before
 // it is answered from the lexical index alone; 0 or less restores
@@ -221,8 +227,15 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 func (s *Service) searchIndex(ctx context.Context, x *index.OwnerIndex, q index.Query) ([]index.Hit, error) {
 	select {
 	case s.searching <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default:
+		s.waiting.Add(1)
+		select {
+		case s.searching <- struct{}{}:
+			s.waiting.Add(-1)
+		case <-ctx.Done():
+			s.waiting.Add(-1)
+			return nil, ctx.Err()
+		}
 	}
 	defer func() { <-s.searching }()
 	return x.Search(q), nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime"
 	"testing"
 	"time"
 
@@ -56,11 +57,25 @@ func TestSearchesWaitForASlot(t *testing.T) {
 	if err := search(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("search with no slot free until its deadline: %v, want the deadline's error", err)
 	}
+	if n := s.waiting.Load(); n != 0 {
+		t.Fatalf("%d searches counted waiting after the one waiting gave up", n)
+	}
 	// ... or a slot is freed.
 	done := make(chan error)
 	go func() { done <- search(context.Background()) }()
+	for s.waiting.Load() != 1 {
+		runtime.Gosched() // until the search counts itself waiting
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("search ended (%v) with no slot free", err)
+	default:
+	}
 	<-s.searching
 	if err := <-done; err != nil {
 		t.Fatalf("search once a slot was freed: %v", err)
+	}
+	if n := s.waiting.Load(); n != 0 {
+		t.Fatalf("%d searches counted waiting after every one ended", n)
 	}
 }
