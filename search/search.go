@@ -212,18 +212,19 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 }
 
 // searchIndex is x.Search(q), run once fewer than the bound (twice
-// GOMAXPROCS by default; serve's --max-searches) other searches are. A search is processor work from its start to its end
-// (even a page fault on the memory-mapped snapshot holds its processor),
-// so running many more at once than there are processors finishes none
-// sooner, while each holds its scratch: a score per chunk for BM25, a
-// mark per node for the graph walk, megabytes at a million chunks. With
-// 256 clients at once a million-chunk server's anonymous memory went
-// from 0.3 to 1.3–1.8 GB without a bound, to 0.54 GB with it. Twice,
-// not once, the processors: with one search a processor, each query
-// waits for all of those ahead of it to end, and with 8 clients on 2
-// cores the median rose by a third. The searches beyond the bound wait
-// in the order they came (a channel serves its waiting senders first
-// come, first served), or until their request ends.
+// GOMAXPROCS unless serve's --max-searches says otherwise) other searches
+// are. A search is processor work from its start to its end (even a page
+// fault on the memory-mapped snapshot holds its processor), so running
+// many more at once than there are processors finishes none sooner,
+// while each holds its scratch: a score per chunk for BM25, a mark per
+// node for the graph walk, megabytes at a million chunks. With 256
+// clients at once a million-chunk server's anonymous memory went from 0.3
+// to 1.1–1.8 GB without a bound, and to 0.53 GB with it. Twice, not once,
+// the processors: with one search a processor, a query waits for all of
+// those ahead of it to end, and with 8 clients on 2 cores the median rose
+// (8–9 ms against 5–8). The searches beyond the bound wait in the order
+// they came (a channel serves its waiting senders first come, first
+// served), or until their request ends.
 func (s *Service) searchIndex(ctx context.Context, x *index.OwnerIndex, q index.Query) ([]index.Hit, error) {
 	select {
 	case s.searching <- struct{}{}:
