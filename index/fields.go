@@ -187,8 +187,9 @@ func (v *view) docFreq(term string) int {
 // analysis: its own when detection is sure of it, and the owner's dominant
 // language's. A word no entry holds is also matched by the compound parts
 // it splits into (analysis.AnalyzeQueryIn), in the languages of at least
-// 1/minorLanguage of the entries and in the query's likely one. Terms that several languages
-// agree on (most of them) are kept once, with the set of those languages.
+// 1/minorLanguage of the entries and in the query's likely one. Terms
+// that several languages agree on (most of them) are kept once, with the
+// set of those languages.
 func (v *view) queryTerms(text string) []queryTerm {
 	present := v.lex.present()
 	if present == 0 {

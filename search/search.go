@@ -226,17 +226,13 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 // they came (a channel serves its waiting senders first come, first
 // served), or until their request ends.
 func (s *Service) searchIndex(ctx context.Context, x *index.OwnerIndex, q index.Query) ([]index.Hit, error) {
+	s.waiting.Add(1)
 	select {
 	case s.searching <- struct{}{}:
-	default:
-		s.waiting.Add(1)
-		select {
-		case s.searching <- struct{}{}:
-			s.waiting.Add(-1)
-		case <-ctx.Done():
-			s.waiting.Add(-1)
-			return nil, ctx.Err()
-		}
+		s.waiting.Add(-1)
+	case <-ctx.Done():
+		s.waiting.Add(-1)
+		return nil, ctx.Err()
 	}
 	defer func() { <-s.searching }()
 	return x.Search(q), nil

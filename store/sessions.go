@@ -60,7 +60,7 @@ func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
 	err := b.ForEach(func(k, v []byte) error {
 		var sess Session
 		if err := decode(v, &sess); err != nil {
-			return fmt.Errorf("store: decode session: %w", err)
+			return fmt.Errorf("%w (session %s)", err, k)
 		}
 		if sess.KeyID == keyID && !sess.Expired(now) {
 			ended = append(ended, k)
