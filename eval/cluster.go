@@ -132,7 +132,7 @@ func BenchCluster(ctx context.Context, cfg ClusterConfig) (_ *ClusterResult, err
 		os.RemoveAll(dir)
 	}()
 	w := &clusterWork{ClusterConfig: cfg, gen: newScaleText(cfg.Seed)}
-	w.queries = w.gen.queries(200)
+	w.queries = w.gen.queries(200, cfg.Customers*cfg.Docs, cfg.Words)
 	res := &ClusterResult{Nodes: cfg.Nodes, Customers: cfg.Customers, Documents: cfg.Customers * cfg.Docs}
 
 	fmt.Fprintln(cfg.Progress, "reference: 1 node on bbolt")

@@ -173,6 +173,101 @@ func TestScaleTextEnglish(t *testing.T) {
 	}
 }
 
+// TestScaleQueries checks the synthetic queries' shape: deterministic,
+// 2–4 distinct content words each, all of them in one document.
+func TestScaleQueries(t *testing.T) {
+	const docs, words = 300, 120
+	gen := newScaleText(1)
+	qs := gen.queries(50, docs, words)
+	if !slices.Equal(qs, newScaleText(1).queries(50, docs, words)) {
+		t.Fatal("two generators of one seed made different queries")
+	}
+	texts := make([]map[string]bool, docs)
+	for i := range texts {
+		texts[i] = map[string]bool{}
+		for _, f := range strings.Fields(gen.document(i, words)) {
+			texts[i][strings.ToLower(strings.TrimSuffix(f, "."))] = true
+		}
+	}
+	for _, q := range qs {
+		ws := strings.Fields(q)
+		if len(ws) < 2 || len(ws) > 4 || len(slices.Compact(slices.Sorted(slices.Values(ws)))) != len(ws) {
+			t.Errorf("query %q: want 2–4 distinct words", q)
+		}
+		for _, w := range ws {
+			if slices.Contains(functionWords, w) {
+				t.Errorf("query %q holds the function word %q", q, w)
+			}
+		}
+		if !slices.ContainsFunc(texts, func(text map[string]bool) bool {
+			return !slices.ContainsFunc(ws, func(w string) bool { return !text[w] })
+		}) {
+			t.Errorf("query %q: no document holds all its words", q)
+		}
+	}
+}
+
+// TestScaleQueriesMatchLikeReal checks that the synthetic queries ask the
+// lexical side for as much work as real ones: the postings of their terms
+// among 5,000 synthetic documents, as a share of the documents, within
+// half as much again of MS MARCO's judged queries' among its 5,000
+// passages. (Content words drawn evenly from a document, without regard
+// to how rare they are, match nearly twice as many.)
+func TestScaleQueriesMatchLikeReal(t *testing.T) {
+	corpus, err := ReadCorpus(filepath.Join(msmarcoDir, "corpus.jsonl"))
+	if err != nil {
+		t.Skipf("shared MS MARCO sample not found at %s (%v)", msmarcoDir, err)
+	}
+	queries, err := ReadQueries(filepath.Join(msmarcoDir, "queries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var realDocs, realQueries []string
+	for _, d := range corpus {
+		realDocs = append(realDocs, corpusText(d))
+	}
+	for _, q := range queries {
+		realQueries = append(realQueries, q.Text)
+	}
+	gen := newScaleText(0)
+	docs := make([]string, len(corpus))
+	for i := range docs {
+		docs[i] = gen.document(i, ScaleDefaultWords)
+	}
+	real := postingsShare(realDocs, realQueries)
+	synthetic := postingsShare(docs, gen.queries(200, len(docs), ScaleDefaultWords))
+	t.Logf("a query's postings, as a share of the documents: MS MARCO %.3f, synthetic %.3f", real, synthetic)
+	if synthetic < real/1.5 || synthetic > real*1.5 {
+		t.Errorf("synthetic queries match %.3f of the documents, real ones %.3f: not within a factor of 1.5", synthetic, real)
+	}
+}
+
+// postingsShare returns the mean over queries of their distinct terms'
+// document frequencies in docs, summed, over the number of docs.
+func postingsShare(docs, queries []string) float64 {
+	df := map[string]int{}
+	for _, d := range docs {
+		seen := map[string]bool{}
+		analysis.Analyze(d, analysis.English, func(t analysis.Term) {
+			if !seen[t.Text] {
+				seen[t.Text] = true
+				df[t.Text]++
+			}
+		})
+	}
+	var sum int
+	for _, q := range queries {
+		seen := map[string]bool{}
+		analysis.AnalyzeQuery(q, analysis.English, nil, func(t analysis.Term) {
+			if !seen[t.Text] {
+				seen[t.Text] = true
+				sum += df[t.Text]
+			}
+		})
+	}
+	return float64(sum) / float64(len(queries)) / float64(len(docs))
+}
+
 // BenchmarkScaleIndexMemory builds one owner's index in process, from the
 // same documents and built-in vectors as bench scale, and reports its heap
 // per chunk, for 20,000 chunks: the index's share of the server's
