@@ -35,11 +35,11 @@ const (
 	// hash the words BM25 scores, so BM25's pool already holds most chunks
 	// they would nominate, and every candidate is scored exactly on both
 	// sides however it came; their nearest neighbours are near ties that
-	// no walk finds (recall@10 0.13 at a million chunks; hnswlib and FAISS
-	// find as few on the same vectors at 100,000).
+	// no walk finds (recall@10 0.05–0.13 at a million chunks; hnswlib and
+	// FAISS find as few on the same vectors at 100,000).
 	// On bench scale's million-chunk owner a walk 25 times as wide changes
-	// almost none of the top ten (BenchmarkSearchSnapshot/hybrid reports
-	// it), while the usual walk was a fifth of a query's CPU.
+	// 2% of the top ten (BenchmarkSearchSnapshot/hybrid reports it), while
+	// the usual walk was a fifth of a query's CPU.
 	hashedCandidates = 20
 
 	// Pseudo-relevance feedback (Rocchio, 1971): the query vector is moved
