@@ -862,12 +862,14 @@ func (t *scaleText) queries(n, docs, words int) []string {
 	for i := range qs {
 		var ws []string
 		var weights []float64
-		seen := map[int]bool{}
-		for _, f := range strings.Fields(t.document(rng.IntN(max(docs, 1)), words)) {
-			w := index[strings.ToLower(strings.TrimSuffix(f, "."))]
-			if w >= len(functionWords) && !seen[w] {
-				seen[w] = true
-				ws, weights = append(ws, t.words[w]), append(weights, idf[w])
+		for len(ws) == 0 { // a document of a few words may hold only function words
+			seen := map[int]bool{}
+			for _, f := range strings.Fields(t.document(rng.IntN(max(docs, 1)), words)) {
+				w := index[strings.ToLower(strings.TrimSuffix(f, "."))]
+				if w >= len(functionWords) && !seen[w] {
+					seen[w] = true
+					ws, weights = append(ws, t.words[w]), append(weights, idf[w])
+				}
 			}
 		}
 		q := make([]string, 0, 4)

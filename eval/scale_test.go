@@ -178,6 +178,11 @@ func TestScaleTextEnglish(t *testing.T) {
 func TestScaleQueries(t *testing.T) {
 	const docs, words = 300, 120
 	gen := newScaleText(1)
+	for _, q := range gen.queries(50, docs, 2) {
+		if len(strings.Fields(q)) == 0 {
+			t.Fatal("an empty query of documents of two words")
+		}
+	}
 	qs := gen.queries(50, docs, words)
 	if !slices.Equal(qs, newScaleText(1).queries(50, docs, words)) {
 		t.Fatal("two generators of one seed made different queries")
