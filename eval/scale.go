@@ -148,6 +148,13 @@ type QueryLatency struct {
 	// each other's CPU, so latency follows it.
 	ServerCPUMs float64 `json:"server_cpu_ms"`
 	ClientCPUMs float64 `json:"client_cpu_ms"`
+	// The server's own time for the same queries, from its access log
+	// (from taking a request up to writing its answer): the rest of what
+	// the clients saw is the network and the waits for the server to take
+	// a request up and for a client to run again, which on one machine
+	// busy with both are most of the tail.
+	ServerP50Ms float64 `json:"server_p50_ms"`
+	ServerP99Ms float64 `json:"server_p99_ms"`
 }
 
 // scaleDir returns dir, made and checked empty, or a new temporary
@@ -276,7 +283,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		out     *QueryLatency
 	}{{1, &res.Query1}, {8, &res.Query8}} {
 		fmt.Fprintf(cfg.Progress, "querying with %d clients\n", run.clients)
-		serverCPU, ownCPU := cpuTime(srv.pid()), selfCPUTime()
+		serverCPU, ownCPU, queriesFrom := cpuTime(srv.pid()), selfCPUTime(), fileSize(serverLog)
 		lr, err := BenchQuery(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, OwnerID: srv.project, Queries: queries,
 			Concurrency: run.clients, Requests: scaleQueryRequests * run.clients, TopK: 5, Timeout: time.Minute})
 		if err != nil {
@@ -285,6 +292,8 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		perQuery := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(lr.Requests, 1)) }
 		*run.out = QueryLatency{Clients: run.clients, P50Ms: lr.P50Ms, P99Ms: lr.P99Ms, Errors: lr.Errors,
 			ServerCPUMs: perQuery(cpuTime(srv.pid()) - serverCPU), ClientCPUMs: perQuery(selfCPUTime() - ownCPU)}
+		took := queryTimes(ctx, serverLog, queriesFrom, lr.Requests-lr.Errors)
+		run.out.ServerP50Ms, run.out.ServerP99Ms = percentile(took, 0.50), percentile(took, 0.99)
 	}
 	if res.RSSAnonBytes, res.RSSFileBytes, err = rss(srv.pid()); err != nil {
 		return nil, err
@@ -719,6 +728,39 @@ func savedBytes(log string, from int64) int64 {
 		}
 	}
 	return int64(total)
+}
+
+// queryTimes returns the times (ms=) of the queries answered 200 that a
+// server logged past offset from in its log, once n are there: a server
+// writes a request's line just after its answer, which the client may
+// have read first. It returns what is there if n never are (a line
+// lost to a full disk must not hang the benchmark).
+func queryTimes(ctx context.Context, log string, from int64, n int) []float64 {
+	var took []float64
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		took = took[:0]
+		b, err := os.ReadFile(log)
+		if err != nil || from > int64(len(b)) {
+			return nil
+		}
+		for line := range strings.Lines(string(b[from:])) {
+			if !strings.Contains(line, "msg=request ") || !strings.Contains(line, "route=/query/") || !strings.Contains(line, " status=200 ") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "ms="); ok {
+					if ms, err := strconv.ParseFloat(v, 64); err == nil {
+						took = append(took, ms)
+					}
+				}
+			}
+		}
+		if len(took) >= n || time.Now().After(deadline) || ctx.Err() != nil {
+			return took
+		}
+		time.Sleep(scalePoll)
+	}
 }
 
 func fileSize(path string) int64 {

@@ -67,6 +67,12 @@ func TestBenchScale(t *testing.T) {
 		if q.Errors != 0 || q.P50Ms <= 0 || q.P99Ms < q.P50Ms {
 			t.Errorf("queries at %d clients: %+v", q.Clients, q)
 		}
+		// A query's time in the server is part of its client's, so
+		// every percentile of the one is at most the other's.
+		if q.ServerP50Ms <= 0 || q.ServerP50Ms > q.P50Ms || q.ServerP99Ms < q.ServerP50Ms || q.ServerP99Ms > q.P99Ms {
+			t.Errorf("queries at %d clients, in the server: p50 %.3f ms, p99 %.3f ms; at the clients %.3f and %.3f",
+				q.Clients, q.ServerP50Ms, q.ServerP99Ms, q.P50Ms, q.P99Ms)
+		}
 	}
 	// Eight clients' 2,400 queries take the server seconds of CPU, many
 	// of /proc's 10 ms ticks, and the clients some.
