@@ -25,11 +25,12 @@ uploaders and what the server wrote to disk per chunk (and how much of
 that the index's saves), the server's anonymous memory (RssAnon: what it
 holds itself, not the database's file mapping) and per chunk, the
 snapshot's and its segments' sizes, query p50/p99 with 1 and 8
-clients (each query 2–4 words of one document, the rarer the likelier,
-so that its terms occur in as many chunks as real queries' do) and the
-server's own from its access log, the CPU each query cost the server
-and the clients, and the time from the process's start to its first
-answer after kill -9 and after a clean restart.`,
+clients after 1,000 other queries (each query 2–4 words of one document,
+the rarer the likelier, so that its terms occur in as many chunks as
+real queries' do) and the server's own from its access log, the CPU
+each query cost the server and the clients, and the time from the
+process's start to its first answer after kill -9 and after a clean
+restart.`,
 		Example: `  docsift bench scale --chunks 100000
   docsift bench scale --chunks 1000000 --json
   docsift bench scale --corpus ../shared/data/msmarco-5k/corpus.jsonl --uploaders 32`,

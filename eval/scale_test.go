@@ -180,7 +180,8 @@ func TestScaleTextEnglish(t *testing.T) {
 }
 
 // TestScaleQueries checks the synthetic queries' shape: deterministic,
-// 2–4 distinct content words each, all of them in one document.
+// 2–4 distinct content words each, all of them in one document, and none
+// of them a warm-up query.
 func TestScaleQueries(t *testing.T) {
 	const docs, words = 300, 120
 	gen := newScaleText(1)
@@ -192,6 +193,11 @@ func TestScaleQueries(t *testing.T) {
 	qs := gen.queries(50, docs, words)
 	if !slices.Equal(qs, newScaleText(1).queries(50, docs, words)) {
 		t.Fatal("two generators of one seed made different queries")
+	}
+	for _, q := range gen.warmUpQueries(50, docs, words) {
+		if slices.Contains(qs, q) {
+			t.Errorf("warm-up query %q is one of those measured", q)
+		}
 	}
 	texts := make([]map[string]bool, docs)
 	for i := range texts {
