@@ -370,3 +370,26 @@ time=2026-11-23T03:56:26.214Z level=INFO msg="index saved" owner=prj_a entries=2
 		t.Fatalf("saved %d bytes, want %d", got, want)
 	}
 }
+
+// TestQueryTimes checks what bench scale reads of a server's log: the
+// times of the queries answered 200 past the offset, and nothing before
+// it or of other requests.
+func TestQueryTimes(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "server.log")
+	before := "time=x level=INFO msg=request request_id=a method=POST route=/query/project status=200 bytes=9 ms=9.5\n"
+	after := "time=x level=INFO msg=request request_id=b method=POST route=/query/project status=200 bytes=9 ms=1.25\n" +
+		"time=x level=INFO msg=request request_id=c method=POST route=/upload/text status=200 bytes=9 ms=7\n" +
+		"time=x level=INFO msg=request request_id=d method=POST route=/query/customer status=400 bytes=9 ms=8\n" +
+		"time=x level=INFO msg=\"index saved\" owner=o mb=2 ms=6\n" +
+		"time=x level=INFO msg=request request_id=e method=POST route=/query/customer status=200 bytes=9 ms=2.5\n"
+	if err := os.WriteFile(log, []byte(before+after), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := queryTimes(context.Background(), log, int64(len(before)), 2)
+	if !slices.Equal(got, []float64{1.25, 2.5}) {
+		t.Errorf("query times %v, want [1.25 2.5]", got)
+	}
+	if n := savedBytes(log, int64(len(before))); n != 2<<20 {
+		t.Errorf("saved %d bytes, want 2 MiB", n)
+	}
+}
