@@ -909,9 +909,9 @@ func (t *scaleText) document(i, words int) string {
 // rather than the commonest ones. Its terms then occur in as many chunks
 // as real queries' do: analysed by the index, 5,000 documents' postings of
 // a query's terms add up to 8.3% of the documents for these and 8.0% for
-// MS MARCO's judged queries (TestScaleQueriesMatchLikeReal), where words
-// drawn as the text's are, by Zipf's law, match 37% and would measure the
-// lexical side at nearly five times a real query's work.
+// the MS MARCO sample's queries (TestScaleQueriesMatchLikeReal), where
+// words drawn as the text's are, by Zipf's law, match 37% and would
+// measure the lexical side at nearly five times a real query's work.
 func (t *scaleText) queries(n, docs, words int) []string { return t.querySet(0, n, docs, words) }
 
 // warmUpQueries returns n queries drawn as queries' are, none of them

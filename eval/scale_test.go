@@ -227,7 +227,7 @@ func TestScaleQueries(t *testing.T) {
 // TestScaleQueriesMatchLikeReal checks that the synthetic queries ask the
 // lexical side for as much work as real ones: the postings of their terms
 // among 5,000 synthetic documents, as a share of the documents, within
-// half as much again of MS MARCO's judged queries' among its 5,000
+// half as much again of the MS MARCO sample's queries' among its 5,000
 // passages. (Content words drawn evenly from a document, without regard
 // to how rare they are, match nearly twice as many.)
 func TestScaleQueriesMatchLikeReal(t *testing.T) {
