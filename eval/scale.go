@@ -729,16 +729,10 @@ func savedBytes(log string, from int64) int64 {
 		return 0
 	}
 	var total float64
-	for line := range strings.Lines(string(b)) {
-		if !strings.Contains(line, `msg="index saved"`) {
-			continue
-		}
-		for _, f := range strings.Fields(line) {
-			if v, ok := strings.CutPrefix(f, "mb="); ok {
-				mb, _ := strconv.ParseFloat(v, 64)
-				total += mb * (1 << 20)
-			}
-		}
+	for _, mb := range logValues(string(b), "mb", func(line string) bool {
+		return strings.Contains(line, `msg="index saved"`)
+	}) {
+		total += mb * (1 << 20)
 	}
 	return int64(total)
 }
@@ -757,32 +751,41 @@ func logSince(log string, from int64) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
+// logValues returns the numbers after key= in the lines of a log that
+// keep accepts.
+func logValues(log, key string, keep func(line string) bool) []float64 {
+	var out []float64
+	for line := range strings.Lines(log) {
+		if !keep(line) {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, key+"="); ok {
+				if x, err := strconv.ParseFloat(v, 64); err == nil {
+					out = append(out, x)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // queryTimes returns the times (ms=) of the queries answered 200 that a
 // server logged past offset from in its log, once n are there: a server
 // writes a request's line just after its answer, which the client may
 // have read first. It returns what is there if n never are (a line
 // lost to a full disk must not hang the benchmark).
 func queryTimes(ctx context.Context, log string, from int64, n int) []float64 {
-	var took []float64
+	answered := func(line string) bool {
+		return strings.Contains(line, "msg=request ") && strings.Contains(line, "route=/query/") && strings.Contains(line, " status=200 ")
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		took = took[:0]
 		b, err := logSince(log, from)
 		if err != nil {
 			return nil
 		}
-		for line := range strings.Lines(string(b)) {
-			if !strings.Contains(line, "msg=request ") || !strings.Contains(line, "route=/query/") || !strings.Contains(line, " status=200 ") {
-				continue
-			}
-			for _, f := range strings.Fields(line) {
-				if v, ok := strings.CutPrefix(f, "ms="); ok {
-					if ms, err := strconv.ParseFloat(v, 64); err == nil {
-						took = append(took, ms)
-					}
-				}
-			}
-		}
+		took := logValues(string(b), "ms", answered)
 		if len(took) >= n || time.Now().After(deadline) || ctx.Err() != nil {
 			return took
 		}
