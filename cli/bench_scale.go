@@ -27,7 +27,8 @@ holds itself, not the database's file mapping) and per chunk, the
 snapshot's and its segments' sizes, query p50/p99 with 1 and 8
 clients after 1,000 other queries (each query 2–4 words of one document,
 the rarer the likelier, so that its terms occur in as many chunks as
-real queries' do) and the server's own from its access log, the CPU
+real queries' do; each asked once, new to the server as most users'
+queries are) and the server's own from its access log, the CPU
 each query cost the server and the clients, and the time from the
 process's start to its first answer after kill -9 and after a clean
 restart.`,

@@ -132,7 +132,9 @@ func BenchCluster(ctx context.Context, cfg ClusterConfig) (_ *ClusterResult, err
 		os.RemoveAll(dir)
 	}()
 	w := &clusterWork{ClusterConfig: cfg, gen: newScaleText(cfg.Seed)}
-	w.queries = w.gen.queries(200, cfg.Customers*cfg.Docs, cfg.Words)
+	// Each query asked once, new to the nodes as most users' are (see
+	// BenchScale).
+	w.queries = w.gen.queries(scaleQueryRequests*clusterQueryClients, cfg.Customers*cfg.Docs, cfg.Words)
 	res := &ClusterResult{Nodes: cfg.Nodes, Customers: cfg.Customers, Documents: cfg.Customers * cfg.Docs}
 
 	fmt.Fprintln(cfg.Progress, "reference: 1 node on bbolt")

@@ -148,7 +148,7 @@ func TestBenchScaleCorpus(t *testing.T) {
 		t.Errorf("server log (%v) does not say how the index was loaded:\n%s", err, log)
 	}
 	// And the queries it ran, for later builds to run again.
-	if qs, err := ReadQueries(filepath.Join(dir, "queries.jsonl")); err != nil || len(qs) != 200 || !strings.HasPrefix(qs[0].Text, "Passage 0 tells") {
+	if qs, err := ReadQueries(filepath.Join(dir, "queries.jsonl")); err != nil || len(qs) != 1+9*scaleQueryRequests || !strings.HasPrefix(qs[0].Text, "Passage 0 tells") {
 		t.Errorf("queries kept: %d (%v), the first %+v", len(qs), err, qs)
 	}
 	if _, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Binary: bin, Dir: dir}); err == nil || !strings.Contains(err.Error(), "not empty") {
@@ -197,6 +197,24 @@ func TestScaleQueries(t *testing.T) {
 	for _, q := range gen.warmUpQueries(50, docs, words) {
 		if slices.Contains(qs, q) {
 			t.Errorf("warm-up query %q is one of those measured", q)
+		}
+	}
+	if n := len(slices.Compact(slices.Sorted(slices.Values(gen.queries(1000, docs, words))))); n < 990 {
+		t.Errorf("%d distinct queries of 1,000: the latency runs ask each once", n)
+	}
+	// A corpus's queries open its documents: those of one set distinct
+	// while there are enough documents, and never the other set's.
+	corpus := &scaleText{}
+	for i := range 100 {
+		corpus.corpus = append(corpus.corpus, Doc{Text: fmt.Sprintf("document %d opens with these words", i)})
+	}
+	measured, warm := corpus.queries(50, 100, words), corpus.warmUpQueries(30, 100, words)
+	if n := len(slices.Compact(slices.Sorted(slices.Values(measured)))); n != 50 {
+		t.Errorf("%d distinct queries of 50 from a corpus of 100 documents", n)
+	}
+	for _, q := range warm {
+		if slices.Contains(measured, q) {
+			t.Errorf("warm-up query %q of a corpus is one of those measured", q)
 		}
 	}
 	texts := make([]map[string]bool, docs)
