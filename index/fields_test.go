@@ -110,8 +110,14 @@ func TestQueryIsCutAsEachEntryWas(t *testing.T) {
 			t.Errorf("%q: hits %v, want %d first", c.query, hits, c.want)
 		}
 	}
-	if got := len(x.Search(Query{Text: "Sofa", K: 3})); got != 2 {
+	sofa := x.Search(Query{Text: "Sofa", K: 3})
+	if got := len(sofa); got != 2 {
 		t.Errorf("%q matches %d entries, want the German and the English one", "Sofa", got)
+	}
+	for _, h := range sofa {
+		if want := []analysis.Lang{1: analysis.German, 2: analysis.English}[h.ID]; h.Lang != want {
+			t.Errorf("hit %d says its text was cut in %v, want %v", h.ID, h.Lang, want)
+		}
 	}
 	if got := x.Language(); got != analysis.English {
 		t.Errorf("Language() = %v, want the first of a three-way tie, English", got)

@@ -58,6 +58,10 @@ type Query struct {
 type Hit struct {
 	ID    uint64
 	Score float64
+	// Lang is the language the chunk's text was cut in (detected as it
+	// was added), so that what reads it next cuts it alike without
+	// detecting it again.
+	Lang analysis.Lang
 }
 
 // addBatch is how many entries Add appends between checks whether to

@@ -166,6 +166,9 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 	if len(hits) > q.K {
 		hits = hits[:q.K]
 	}
+	for i := range hits {
+		hits[i].Lang = v.pages.slotLang(cands[seen[hits[i].ID]].slot)
+	}
 	return hits
 }
 

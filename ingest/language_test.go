@@ -69,18 +69,28 @@ func TestDocumentsFoundInTheirLanguage(t *testing.T) {
 		"kernel.txt": "The kernel schedules processes on the available processors and handles interrupts " +
 			"from devices such as disks and network cards.",
 	})
-	for _, c := range []struct{ query, want string }{
-		{"Mietverträge kündigen", "mietrecht.txt"},  // plural, infinitive
-		{"Kundigungsfrist Mieter", "mietrecht.txt"}, // umlaut left out
-		{"Brot backen", "rezepte.txt"},
-		{"ما هي عاصمة السعودية", "riyadh.txt"},
-		{"فوائد التمر", "dates.txt"},
-		{"中国的首都", "beijing.txt"},
-		{"熊猫吃竹子", "panda.txt"},
-		{"scheduling a process", "kernel.txt"},
+	for _, c := range []struct {
+		query, want string
+		lang        analysis.Lang // the language the index cut the chunk in
+	}{
+		{"Mietverträge kündigen", "mietrecht.txt", analysis.German},  // plural, infinitive
+		{"Kundigungsfrist Mieter", "mietrecht.txt", analysis.German}, // umlaut left out
+		{"Brot backen", "rezepte.txt", analysis.German},
+		{"ما هي عاصمة السعودية", "riyadh.txt", analysis.Arabic},
+		{"فوائد التمر", "dates.txt", analysis.Arabic},
+		{"中国的首都", "beijing.txt", analysis.Chinese},
+		{"熊猫吃竹子", "panda.txt", analysis.Chinese},
+		{"scheduling a process", "kernel.txt", analysis.English},
 	} {
-		if got := firstName(t, e, "cus_a", c.query); got != c.want {
+		res, warnings, err := searcher(e).Search(context.Background(), "cus_a", c.query, 3)
+		if err != nil || len(warnings) > 0 || len(res) == 0 {
+			t.Fatalf("%q: %d results, %v, warnings %q", c.query, len(res), err, warnings)
+		}
+		if got := res[0].DocumentName; got != c.want {
 			t.Errorf("%q: first is %q, want %q", c.query, got, c.want)
+		}
+		if got := res[0].Lang; got != c.lang {
+			t.Errorf("%q: first result says it was cut in %v, want %v", c.query, got, c.lang)
 		}
 	}
 }

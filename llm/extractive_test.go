@@ -5,9 +5,12 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/docsift/docsift/analysis"
 )
 
 func TestExtractiveAnswer(t *testing.T) {
@@ -253,6 +256,26 @@ func TestExtractiveNeverEmptyOnSharedTerm(t *testing.T) {
 	}
 }
 
+// TestAnswerLanguage checks which language an answer cuts words in: the
+// query's when detection is sure of it, else the first source's as the
+// index cut it, else the first source's as detected.
+func TestAnswerLanguage(t *testing.T) {
+	english := "The cats are sleeping all day long on the sofa, and at night they play with their toys in the garden."
+	for _, c := range []struct {
+		query   string
+		sources []Source
+		want    analysis.Lang
+	}{
+		{"what do the cats do at night in the garden", []Source{{Text: english, Lang: analysis.German}}, analysis.English},
+		{"Sofa", []Source{{Text: english, Lang: analysis.German}}, analysis.German},
+		{"Sofa", []Source{{Text: english}}, analysis.English},
+	} {
+		if got := answerLanguage(c.query, c.sources); got != c.want {
+			t.Errorf("answerLanguage(%q, source in %v) = %v, want %v", c.query, c.sources[0].Lang, got, c.want)
+		}
+	}
+}
+
 func BenchmarkExtractive(b *testing.B) {
 	para := "The worker claims the job and extracts per-page text. It chunks the text, embeds in batches, writes chunks, then adds them to the owner's indexes. A crash at any step loses nothing. "
 	var sources []Source
@@ -262,5 +285,29 @@ func BenchmarkExtractive(b *testing.B) {
 	a := NewExtractive()
 	for b.Loop() {
 		a.Answer(context.Background(), "what happens when the worker crashes mid job?", sources, nil)
+	}
+}
+
+// BenchmarkExtractiveSourceLanguage answers a query too short to tell its
+// language from five German passages, each new to detection's memo as
+// most retrieved chunks are: "detected" detects the first passage's
+// language, "indexed" takes the one the index cut it in.
+func BenchmarkExtractiveSourceLanguage(b *testing.B) {
+	const passage = "Die Stadtverwaltung hat am Montag die neuen Regeln für die Abfallentsorgung vorgestellt. Künftig werden Biotonnen wöchentlich geleert, während der Restmüll nur noch alle zwei Wochen abgeholt wird. Bürgerinnen und Bürger können sich im Rathaus über die Änderungen informieren. Die Gebühren steigen leicht, weil die Kosten für Personal und Fahrzeuge gestiegen sind."
+	for _, c := range []struct {
+		name string
+		lang analysis.Lang
+	}{{"detected", analysis.Neutral}, {"indexed", analysis.German}} {
+		b.Run(c.name, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				sources := make([]Source, 5)
+				for i := range sources {
+					n++
+					sources[i] = Source{Text: c.name + strconv.Itoa(n) + " " + passage, Lang: c.lang}
+				}
+				extractAnswer("Biotonnen Gebühren", sources)
+			}
+		})
 	}
 }

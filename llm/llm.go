@@ -6,7 +6,11 @@
 // depend only on the interfaces, so the choice is made once, at start-up.
 package llm
 
-import "context"
+import (
+	"context"
+
+	"github.com/docsift/docsift/analysis"
+)
 
 // Embedder turns texts into unit-length vectors of a fixed dimension.
 //
@@ -33,6 +37,10 @@ type Source struct {
 	Title string // document name
 	Page  int    // 1-based page, 0 when the document has no pages
 	Text  string
+	// Lang is the language Text was cut in when it was indexed; Neutral
+	// when it is not known (or the text is in none of analysis's
+	// languages), and then detected where it matters.
+	Lang analysis.Lang
 }
 
 // Answerer writes an answer to query from sources only, citing them as [n].

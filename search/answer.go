@@ -93,7 +93,7 @@ func (s *Service) answer(ctx context.Context, query string, sources []llm.Source
 func chunkSources(results []Result) []llm.Source {
 	sources := make([]llm.Source, len(results))
 	for i, r := range results {
-		sources[i] = llm.Source{Title: r.DocumentName, Page: r.Chunk.Page, Text: r.Chunk.Text}
+		sources[i] = llm.Source{Title: r.DocumentName, Page: r.Chunk.Page, Text: r.Chunk.Text, Lang: r.Lang}
 	}
 	return sources
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docsift/docsift/analysis"
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/metrics"
@@ -116,6 +117,7 @@ type Result struct {
 	Chunk        store.Chunk
 	DocumentName string
 	Score        float64
+	Lang         analysis.Lang // the language the index cut the chunk's text in
 }
 
 // Search returns an owner's k best chunks for query, best first. When the
@@ -196,9 +198,9 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 	if ctx.Err() != nil {
 		return nil, nil, ctx.Err()
 	}
-	score := make(map[uint64]float64, len(hits))
+	hit := make(map[uint64]index.Hit, len(hits))
 	for _, h := range hits {
-		score[h.ID] = h.Score
+		hit[h.ID] = h
 	}
 	names, err := s.store.DocumentNames(chunks)
 	if err != nil {
@@ -206,7 +208,8 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 	}
 	results := make([]Result, len(chunks))
 	for i, c := range chunks {
-		results[i] = Result{Chunk: c, DocumentName: names[c.DocumentID], Score: score[c.Seq]}
+		h := hit[c.Seq]
+		results[i] = Result{Chunk: c, DocumentName: names[c.DocumentID], Score: h.Score, Lang: h.Lang}
 	}
 	return results, warnings, nil
 }
