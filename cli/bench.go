@@ -160,7 +160,7 @@ the embedding cache saves (a model server's: the built-in embedder has none).`,
 	qf.StringVar(&lc.OwnerID, "owner", "", "project or customer id to query")
 	qf.StringVar(&queriesPath, "queries", "", "queries.jsonl (BEIR) to draw queries from")
 	qf.IntVar(&lc.Concurrency, "concurrency", 4, "requests in flight")
-	qf.IntVar(&lc.Requests, "requests", 500, "requests to send")
+	qf.IntVar(&lc.Requests, "requests", 500, "requests to send, taking the queries in turn: more requests than queries asks them again, which a server answers faster than new ones (it remembers their language)")
 	qf.IntVar(&lc.TopK, "top-k", 5, "top_k of each query")
 	qf.BoolVar(&lc.Stream, "stream", false, `ask for streamed answers ("stream": true) and time the first answer event as well as the whole`)
 	qf.DurationVar(&lc.Timeout, "timeout", eval.DefaultQueryTimeout, "longest wait for one answer")
