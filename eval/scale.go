@@ -894,13 +894,10 @@ func newScaleText(seed uint64) *scaleText {
 
 // document returns document i: words words in sentences of 6–20.
 func (t *scaleText) document(i, words int) string {
-	rng := rand.New(rand.NewPCG(t.seed, uint64(i)))
-	zipf := rand.NewZipf(rng, scaleZipfS, scaleZipfV, uint64(len(t.words)-1))
 	var b strings.Builder
-	for left := words; left > 0; {
-		n := min(left, 6+rng.IntN(15))
-		for j := range n {
-			w := t.words[zipf.Uint64()]
+	for _, sentence := range t.sentences(i, words) {
+		for j, k := range sentence {
+			w := t.words[k]
 			if j == 0 {
 				w = strings.ToUpper(w[:1]) + w[1:]
 			} else {
@@ -909,9 +906,25 @@ func (t *scaleText) document(i, words int) string {
 			b.WriteString(w)
 		}
 		b.WriteString(". ")
-		left -= n
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// sentences returns document i's words, as indexes into t.words, sentence
+// by sentence.
+func (t *scaleText) sentences(i, words int) [][]int {
+	rng := rand.New(rand.NewPCG(t.seed, uint64(i)))
+	zipf := rand.NewZipf(rng, scaleZipfS, scaleZipfV, uint64(len(t.words)-1))
+	var out [][]int
+	for left := words; left > 0; {
+		sentence := make([]int, min(left, 6+rng.IntN(15)))
+		for j := range sentence {
+			sentence[j] = int(zipf.Uint64())
+		}
+		out = append(out, sentence)
+		left -= len(sentence)
+	}
+	return out
 }
 
 // queries returns n queries for an owner of the first docs documents of
@@ -948,10 +961,6 @@ func (t *scaleText) querySet(set, n, docs, words int) []string {
 		return qs
 	}
 	idf := t.idf(words)
-	index := make(map[string]int, len(t.words))
-	for i, w := range t.words {
-		index[w] = i
-	}
 	rng := rand.New(rand.NewPCG(t.seed, 0x9e77+uint64(set)))
 	qs := make([]string, n)
 	for i := range qs {
@@ -959,11 +968,12 @@ func (t *scaleText) querySet(set, n, docs, words int) []string {
 		var weights []float64
 		for len(ws) == 0 { // a document of a few words may hold only function words
 			seen := map[int]bool{}
-			for _, f := range strings.Fields(t.document(rng.IntN(max(docs, 1)), words)) {
-				w := index[strings.ToLower(strings.TrimSuffix(f, "."))]
-				if w >= len(functionWords) && !seen[w] {
-					seen[w] = true
-					ws, weights = append(ws, t.words[w]), append(weights, idf[w])
+			for _, sentence := range t.sentences(rng.IntN(max(docs, 1)), words) {
+				for _, w := range sentence {
+					if w >= len(functionWords) && !seen[w] {
+						seen[w] = true
+						ws, weights = append(ws, t.words[w]), append(weights, idf[w])
+					}
 				}
 			}
 		}
