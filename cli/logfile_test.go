@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,5 +42,34 @@ func TestLogFileReopensOnHUP(t *testing.T) {
 	cur, _ := os.ReadFile(path)
 	if string(old) != "before rotation\n" || string(cur) != "after rotation\n" {
 		t.Errorf("rotated file %q, new file %q", old, cur)
+	}
+}
+
+func TestLogLevel(t *testing.T) {
+	for _, c := range []struct {
+		level       string
+		debug, info bool
+	}{
+		{"info", false, true},
+		{"debug", true, true},
+		{"WARN", false, false},
+		{"error", false, false},
+	} {
+		var buf bytes.Buffer
+		log, err := newLogger("json", c.level, &buf)
+		if err != nil {
+			t.Fatalf("--log-level %s: %v", c.level, err)
+		}
+		log.Debug("job started")
+		log.Info("job succeeded")
+		got := buf.String()
+		if strings.Contains(got, "job started") != c.debug || strings.Contains(got, "job succeeded") != c.info {
+			t.Errorf("--log-level %s wrote %q", c.level, got)
+		}
+	}
+	for _, bad := range []string{"", "verbose", "info+2"} {
+		if _, err := newLogger("text", bad, io.Discard); err == nil || !strings.Contains(err.Error(), "--log-level must be") {
+			t.Errorf("--log-level %q: error %v, want one naming the levels", bad, err)
+		}
 	}
 }

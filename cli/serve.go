@@ -47,7 +47,7 @@ type serveOptions struct {
 	maxFile, maxText    int64
 	sessionTTL          time.Duration
 	subpageTTL          time.Duration
-	logFormat           string
+	logFormat, logLevel string
 	models              modelOptions
 	maxAttempts         int
 	retryMax            time.Duration
@@ -95,6 +95,7 @@ project named "default" is created and its API key printed once.`,
 	f.DurationVar(&o.sessionTTL, "session-ttl", server.DefaultSessionTTL, "how long an upload session URL stays valid")
 	f.DurationVar(&o.subpageTTL, "subpage-ttl", server.DefaultSubpageTTL, "how long a subpage URL stays valid")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "least severe log lines written: debug, info, warn or error; info writes a line a request and one a job when it ends, debug also when each job is queued and started")
 	f.StringVar(&o.logFile, "log-file", "", "write the log to this file instead of standard error; SIGHUP reopens it (for log rotation)")
 	f.IntVar(&o.maxAttempts, "max-attempts", ingest.DefaultMaxAttempts, "runs of an indexing job that fails for a passing reason (Ollama down) before it is FAILED")
 	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
@@ -118,12 +119,23 @@ project named "default" is created and its API key printed once.`,
 	return cmd
 }
 
-func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	var opts slog.HandlerOptions
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug", "info", "warn", "error":
+		if err := l.UnmarshalText([]byte(level)); err != nil {
+			return nil, err
+		}
+		opts.Level = l
+	default:
+		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", level)
+	}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		return slog.New(slog.NewTextHandler(w, &opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(slog.NewJSONHandler(w, &opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
@@ -134,7 +146,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return err
 	}
 	defer closeLog()
-	log, err := newLogger(o.logFormat, logTo)
+	log, err := newLogger(o.logFormat, o.logLevel, logTo)
 	if err != nil {
 		return err
 	}

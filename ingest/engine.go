@@ -215,7 +215,7 @@ func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e.log.Info("job queued", "job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "format", format, "bytes", len(u.Data))
+	e.log.Debug("job queued", "job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "format", format, "bytes", len(u.Data))
 	e.poke()
 	return job, doc, nil
 }
@@ -448,7 +448,7 @@ func (e *Engine) runBeside(ctx context.Context, job *store.Job, doc *store.Docum
 func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 	start := time.Now()
 	log := e.log.With("job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "attempt", job.Attempts)
-	log.Info("job started")
+	log.Debug("job started")
 	e.cfg.Metrics.JobStarted()
 	chunks, pages, err := e.process(ctx, doc)
 	outcome := "retry"
