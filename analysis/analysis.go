@@ -75,6 +75,19 @@ func Words(text string, fn func(string)) {
 	a.run(text)
 }
 
+// AnalyzeWords is Analyze(text, lang, fn) and Words(text, words), in one
+// pass where the words are cut alike: in every language but those that
+// elide articles onto the next word ("l'homme"), which Words keeps whole.
+func AnalyzeWords(text string, lang Lang, fn func(Term), words func(string)) {
+	if elisions[lang] != nil {
+		Analyze(text, lang, fn)
+		Words(text, words)
+		return
+	}
+	a := analyzer{lang: lang, fn: fn, words: words}
+	a.run(text)
+}
+
 // AnalyzeQueryIn is AnalyzeQuery against a vocabulary: known says in how
 // many texts a term occurs. A word of the query whose term occurs in
 // none is also given as the terms of the compound parts it splits into
@@ -95,7 +108,7 @@ type analyzer struct {
 	known    func(term string) int // set: split and join compounds (AnalyzeQueryIn)
 	prev     string                // the word before, for joinCompound; "" after a stop word
 	fn       func(Term)
-	words    func(string) // set: report words instead of terms (Words)
+	words    func(string) // set: report words (Words), instead of terms unless fn is set too
 
 	segs  []string // the current compound's segments
 	parts []string // and their parts

@@ -159,6 +159,34 @@ func TestWords(t *testing.T) {
 	}
 }
 
+// TestAnalyzeWordsAsTwoPasses checks that the one pass gives, in every
+// language, the terms Analyze gives and the words Words gives: elided
+// articles ("l'homme") make French and Italian words differ.
+func TestAnalyzeWordsAsTwoPasses(t *testing.T) {
+	texts := []string{
+		"L'homme qu'on attendait n'est jamais venu; dell'anno, un'amica all'università.",
+		"Die Steuererklärungsfrist endet; Read-only-Dateien, XMLParser, iPhone, covid19, don't.",
+		"東京都の天気は晴れです。北京市は寒い。서울은 맑습니다. ภาษาไทย",
+		"Съешь же ещё этих мягких булок; قرأ الطالب الكتاب; ½ café ﬁnance",
+	}
+	for _, text := range texts {
+		var words []string
+		Words(text, func(w string) { words = append(words, w) })
+		for l := range NumLangs {
+			var terms, gotTerms []Term
+			var gotWords []string
+			Analyze(text, l, func(t Term) { terms = append(terms, t) })
+			AnalyzeWords(text, l, func(t Term) { gotTerms = append(gotTerms, t) }, func(w string) { gotWords = append(gotWords, w) })
+			if !reflect.DeepEqual(gotTerms, terms) {
+				t.Errorf("%v: AnalyzeWords(%q) terms %v, Analyze %v", l, text, gotTerms, terms)
+			}
+			if !reflect.DeepEqual(gotWords, words) {
+				t.Errorf("%v: AnalyzeWords(%q) words %q, Words %q", l, text, gotWords, words)
+			}
+		}
+	}
+}
+
 func TestArabicLightStem(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"والكتاب", "كتاب"},  // and-the-book

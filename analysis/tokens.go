@@ -154,7 +154,9 @@ func (a *analyzer) handleCompound(plain bool) {
 				a.words(fold(w))
 			}
 		}
-		return
+		if a.fn == nil {
+			return
+		}
 	}
 	for i, p := range a.parts {
 		emitted := a.word(p, false, plain)
@@ -355,11 +357,13 @@ func hasDigit(w string) bool {
 // bigrams emits the overlapping character pairs of a run of a script
 // written without spaces; a run of one character is a term of its own.
 func (a *analyzer) bigrams(run string) {
-	if a.words != nil {
-		a.words(composeRun(run))
-		return
-	}
 	run = composeRun(run)
+	if a.words != nil {
+		a.words(run)
+		if a.fn == nil {
+			return
+		}
+	}
 	var rs [2]rune
 	n := 0
 	for _, r := range run {
@@ -401,13 +405,7 @@ func composeRun(run string) string {
 	return compose(run)
 }
 
-func (a *analyzer) emitRaw(t string) {
-	if a.words != nil {
-		a.words(t)
-		return
-	}
-	a.fn(Term{Text: t})
-}
+func (a *analyzer) emitRaw(t string) { a.fn(Term{Text: t}) }
 
 // Spaced reports whether w is a word of a script written with spaces
 // between words, as opposed to a run of CJK (or Thai, …) text, which

@@ -124,29 +124,29 @@ type feature struct {
 func embedText(text string, lang analysis.Lang) []float32 {
 	var terms []string
 	var alt []bool
-	analysis.Analyze(text, lang, func(t analysis.Term) {
-		terms = append(terms, t.Text)
-		alt = append(alt, t.Alt)
-	})
-	feats := make(map[uint64]feature, 2*len(terms))
+	feats := make(map[uint64]feature, len(text)/2)
 	add := func(h uint64, w float64) {
 		f := feats[h]
 		feats[h] = feature{f.tf + 1, w}
 	}
-	if charGramWeight > 0 {
-		analysis.Words(text, func(w string) {
-			// A run of CJK text is already cut into character bigrams.
-			if len(w) < charGramLen || !analysis.Spaced(w) {
-				return
-			}
-			// Boundary marks make a word's first and last grams distinct
-			// from the same letters inside another word.
-			m := "<" + w + ">"
-			for i := 0; i+charGramLen <= len(m); i++ {
-				add(fnvString(fnvByte(fnvOffset, 1), m[i:i+charGramLen]), charGramWeight)
-			}
-		})
-	}
+	// The words' character grams are added as the pass finds them, the
+	// terms' features after it: a feature keeps the weight of the last
+	// one added with its hash.
+	analysis.AnalyzeWords(text, lang, func(t analysis.Term) {
+		terms = append(terms, t.Text)
+		alt = append(alt, t.Alt)
+	}, func(w string) {
+		// A run of CJK text is already cut into character bigrams.
+		if len(w) < charGramLen || !analysis.Spaced(w) {
+			return
+		}
+		// Boundary marks make a word's first and last grams distinct
+		// from the same letters inside another word.
+		m := "<" + w + ">"
+		for i := 0; i+charGramLen <= len(m); i++ {
+			add(fnvString(fnvByte(fnvOffset, 1), m[i:i+charGramLen]), charGramWeight)
+		}
+	})
 	prev := ""
 	for i, t := range terms {
 		add(fnvString(fnvOffset, t), unigramWeight)
@@ -163,7 +163,10 @@ func embedText(text string, lang analysis.Lang) []float32 {
 	for h, f := range feats {
 		// Sublinear term frequency: the tenth repeat of a word says far
 		// less than the first.
-		val := f.weight * (1 + math.Log(float64(f.tf)))
+		val := f.weight
+		if f.tf > 1 { // most features occur once, and log 1 is 0
+			val *= 1 + math.Log(float64(f.tf))
+		}
 		// Signed hashing: colliding features cancel on average instead of
 		// piling up, so dot products stay unbiased.
 		if h>>63 == 1 {

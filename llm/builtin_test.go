@@ -2,6 +2,9 @@ package llm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"slices"
 	"testing"
@@ -151,5 +154,39 @@ func TestInProcess(t *testing.T) {
 		if got := InProcess(c.e); got != c.want {
 			t.Errorf("%s: InProcess = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestBuiltinVectorsStay pins what builtin-v2 makes of texts of every
+// kind: its vectors are stored with chunks and compared with the vectors
+// of queries embedded later, by later versions, so under this name they
+// must never change (other features need another model name, which makes
+// owners reindex). The sum covers every bit of every vector.
+func TestBuiltinVectorsStay(t *testing.T) {
+	texts := []string{
+		"How do I configure the bash prompt? Set PS1 in your ~/.bashrc (see man bash).",
+		"L'homme qu'on attendait n'est jamais venu jusqu'à l'aube d'hier.",
+		"Dell'anno scorso ricordo l'estate e un'amica all'università.",
+		"Die Steuererklärungsfrist endet am 31. Juli; Read-only-Dateien bleiben unverändert.",
+		"東京都の天気は晴れです。北京市は寒い。서울은 맑습니다.",
+		"Съешь же ещё этих мягких французских булок, да выпей чаю.",
+		"قرأ الطالب الكتاب في المكتبة العامة",
+		"XMLParser parses camelCase iPhone x86 mp3 covid19 COVID-19 don't dont",
+		"",
+		"the and of",
+	}
+	vs, err := NewBuiltin().Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	for _, v := range vs {
+		for _, x := range v {
+			binary.Write(h, binary.LittleEndian, math.Float32bits(x))
+		}
+	}
+	const want = "4ad1597dee7794d8a544ae498a3d2bf87cbfceb594eb02deb7219647271717d0"
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		t.Errorf("builtin-v2 vectors changed: sum %s, want %s", got, want)
 	}
 }
