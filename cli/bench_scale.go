@@ -22,7 +22,8 @@ func benchScaleCmd(asJSON *bool) *cobra.Command {
 through the HTTP API until one owner holds --chunks chunks, and measure:
 ingest chunks/s, the CPU each document cost the server and the
 uploaders and what the server wrote to disk per chunk (and how much of
-that the index's saves), the server's anonymous memory (RssAnon: what it
+that the index's saves, and how long they kept chunks waiting to be
+added), the server's anonymous memory (RssAnon: what it
 holds itself, not the database's file mapping) and per chunk, the
 snapshot's and its segments' sizes, query p50/p99 with 1 and 8
 clients after 1,000 other queries (each query 2–4 words of one document,
@@ -56,6 +57,7 @@ restart.`,
 				{"ingest", fmt.Sprintf("%.0f chunks/s (%.1f s)", res.IngestChunksPerSecond, res.IngestSeconds)},
 				{"CPU per document", fmt.Sprintf("%.3f ms in the server, %.3f ms in the uploaders", res.IngestServerCPUMsPerDoc, res.IngestUploaderCPUMsPerDoc)},
 				{"written during ingest", fmt.Sprintf("%.1f KB/chunk, of which index saves %.1f KB", res.IngestWrittenBytesPerChunk/1024, res.IngestIndexWrittenBytesPerChunk/1024)},
+				{"index saves during ingest", fmt.Sprintf("%.1f s of the %.1f s (chunks wait to be added while one runs)", res.IngestIndexSaveSeconds, res.IngestSeconds)},
 				{"memory after ingest", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk", mb(res.RSSAnonAfterIngestBytes), res.RSSAnonAfterIngestPerChunk)},
 				{"memory after restart", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk (and %.0f MB file-backed)", mb(res.RSSAnonBytes), res.RSSAnonPerChunk, mb(res.RSSFileBytes))},
 				{"database", fmt.Sprintf("%.1f MB, %.0f bytes/chunk", mb(res.DatabaseBytes), float64(res.DatabaseBytes)/float64(max(res.Chunks, 1)))},

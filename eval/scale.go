@@ -89,6 +89,10 @@ type ScaleResult struct {
 	// of that the index's saves (as its log gives their sizes).
 	IngestWrittenBytesPerChunk      float64 `json:"ingest_written_bytes_per_chunk"`
 	IngestIndexWrittenBytesPerChunk float64 `json:"ingest_index_written_bytes_per_chunk"`
+	// How long the index's saves took during the ingest, in seconds: while
+	// one writes a segment or the whole snapshot, chunks wait to be added
+	// to the owner's index (searches do not).
+	IngestIndexSaveSeconds float64 `json:"ingest_index_save_seconds"`
 
 	// Memory of the server: anonymous RSS (heap, stacks: what the
 	// process itself holds, /proc/<pid>/status RssAnon) and file-backed
@@ -237,7 +241,9 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	res.IngestServerCPUMsPerDoc = perDoc(cpuTime(srv.pid()) - serverCPU)
 	res.IngestUploaderCPUMsPerDoc = perDoc(selfCPUTime() - ownCPU)
 	res.IngestWrittenBytesPerChunk = float64(writtenBytes(srv.pid())-written) / float64(max(res.Chunks, 1))
-	res.IngestIndexWrittenBytesPerChunk = float64(savedBytes(serverLog, logFrom)) / float64(max(res.Chunks, 1))
+	saved, saveSecs := indexSaves(serverLog, logFrom)
+	res.IngestIndexWrittenBytesPerChunk = float64(saved) / float64(max(res.Chunks, 1))
+	res.IngestIndexSaveSeconds = saveSecs
 	fmt.Fprintf(cfg.Progress, "ingested %d chunks in %.1f s\n", res.Chunks, secs)
 	if res.RSSAnonAfterIngestBytes, _, err = rss(srv.pid()); err != nil {
 		return nil, err
@@ -731,20 +737,22 @@ func writtenBytes(pid int) int64 {
 	return 0
 }
 
-// savedBytes sums the sizes of the index saves a server logged past
-// offset from in its log ("index saved" lines, mb=).
-func savedBytes(log string, from int64) int64 {
+// indexSaves sums the sizes and the times of the index saves a server
+// logged past offset from in its log ("index saved" lines, mb= and ms=).
+func indexSaves(log string, from int64) (bytes int64, seconds float64) {
 	b, err := logSince(log, from)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	var total float64
-	for _, mb := range logValues(string(b), "mb", func(line string) bool {
-		return strings.Contains(line, `msg="index saved"`)
-	}) {
-		total += mb * (1 << 20)
+	saved := func(line string) bool { return strings.Contains(line, `msg="index saved"`) }
+	var mbs, ms float64
+	for _, x := range logValues(string(b), "mb", saved) {
+		mbs += x
 	}
-	return int64(total)
+	for _, x := range logValues(string(b), "ms", saved) {
+		ms += x
+	}
+	return int64(mbs * (1 << 20)), ms / 1000
 }
 
 // logSince returns what a log holds past offset from: a million-chunk

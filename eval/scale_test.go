@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -372,9 +373,9 @@ func countsWrites(t *testing.T) bool {
 	return writtenBytes(os.Getpid()) > before
 }
 
-// TestSavedBytes sums the sizes of the index saves a server's log gives
-// past an offset, and nothing else.
-func TestSavedBytes(t *testing.T) {
+// TestIndexSaves sums the sizes and times of the index saves a server's
+// log gives past an offset, and nothing else.
+func TestIndexSaves(t *testing.T) {
 	before := `time=2026-11-23T03:56:07.541Z level=INFO msg="index saved" owner=prj_a entries=10 whole=true segment=0 mb=100 ms=5` + "\n"
 	after := `time=2026-11-23T03:56:16.479Z level=INFO msg="index saved" owner=prj_a entries=10012 whole=true segment=0 mb=42.5 ms=787
 time=2026-11-23T03:56:17.000Z level=INFO msg="upload stored" owner=prj_a mb=7
@@ -384,8 +385,12 @@ time=2026-11-23T03:56:26.214Z level=INFO msg="index saved" owner=prj_a entries=2
 	if err := os.WriteFile(log, []byte(before+after), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := savedBytes(log, int64(len(before))), int64(43<<20); got != want {
-		t.Fatalf("saved %d bytes, want %d", got, want)
+	bytes, secs := indexSaves(log, int64(len(before)))
+	if want := int64(43 << 20); bytes != want {
+		t.Errorf("saved %d bytes, want %d", bytes, want)
+	}
+	if math.Abs(secs-0.912) > 1e-9 {
+		t.Errorf("saves took %v s, want 0.912", secs)
 	}
 }
 
@@ -407,7 +412,7 @@ func TestQueryTimes(t *testing.T) {
 	if !slices.Equal(got, []float64{1.25, 2.5}) {
 		t.Errorf("query times %v, want [1.25 2.5]", got)
 	}
-	if n := savedBytes(log, int64(len(before))); n != 2<<20 {
-		t.Errorf("saved %d bytes, want 2 MiB", n)
+	if n, secs := indexSaves(log, int64(len(before))); n != 2<<20 || secs != 0.006 {
+		t.Errorf("saved %d bytes in %v s, want 2 MiB in 0.006", n, secs)
 	}
 }
