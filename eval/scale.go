@@ -89,9 +89,9 @@ type ScaleResult struct {
 	// of that the index's saves (as its log gives their sizes).
 	IngestWrittenBytesPerChunk      float64 `json:"ingest_written_bytes_per_chunk"`
 	IngestIndexWrittenBytesPerChunk float64 `json:"ingest_index_written_bytes_per_chunk"`
-	// How long the index's saves took during the ingest, in seconds: while
-	// one writes a segment or the whole snapshot, chunks wait to be added
-	// to the owner's index (searches do not).
+	// How long the index's saves kept chunks waiting to be added to the
+	// owner's index during the ingest, in seconds: all of a segment's
+	// write, a moment of a whole snapshot's (searches never wait).
 	IngestIndexSaveSeconds float64 `json:"ingest_index_save_seconds"`
 
 	// Memory of the server: anonymous RSS (heap, stacks: what the
@@ -737,20 +737,31 @@ func writtenBytes(pid int) int64 {
 	return 0
 }
 
-// indexSaves sums the sizes and the times of the index saves a server
-// logged past offset from in its log ("index saved" lines, mb= and ms=).
-func indexSaves(log string, from int64) (bytes int64, seconds float64) {
+// indexSaves sums the sizes of the index saves a server logged past
+// offset from in its log ("index saved" lines, mb=), and how long writers
+// waited for them (held_ms=; a server that does not log it held them for
+// the whole save, ms=).
+func indexSaves(log string, from int64) (bytes int64, heldSeconds float64) {
 	b, err := logSince(log, from)
 	if err != nil {
 		return 0, 0
 	}
-	saved := func(line string) bool { return strings.Contains(line, `msg="index saved"`) }
 	var mbs, ms float64
-	for _, x := range logValues(string(b), "mb", saved) {
-		mbs += x
-	}
-	for _, x := range logValues(string(b), "ms", saved) {
-		ms += x
+	for line := range strings.Lines(string(b)) {
+		if !strings.Contains(line, `msg="index saved"`) {
+			continue
+		}
+		saved := func(string) bool { return true }
+		for _, x := range logValues(line, "mb", saved) {
+			mbs += x
+		}
+		held := logValues(line, "held_ms", saved)
+		if len(held) == 0 {
+			held = logValues(line, "ms", saved)
+		}
+		for _, x := range held {
+			ms += x
+		}
 	}
 	return int64(mbs * (1 << 20)), ms / 1000
 }

@@ -77,8 +77,9 @@ type hnsw struct {
 	efConstruction, efSearch int
 
 	// touched, for a graph read from a snapshot, marks the file's nodes
-	// whose links an insert rewrites (see segment.go).
-	touched touchedSet
+	// whose links an insert rewrites (see segment.go); since, those of
+	// a snapshot being written (see WriteSnapshot).
+	touched, since touchedSet
 }
 
 // newHNSW returns an empty graph whose levels are drawn from a generator
@@ -286,6 +287,7 @@ func (g *hnsw) link(sc *scope, e, q uint32, sim float32, layer int) {
 	mu.Lock()
 	defer mu.Unlock()
 	g.touched.mark(e)
+	g.since.mark(e)
 	l := sc.pages.links(e, layer)
 	n := int(atomic.LoadUint32(&l[0]))
 	if n < maxN {

@@ -131,6 +131,12 @@ type OwnerIndex struct {
 	// skippedSegment is why the segment beside the snapshot the index
 	// was read from was left out (see SkippedSegment).
 	skippedSegment error
+
+	// saving is held by a save (see Save): one at a time. since, while
+	// a whole snapshot is written, marks the slots the writer deletes or
+	// relinks meanwhile (see WholeWrite).
+	saving sync.Mutex
+	since  touchedSet
 }
 
 // New returns an empty index for vectors of dim dimensions from model.
@@ -304,6 +310,7 @@ func (x *OwnerIndex) remove(id uint64) bool {
 	if f := x.gen.file; f != nil {
 		f.touched.mark(s)
 	}
+	x.since.mark(s)
 	x.detachDoc(s)
 	x.live--
 	x.dead++

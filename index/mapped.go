@@ -36,8 +36,11 @@ import (
 // CRC-32C of the whole file ends it, as in every version.
 const mappedVersion = 6
 
-// encodeMapped writes the view's version of the index in version 6.
-func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) {
+// encodeMapped writes the view's version of the index in version 6, and
+// returns how the file numbers the view's documents (see encodeDocTable).
+// It takes no lock: it reads only what the view covers, which writers
+// leave as it is (see OwnerIndex).
+func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) (docRefs []uint32) {
 	e.bytes([]byte(snapshotMagic))
 	e.u32(mappedVersion)
 	e.str(analysis.Version)
@@ -63,7 +66,13 @@ func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) {
 	})
 	e.u64(nTerms)
 	e.u64(nPostings)
-	ref := v.encodeDocTable(e)
+	docRefs = v.encodeDocTable(e)
+	ref := func(s uint32) uint32 {
+		if o, ok := v.pages.slotDoc(s); ok && v.alive(s) {
+			return docRefs[o]
+		}
+		return 0
+	}
 
 	// The arrays that are a slot's as written are written a page at a
 	// time (see encoder.u64s).
@@ -116,6 +125,7 @@ func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) {
 		e.bytes(postingBytes(base))
 		e.bytes(postingBytes(added))
 	})
+	return docRefs
 }
 
 // termRef is a term of a live lexicon's table, for sorting by key.
@@ -125,8 +135,9 @@ type termRef struct {
 }
 
 // addedTerms returns the terms of the table (not the base) with postings
-// in the view, in key order. The caller holds the writer lock, so the
-// table does not change under it.
+// in the view, in key order. The writer may add terms meanwhile, or move
+// the table to a larger one: those have no postings in the view, and the
+// table read holds every term that has.
 func (v *view) addedTerms() []termRef {
 	var refs []termRef
 	t := v.gen.lex.table.Load()
@@ -166,10 +177,10 @@ func (v *view) eachTerm(added []termRef, fn func(k termKey, base, added []postin
 	}
 }
 
-// encodeDocTable writes the documents alive in the view, and returns each
-// slot's reference to one as the file numbers them: ordinal+1, 0 for none
-// and for deleted slots.
-func (v *view) encodeDocTable(e *encoder) func(s uint32) uint32 {
+// encodeDocTable writes the documents alive in the view, and returns how
+// the file numbers each of the view's: its ordinal there + 1, 0 for one
+// not written.
+func (v *view) encodeDocTable(e *encoder) []uint32 {
 	renum := make([]uint32, v.docs.n) // our ordinal -> the file's+1
 	var alive uint32
 	for o := range v.docs.n {
@@ -184,12 +195,7 @@ func (v *view) encodeDocTable(e *encoder) func(s uint32) uint32 {
 			encodeDoc(e, v.docs.pages.doc(o))
 		}
 	}
-	return func(s uint32) uint32 {
-		if o, ok := v.pages.slotDoc(s); ok && v.alive(s) {
-			return renum[o]
-		}
-		return 0
-	}
+	return renum
 }
 
 // loadMapped builds an index over a version 6 snapshot in place (see

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/docsift/docsift/analysis"
@@ -151,6 +152,19 @@ type Saved struct {
 	Whole   bool  // the whole snapshot, not a segment
 	Segment int   // which segment, counting from 1
 	Bytes   int64 // the file's size
+	// Held is how long writers waited for the save: all of a segment's,
+	// a moment of a whole snapshot's (see WriteSnapshot).
+	Held time.Duration
+}
+
+// any reports whether t marks any slot.
+func (t touchedSet) any() bool {
+	for i := range t {
+		if t[i].Load() != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Save writes the index's current version (as WriteSnapshot does) for a
@@ -158,16 +172,21 @@ type Saved struct {
 // the index was read from that snapshot, or moved onto it, and has not
 // grown past segmentLimit since; whole otherwise, which removes the
 // segments. A segment costs what changed since the last save, not what
-// the index holds, and leaves the index where it is. While a Commit runs,
-// the snapshot is written whole, as WriteSnapshot does.
+// the index holds, and leaves the index where it is; writers wait while
+// it is written. While a Commit runs, the snapshot is written whole, as
+// WriteSnapshot does.
 func (x *OwnerIndex) Save(path string, lastSeq uint64) (Saved, error) {
+	x.saving.Lock()
+	start := time.Now()
 	x.mu.Lock()
 	v := x.current.Load()
 	f := v.gen.file
-	if f == nil || f.path != path || x.open > 0 || v.n-f.n >= segmentLimit(f.n) {
+	if x.savesWhole(path) || x.open > 0 {
 		x.mu.Unlock()
+		x.saving.Unlock()
 		return x.SaveWhole(path, lastSeq)
 	}
+	defer x.saving.Unlock()
 	// Holding the writer lock keeps the links and deletions still while
 	// they are written, and no Commit runs: the view is the writer's
 	// state, whose marks the segment takes. Searches go on.
@@ -181,15 +200,28 @@ func (x *OwnerIndex) Save(path string, lastSeq uint64) (Saved, error) {
 		return Saved{}, fmt.Errorf("index: write segment: %w", err)
 	}
 	f.saved(v.gen, sum)
-	return Saved{Segment: k, Bytes: fileSize(segmentPath(path, k))}, nil
+	return Saved{Segment: k, Bytes: fileSize(segmentPath(path, k)), Held: time.Since(start)}, nil
+}
+
+// SavesWhole reports whether Save would now write the whole snapshot at
+// path rather than a segment beside it.
+func (x *OwnerIndex) SavesWhole(path string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.savesWhole(path)
+}
+
+func (x *OwnerIndex) savesWhole(path string) bool {
+	v := x.current.Load()
+	f := v.gen.file
+	return f == nil || f.path != path || v.n-f.n >= segmentLimit(f.n)
 }
 
 // SaveWhole is WriteSnapshot, saying what it wrote as Save does.
 func (x *OwnerIndex) SaveWhole(path string, lastSeq uint64) (Saved, error) {
-	if err := x.WriteSnapshot(path, lastSeq); err != nil {
-		return Saved{}, err
-	}
-	return Saved{Whole: true, Bytes: fileSize(path)}, nil
+	w := x.StartWhole(path, lastSeq)
+	w.Write()
+	return w.Finish()
 }
 
 func fileSize(path string) int64 {
@@ -202,6 +234,14 @@ func fileSize(path string) int64 {
 
 // encodeSegment writes the view's changes since the last save of f.
 func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
+	v.encodeChanges(e, f, lastSeq, f.savedDocs, func(o uint32) uint32 { return o + 1 })
+}
+
+// encodeChanges is encodeSegment of a view whose documents f numbers
+// otherwise (see moveOnto): firstDoc is the view's first document after
+// those f.savedDocs counts, and ref gives f's number + 1 of each of the
+// view's documents.
+func (v *view) encodeChanges(e *encoder, f *snapshotFile, lastSeq uint64, firstDoc uint32, ref func(o uint32) uint32) {
 	graph := v.gen.graph != nil
 	from := f.savedN
 	e.bytes([]byte(segmentMagic))
@@ -221,8 +261,8 @@ func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
 
 	// Every document added, deleted ones too, so that a load numbers
 	// them as the writer does; one with no live slot is deleted there.
-	e.u32(v.docs.n - f.savedDocs)
-	for o := f.savedDocs; o < v.docs.n; o++ {
+	e.u32(v.docs.n - firstDoc)
+	for o := firstDoc; o < v.docs.n; o++ {
 		encodeDoc(e, v.docs.pages.doc(o))
 	}
 
@@ -279,15 +319,15 @@ func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
 	}
 
 	for s := from; s < v.n; s++ {
-		var ref uint32
+		var r uint32
 		if o, ok := v.pages.slotDoc(s); ok && v.alive(s) {
-			ref = o + 1
+			r = ref(o)
 		}
 		e.u64(v.pages.id(s))
 		e.u8(v.deadFlag(s))
 		e.u32(v.pages.docLen(s))
 		e.u32(v.pages.headLen(s))
-		e.u32(ref)
+		e.u32(r)
 		e.u8(uint8(v.pages.slotLang(s)))
 		if graph {
 			e.u8(uint8(v.pages.level(s)))

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 // segmentChanges changes an index read from its snapshot in every way a
@@ -263,4 +264,127 @@ func must2(x *OwnerIndex, _ uint64, err error) *OwnerIndex {
 		panic(err)
 	}
 	return x
+}
+
+// TestWholeWriteKeepsWritersChanges: a whole snapshot written while
+// writers go on holds the version current when it started; the index
+// moves onto it with the changes made meanwhile (slots of the file
+// deleted and relinked, new entries and documents), giving every result
+// an index never saved gives, and its next save holds those changes as
+// the file's first segment. Twice: from the heap, then from the file.
+func TestWholeWriteKeepsWritersChanges(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000)
+	ref, _ := mappedTestIndex(t, 3000) // the same changes, never saved
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	defer func() { wholeWriteStarted = nil }()
+	for round, firstID := range []uint64{10000, 20000} {
+		before := results(x, qs)
+		ids := x.IDs()
+		var changes []Query
+		wholeWriteStarted = func() { changes = segmentChanges(t, x, firstID, 400, firstID) }
+		saved, err := x.SaveWhole(path, uint64(round+1))
+		wholeWriteStarted = nil
+		must(t, err)
+		if changes == nil {
+			t.Fatal("no changes while the snapshot was written")
+		}
+		if saved.Held >= time.Second {
+			t.Errorf("round %d: writers waited %v for the whole snapshot", round, saved.Held)
+		}
+		qs = append(qs, segmentChanges(t, ref, firstID, 400, firstID)...)
+		if !mapped(x) {
+			t.Fatalf("round %d: the index stayed in the heap", round)
+		}
+		same(t, x, ref, qs)
+
+		// The file holds the version the write started from.
+		y, seq, err := ReadSnapshot(path)
+		must(t, err)
+		if seq != uint64(round+1) || !slices.Equal(y.IDs(), ids) || results(y, qs[:len(qs)-len(changes)]) != before {
+			t.Fatalf("round %d: the snapshot is not the version its write started from", round)
+		}
+
+		// The next save writes the changes beside it.
+		saved, err = x.Save(path, uint64(round+10))
+		if err != nil || saved.Whole || saved.Segment != 1 {
+			t.Fatalf("round %d: the save after the move wrote %+v (%v), want segment 1", round, saved, err)
+		}
+		z, _, err := ReadSnapshot(path)
+		must(t, err)
+		if z.SkippedSegment() != nil {
+			t.Fatal(z.SkippedSegment())
+		}
+		same(t, z, ref, qs)
+	}
+	exercise(t, x)
+}
+
+// TestWholeWriteDuringCompaction: a compaction while the snapshot is
+// written renumbers the slots, so the index stays in the heap, with every
+// change; the file holds the version the write started from.
+func TestWholeWriteDuringCompaction(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000)
+	ids := x.IDs()
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	defer func() { wholeWriteStarted = nil }()
+	wholeWriteStarted = func() { x.Delete(ids[:len(ids)*3/4]...) }
+	before := results(x, qs)
+	must(t, x.WriteSnapshot(path, 1))
+	if mapped(x) || x.Len() != len(ids)-len(ids)*3/4 {
+		t.Fatalf("after a compaction during the write: mapped %v, %d entries", mapped(x), x.Len())
+	}
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	if !slices.Equal(y.IDs(), ids) || results(y, qs) != before {
+		t.Fatal("the snapshot is not the version its write started from")
+	}
+	if saved, err := x.Save(path, 2); err != nil || !saved.Whole {
+		t.Fatalf("the next save wrote %+v (%v), want the whole snapshot", saved, err)
+	}
+	z, _, err := ReadSnapshot(path)
+	must(t, err)
+	same(t, z, x, qs)
+}
+
+// TestWholeWriteWithConcurrentWriters writes whole snapshots while
+// another goroutine commits additions and deletions throughout (run with
+// -race, it checks that the write reads nothing the writer changes); the
+// index read back with its next segment is the index.
+func TestWholeWriteWithConcurrentWriters(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	stop, done := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		for id := uint64(50000); ; id++ {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			v := testVectors(1, 16, id)[0]
+			must(t, x.Commit(func() error {
+				x.Delete(id - 50000 + 6) // an entry of the snapshot's, or none
+				return x.Add(Entry{ID: id, Vector: v, Text: fmt.Sprintf("walrus%d added", id%5), Doc: &Document{ID: fmt.Sprint("late_", id/3)}})
+			}))
+			n++
+		}
+	}()
+	for range 3 {
+		must(t, x.WriteSnapshot(path, 1))
+	}
+	close(stop)
+	if n := <-done; n == 0 {
+		t.Fatal("no commit ran beside the writes")
+	}
+	if _, err := x.Save(path, 2); err != nil {
+		t.Fatal(err)
+	}
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	if y.SkippedSegment() != nil {
+		t.Fatal(y.SkippedSegment())
+	}
+	same(t, y, x, qs)
 }

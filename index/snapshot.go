@@ -2,6 +2,7 @@ package index
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Snapshot layout: magic, version, then the fields mapped.go describes,
@@ -49,33 +51,147 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // catch-up starts after it. The segments of the snapshot it replaces, if
 // any, are removed (see segment.go).
 //
-// Then, unless a Commit is running, the index moves onto the file it
-// wrote: it reads its slots and postings in place from then on (see
-// mapped.go) and the heap they filled is freed, so an owner's memory
-// stays what it added since its last snapshot. Writers wait while it
-// writes and moves; searches do not.
+// Then, unless a Commit runs, the index moves onto the file it wrote: it
+// reads its slots and postings in place from then on (see mapped.go) and
+// the heap they filled is freed, so an owner's memory stays what it added
+// since its last snapshot. Writers may go on while it writes (see
+// StartWhole); searches never wait.
 func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) error {
-	// Holding the writer lock keeps graph links still while the current
-	// version is written, and the index as written until it moves onto
-	// the file; searches go on.
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	v := x.current.Load()
-	if _, err := writeAtomically(path, func(e *encoder) { v.encodeMapped(e, x.model, x.dim, lastSeq) }); err != nil {
-		return fmt.Errorf("index: write snapshot: %w", err)
+	w := x.StartWhole(path, lastSeq)
+	w.Write()
+	_, err := w.Finish()
+	return err
+}
+
+// WholeWrite is a whole snapshot being written while writers go on. At a
+// million chunks the write takes from seconds to tens of seconds, which
+// the chunks being added need not wait for: the version written is the
+// one current at StartWhole (views are immutable, and the storage under
+// them append-only), and what writers change meanwhile is kept apart: the
+// slots they add come after the file's, and the earlier slots whose
+// deletion or graph links they change are marked. Finish moves the index
+// onto the file with those changes applied over it, as a segment read
+// beside it would be (see moveOnto); the next Save writes them as the
+// file's first segment.
+//
+// StartWhole, Write, then Finish, always: only one save of an index runs
+// at a time, from StartWhole to Finish. A Commit running at StartWhole or
+// at Finish keeps the index where it is (the file still holds the version
+// published at StartWhole); a caller that wants the index moved keeps
+// Commits out around both, and lets them run during Write.
+type WholeWrite struct {
+	x       *OwnerIndex
+	path    string
+	lastSeq uint64
+	v       *view
+	gen     *generation // the writer's at the start: a compaction since keeps the index where it is
+	since   touchedSet  // nil: changes are not tracked, the index stays
+	docRefs []uint32
+	y       *OwnerIndex // the file read back, to move onto
+	err     error
+	held    time.Duration // writers waited for mu
+}
+
+// StartWhole starts writing the whole snapshot of the current version of
+// x to path (see WholeWrite).
+func (x *OwnerIndex) StartWhole(path string, lastSeq uint64) *WholeWrite {
+	x.saving.Lock()
+	w := &WholeWrite{x: x, path: path, lastSeq: lastSeq}
+	defer w.locked()()
+	w.v, w.gen = x.current.Load(), x.gen
+	if x.open == 0 {
+		w.since = newTouchedSet(w.v.n)
+		x.track(w.since)
 	}
-	removeSegments(path)
+	return w
+}
+
+// locked takes the writer lock, and returns what releases it, counting
+// the time it was held.
+func (w *WholeWrite) locked() (unlock func()) {
+	w.x.mu.Lock()
+	t := time.Now()
+	return func() {
+		w.held += time.Since(t)
+		w.x.mu.Unlock()
+	}
+}
+
+// Write writes the file and reads it back to move onto (its checksum and
+// checks take about a second at a million chunks), taking the writer lock
+// only for a moment.
+func (w *WholeWrite) Write() error {
+	x, v := w.x, w.v
+	if wholeWriteStarted != nil {
+		wholeWriteStarted()
+	}
+	if _, err := writeAtomically(w.path, func(e *encoder) { w.docRefs = v.encodeMapped(e, x.model, x.dim, w.lastSeq) }); err != nil {
+		w.err = fmt.Errorf("index: write snapshot: %w", err)
+		return w.err
+	}
+	unlock := w.locked()
+	removeSegments(w.path)
 	// The file the index is read from, if it was the one at path, is
 	// there no more: a segment of it would be refused.
 	for _, g := range [2]*generation{v.gen, x.gen} {
-		if g.file != nil && g.file.path == path {
+		if g.file != nil && g.file.path == w.path {
 			g.file.path = ""
 		}
 	}
-	if x.open == 0 && !x.changed {
-		x.moveOnto(path)
+	unlock()
+	if w.since != nil {
+		w.y = readWritten(w.path)
 	}
 	return nil
+}
+
+// Finish moves the index onto the file Write wrote, unless a Commit runs
+// or it could not be read back, and ends the save. It returns what was
+// saved, and Write's error.
+func (w *WholeWrite) Finish() (Saved, error) {
+	x := w.x
+	defer x.saving.Unlock()
+	unlock := w.locked()
+	x.track(nil)
+	if w.y != nil && x.open == 0 && x.gen == w.gen {
+		x.moveOnto(w.y, w.v, w.since, w.docRefs)
+	}
+	unlock()
+	if w.err != nil {
+		return Saved{}, w.err
+	}
+	return Saved{Whole: true, Bytes: fileSize(w.path), Held: w.held}, nil
+}
+
+// wholeWriteStarted, when set, runs as a whole snapshot starts being
+// written, with no lock held: tests change the index then, as writers
+// would.
+var wholeWriteStarted func()
+
+// track has the writer mark in since (nil: nowhere) the slots whose
+// deletion or graph links it changes, beside the marks of the file the
+// index is read from (see snapshotFile.touched). The caller holds mu.
+func (x *OwnerIndex) track(since touchedSet) {
+	x.since = since
+	if g := x.gen.graph; g != nil {
+		g.since = since
+	}
+}
+
+// readWritten reads back the snapshot WriteSnapshot wrote at path, nil if
+// it cannot: the index then stays where it is, which costs memory, not
+// correctness.
+func readWritten(path string) *OwnerIndex {
+	m, err := openMapping(path)
+	if err != nil {
+		return nil
+	}
+	y, _, err := parseSnapshot(m, 0)
+	if err != nil {
+		return nil
+	}
+	y.gen.file.path = path
+	return y
 }
 
 // writeAtomically writes what encode encodes, then its CRC-32C, to path
@@ -129,26 +245,55 @@ func writeAtomically(path string, encode func(e *encoder)) (sum uint32, err erro
 	return sum, nil
 }
 
-// moveOnto makes the snapshot at path, just written from the current
-// version with nothing changed since, the index's storage: the writer's
-// generation becomes the one read in place from the file, with the same
-// slot numbers, and is published. Searches on older views go on reading
-// the heap generation, which is freed when the last of them ends. If the
-// file cannot be mapped or read back, the index stays in the heap: that
-// costs memory, not correctness. The caller holds mu.
-func (x *OwnerIndex) moveOnto(path string) {
-	m, err := openMapping(path)
-	if err != nil {
+// moveOnto makes y, just read from the snapshot written of v, the index's
+// storage: the writer's generation becomes the one read in place from the
+// file, with the same slot numbers, and is published. What writers
+// changed since v (since marks the slots before v's they changed;
+// docRefs numbers v's documents as the file does) is applied over it in
+// the heap as a segment (see encodeChanges), and stays the file's to
+// save: the next Save writes it as its first segment. Searches on older
+// views go on reading the generation before, which is freed when the last
+// of them ends. If the changes cannot be applied, the index stays where
+// it is. The caller holds mu, and no Commit runs.
+func (x *OwnerIndex) moveOnto(y *OwnerIndex, v *view, since touchedSet, docRefs []uint32) {
+	w := x.current.Load()
+	f := y.gen.file
+	fileDocs := f.docs
+	f.touched = since
+	if w.n > v.n || w.docs.n > v.docs.n || since.any() {
+		ref := func(o uint32) uint32 {
+			if o < v.docs.n {
+				return docRefs[o]
+			}
+			return fileDocs + o - v.docs.n + 1
+		}
+		b := encodeBytes(func(e *encoder) { w.encodeChanges(e, f, 0, v.docs.n, ref) })
+		if _, err := y.applySegment(b); err != nil {
+			return
+		}
+		f.segments, f.savedN, f.savedDocs, f.lastSum = 0, v.n, fileDocs, f.sum
+	}
+	f.touched = since
+	if g := y.gen.graph; g != nil {
+		g.touched = since
+	}
+	if y.live != x.live || y.gen.n != x.gen.n {
 		return
 	}
-	y, _, err := parseSnapshot(m, 0)
-	if err != nil || y.live != x.live || y.gen.n != x.gen.n {
-		return
-	}
-	y.gen.file.path = path
 	x.gen, x.slotOf, x.docOf, x.dead = y.gen, y.slotOf, y.docOf, y.dead
 	x.changed = true
 	x.publish()
+}
+
+// encodeBytes is what encode encodes, then its CRC-32C, in memory.
+func encodeBytes(encode func(e *encoder)) []byte {
+	var buf bytes.Buffer
+	bw := bufio.NewWriterSize(&buf, 1<<20)
+	encode(&encoder{w: bw})
+	bw.Flush() // into memory: no error
+	var b [4]byte
+	putU32(b[:], crc32.Checksum(buf.Bytes(), castagnoli))
+	return append(buf.Bytes(), b[:]...)
 }
 
 func putU32(b []byte, v uint32) {

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
@@ -234,5 +236,54 @@ func TestRestartReadsSegment(t *testing.T) {
 	}
 	if len(harbour) == 0 || !strings.Contains(harbour[0].Chunk.Text, "harbour master") {
 		t.Fatalf("the chunk committed while the segment loaded: %+v", harbour)
+	}
+}
+
+// TestCommitsDuringWholeSnapshot: while an owner's whole snapshot is
+// written, its commits go on; the index then moves onto the file with
+// them, and the next save writes them as a segment beside it.
+func TestCommitsDuringWholeSnapshot(t *testing.T) {
+	r := testIndexes(t)
+	path := r.path("own")
+	must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
+		return 1, x.Add(chunkEntries(1, 40, "walrus")...)
+	}))
+	committed := false
+	r.wholeWriting = func() {
+		done := make(chan error, 1)
+		go func() {
+			done <- r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
+				return 2, x.Add(chunkEntries(100, 5, "narwhal")...)
+			})
+		}()
+		select {
+		case err := <-done:
+			must(t, err)
+			committed = true
+		case <-time.After(stuckLimit):
+			t.Error("a commit waited for the whole snapshot's write")
+		}
+	}
+	must(t, r.SnapshotWhole())
+	r.wholeWriting = nil
+	if !committed {
+		t.Fatal("no commit ran while the snapshot was written")
+	}
+	x, lastSeq, err := index.ReadSnapshot(path)
+	must(t, err)
+	if x.Len() != 40 || lastSeq != 1 {
+		t.Fatalf("the snapshot holds %d entries up to %d, want the 40 up to 1 of when it started", x.Len(), lastSeq)
+	}
+	if got := searchOwner(t, r, "own", index.Query{Text: "narwhal", K: 10}); !slices.Equal(got, []uint64{100, 101, 102, 103, 104}) {
+		t.Fatalf("the commit made during the write is not searchable after it: %v", got)
+	}
+	must(t, r.Snapshot())
+	if _, err := os.Stat(path + ".seg1"); err != nil {
+		t.Fatalf("the next save wrote no segment: %v", err)
+	}
+	x, lastSeq, err = index.ReadSnapshot(path)
+	must(t, err)
+	if x.Len() != 45 || lastSeq != 2 {
+		t.Fatalf("the snapshot and its segment hold %d entries up to %d, want 45 up to 2", x.Len(), lastSeq)
 	}
 }

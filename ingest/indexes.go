@@ -53,6 +53,9 @@ type Indexes struct {
 	// receive the outcome of each snapshot it caused from grownSnapshots.
 	snapshotGrowth int
 	grownSnapshots chan error
+	// wholeWriting, in tests, runs while a whole snapshot is written,
+	// with mu left to commits.
+	wholeWriting func()
 	// previewSegmentBytes is the const of that name; tests lower it, and
 	// hold the whole load behind a preview until previewHolds is
 	// received from, and receive its outcome from previewLoads.
@@ -80,6 +83,10 @@ type ownerIndex struct {
 	// which may hold it for many seconds, and a search queued on mu could
 	// get it only after that (see lockLoaded).
 	loadMu sync.Mutex
+	// saveMu is held, before mu, by whoever saves the index: saves take
+	// turns, and a whole snapshot's write, which leaves mu to commits
+	// while it writes (see snapshot), is not overtaken by another.
+	saveMu sync.Mutex
 
 	mu      sync.Mutex
 	loaded  bool
@@ -326,6 +333,7 @@ func (r *Indexes) Evict() {
 		r.mu.Lock()
 		e := r.owners[owner]
 		r.mu.Unlock()
+		e.saveMu.Lock()
 		e.mu.Lock()
 		if e.loaded && e.dirty {
 			if _, err := e.x.Save(r.path(owner), e.lastSeq); err != nil {
@@ -338,6 +346,7 @@ func (r *Indexes) Evict() {
 		}
 		r.mu.Unlock()
 		e.mu.Unlock()
+		e.saveMu.Unlock()
 		r.setWaiting(owner, nil)
 		r.log.Info("index moved to another node", "owner", owner)
 	}
@@ -847,11 +856,17 @@ func (r *Indexes) snapshotAll(whole bool) error {
 
 // snapshot saves an owner's index to disk if it changed since it was
 // last saved: a segment of the changes since the last save, unless whole
-// or the index writes the whole (see index.OwnerIndex.Save). After a whole
-// snapshot the index has moved onto the file, so the heap it held is
-// given back to the system at once rather than as the runtime's scavenger
-// gets round to it.
+// or the index writes the whole (see index.OwnerIndex.Save). Commits wait
+// while a segment is written, not while the whole snapshot is, which at a
+// million chunks takes up to tens of seconds: mu is left to them then
+// (see index.WholeWrite), and the snapshot holds the chunks up to the
+// lastSeq read when it started, those after it being caught up from the
+// store after a crash. After a whole snapshot the index has moved onto
+// the file, so the heap it held is given back to the system at once
+// rather than as the runtime's scavenger gets round to it.
 func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) error {
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.loaded || !e.dirty && !(whole && e.x.Segments() > 0) {
@@ -861,20 +876,35 @@ func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) error {
 		return fmt.Errorf("ingest: snapshot: %w", err)
 	}
 	start := time.Now()
-	save := e.x.Save
-	if whole {
-		save = e.x.SaveWhole
+	x, path := e.x, r.path(owner)
+	var saved index.Saved
+	var err error
+	if whole || x.SavesWhole(path) {
+		// No Commit runs while mu is held: the write starts from the
+		// version with every change up to lastSeq, and moves the index
+		// onto the file with the changes made meanwhile.
+		w := x.StartWhole(path, e.lastSeq)
+		e.dirty, e.saved = false, x.Len()
+		e.mu.Unlock()
+		if r.wholeWriting != nil {
+			r.wholeWriting()
+		}
+		w.Write()
+		e.mu.Lock()
+		if saved, err = w.Finish(); err != nil || e.x != x {
+			e.dirty = true // to save again, or the index that replaced x
+		}
+	} else if saved, err = x.Save(path, e.lastSeq); err == nil {
+		e.dirty, e.saved = false, x.Len()
 	}
-	saved, err := save(r.path(owner), e.lastSeq)
 	if err != nil {
 		return fmt.Errorf("ingest: snapshot %s: %w", owner, err)
 	}
-	e.dirty, e.saved = false, e.x.Len()
 	if saved.Whole {
 		debug.FreeOSMemory()
 	}
-	r.log.Info("index saved", "owner", owner, "entries", e.saved, "whole", saved.Whole, "segment", saved.Segment,
-		"mb", float64(saved.Bytes)/(1<<20), "ms", time.Since(start).Milliseconds())
+	r.log.Info("index saved", "owner", owner, "entries", x.Len(), "whole", saved.Whole, "segment", saved.Segment,
+		"mb", float64(saved.Bytes)/(1<<20), "ms", time.Since(start).Milliseconds(), "held_ms", saved.Held.Milliseconds())
 	return nil
 }
 
