@@ -867,15 +867,31 @@ func (r *Indexes) snapshotAll(whole bool) error {
 func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) error {
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
+	start := time.Now()
+	saved, entries, err := r.save(owner, e, whole)
+	if err != nil || saved == nil {
+		return err
+	}
+	if saved.Whole {
+		debug.FreeOSMemory() // a collection: not with mu held
+	}
+	r.log.Info("index saved", "owner", owner, "entries", entries, "whole", saved.Whole, "segment", saved.Segment,
+		"mb", float64(saved.Bytes)/(1<<20), "ms", time.Since(start).Milliseconds(), "held_ms", saved.Held.Milliseconds())
+	return nil
+}
+
+// save is snapshot under e.mu, which it leaves to commits while the whole
+// snapshot is written; it returns what it saved (nil: nothing to save)
+// and the index's entries.
+func (r *Indexes) save(owner string, e *ownerIndex, whole bool) (*index.Saved, int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.loaded || !e.dirty && !(whole && e.x.Segments() > 0) {
-		return nil
+		return nil, 0, nil
 	}
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return fmt.Errorf("ingest: snapshot: %w", err)
+		return nil, 0, fmt.Errorf("ingest: snapshot: %w", err)
 	}
-	start := time.Now()
 	x, path := e.x, r.path(owner)
 	var saved index.Saved
 	var err error
@@ -898,14 +914,9 @@ func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) error {
 		e.dirty, e.saved = false, x.Len()
 	}
 	if err != nil {
-		return fmt.Errorf("ingest: snapshot %s: %w", owner, err)
+		return nil, 0, fmt.Errorf("ingest: snapshot %s: %w", owner, err)
 	}
-	if saved.Whole {
-		debug.FreeOSMemory()
-	}
-	r.log.Info("index saved", "owner", owner, "entries", x.Len(), "whole", saved.Whole, "segment", saved.Segment,
-		"mb", float64(saved.Bytes)/(1<<20), "ms", time.Since(start).Milliseconds(), "held_ms", saved.Held.Milliseconds())
-	return nil
+	return &saved, x.Len(), nil
 }
 
 // Sizes returns the number of chunks in each loaded owner's index, as its
