@@ -105,21 +105,16 @@ func TestRealOllamaStandInParity(t *testing.T) {
 	}
 	chat := func(req api.ChatRequest) func(context.Context, *api.Client) (string, error) {
 		return func(ctx context.Context, c *api.Client) (string, error) {
-			var n int
 			var last api.ChatResponse
-			err := c.Chat(ctx, &req, func(r api.ChatResponse) error { n++; last = r; return nil })
+			err := c.Chat(ctx, &req, func(r api.ChatResponse) error { last = r; return nil })
 			if err != nil {
 				return "", err
 			}
-			streamed := n > 1
-			facts := fmt.Sprintf("streamed=%v done=%v done_reason=%s eval_count=%d", streamed, last.Done, last.DoneReason, last.EvalCount)
-			if streamed {
-				// A stream's last message closes it and carries no text.
-				// A whole answer's text is whatever the random weights
-				// drew: three tokens of it may decode to nothing, by chance.
-				facts += fmt.Sprintf(" last_content_empty=%v", last.Message.Content == "")
-			}
-			return facts, nil
+			// How many messages a stream takes, and what text they
+			// carry, hang on the tokens the random weights draw: three
+			// may decode to nothing, and the stream is then its closing
+			// message alone (one CI run in a few).
+			return fmt.Sprintf("done=%v done_reason=%s eval_count=%d", last.Done, last.DoneReason, last.EvalCount), nil
 		}
 	}
 	hi := []api.Message{{Role: "user", Content: "hi"}}
