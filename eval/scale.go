@@ -751,17 +751,12 @@ func indexSaves(log string, from int64) (bytes int64, heldSeconds float64) {
 		if !strings.Contains(line, `msg="index saved"`) {
 			continue
 		}
-		saved := func(string) bool { return true }
-		for _, x := range logValues(line, "mb", saved) {
-			mbs += x
+		mb, _ := lineValue(line, "mb")
+		held, ok := lineValue(line, "held_ms")
+		if !ok {
+			held, _ = lineValue(line, "ms")
 		}
-		held := logValues(line, "held_ms", saved)
-		if len(held) == 0 {
-			held = logValues(line, "ms", saved)
-		}
-		for _, x := range held {
-			ms += x
-		}
+		mbs, ms = mbs+mb, ms+held
 	}
 	return int64(mbs * (1 << 20)), ms / 1000
 }
@@ -788,15 +783,23 @@ func logValues(log, key string, keep func(line string) bool) []float64 {
 		if !keep(line) {
 			continue
 		}
-		for _, f := range strings.Fields(line) {
-			if v, ok := strings.CutPrefix(f, key+"="); ok {
-				if x, err := strconv.ParseFloat(v, 64); err == nil {
-					out = append(out, x)
-				}
-			}
+		if x, ok := lineValue(line, key); ok {
+			out = append(out, x)
 		}
 	}
 	return out
+}
+
+// lineValue is the number after key= in a log line, if it has one.
+func lineValue(line, key string) (float64, bool) {
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				return x, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // queryTimes returns the times (ms=) of the queries answered 200 that a

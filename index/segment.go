@@ -183,8 +183,9 @@ func (x *OwnerIndex) Save(path string, lastSeq uint64) (Saved, error) {
 	f := v.gen.file
 	if x.savesWhole(path) || x.open > 0 {
 		x.mu.Unlock()
-		x.saving.Unlock()
-		return x.SaveWhole(path, lastSeq)
+		w := x.startWhole(path, lastSeq)
+		w.Write()
+		return w.Finish()
 	}
 	defer x.saving.Unlock()
 	// Holding the writer lock keeps the links and deletions still while

@@ -57,9 +57,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // since its last snapshot. Writers may go on while it writes (see
 // StartWhole); searches never wait.
 func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) error {
-	w := x.StartWhole(path, lastSeq)
-	w.Write()
-	_, err := w.Finish()
+	_, err := x.SaveWhole(path, lastSeq)
 	return err
 }
 
@@ -96,6 +94,11 @@ type WholeWrite struct {
 // x to path (see WholeWrite).
 func (x *OwnerIndex) StartWhole(path string, lastSeq uint64) *WholeWrite {
 	x.saving.Lock()
+	return x.startWhole(path, lastSeq)
+}
+
+// startWhole is StartWhole for a caller holding saving.
+func (x *OwnerIndex) startWhole(path string, lastSeq uint64) *WholeWrite {
 	w := &WholeWrite{x: x, path: path, lastSeq: lastSeq}
 	defer w.locked()()
 	w.v, w.gen = x.current.Load(), x.gen
@@ -119,15 +122,15 @@ func (w *WholeWrite) locked() (unlock func()) {
 
 // Write writes the file and reads it back to move onto (its checksum and
 // checks take about a second at a million chunks), taking the writer lock
-// only for a moment.
-func (w *WholeWrite) Write() error {
+// only for a moment. Finish says whether it failed.
+func (w *WholeWrite) Write() {
 	x, v := w.x, w.v
 	if wholeWriteStarted != nil {
 		wholeWriteStarted()
 	}
 	if _, err := writeAtomically(w.path, func(e *encoder) { w.docRefs = v.encodeMapped(e, x.model, x.dim, w.lastSeq) }); err != nil {
 		w.err = fmt.Errorf("index: write snapshot: %w", err)
-		return w.err
+		return
 	}
 	unlock := w.locked()
 	removeSegments(w.path)
@@ -142,7 +145,6 @@ func (w *WholeWrite) Write() error {
 	if w.since != nil {
 		w.y = readWritten(w.path)
 	}
-	return nil
 }
 
 // Finish moves the index onto the file Write wrote, unless a Commit runs
@@ -259,7 +261,7 @@ func (x *OwnerIndex) moveOnto(y *OwnerIndex, v *view, since touchedSet, docRefs 
 	w := x.current.Load()
 	f := y.gen.file
 	fileDocs := f.docs
-	f.touched = since
+	f.touched = since // the file's slots changed since, for encodeChanges
 	if w.n > v.n || w.docs.n > v.docs.n || since.any() {
 		ref := func(o uint32) uint32 {
 			if o < v.docs.n {
@@ -273,7 +275,7 @@ func (x *OwnerIndex) moveOnto(y *OwnerIndex, v *view, since touchedSet, docRefs 
 		}
 		f.segments, f.savedN, f.savedDocs, f.lastSum = 0, v.n, fileDocs, f.sum
 	}
-	f.touched = since
+	f.touched = since // again: applying the changes started it afresh
 	if g := y.gen.graph; g != nil {
 		g.touched = since
 	}
