@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ type extractCandidate struct {
 	source int // 0-based index into sources
 	pos    int // sentence position within the source
 	text   string
-	terms  map[string]struct{}
+	terms  []int32 // numbered by answerTerms, ascending
 	weight float64 // multiplies matched idf: rank, length and fragment factors
 	score  float64
 }
@@ -92,9 +93,11 @@ func extractAnswer(query string, sources []Source) string {
 	if len(sources) == 0 {
 		return NoSourcesAnswer
 	}
-	lang := answerLanguage(query, sources)
-	qterms := termSet(query, lang)
-	if len(qterms) == 0 {
+	terms := answerTerms{lang: answerLanguage(query, sources), ids: make(map[string]int32)}
+	// The query's terms are numbered first: a sentence's terms below nq
+	// are the ones it shares with the query.
+	nq := int32(len(terms.of(query, nil)))
+	if nq == 0 {
 		return NoMatchAnswer
 	}
 	// Cut and analyse every sentence once; a source's terms are the union of
@@ -102,29 +105,32 @@ func extractAnswer(query string, sources []Source) string {
 	type sentence struct {
 		source, pos int
 		text        string
-		terms       map[string]struct{}
+		terms       []int32
 		words       int
 	}
 	var all []sentence
+	var buf []int32 // every sentence's terms, one after another
 	totalWords := 0
-	df := make(map[string]int, len(qterms))
+	df := make([]int, nq)
+	inSource := make([]bool, nq)
 	for i, s := range sources {
-		inSource := make(map[string]bool)
+		clear(inSource)
 		for j, sent := range splitSentences(s.Text) {
-			terms := termSet(sent, lang)
-			for t := range qterms {
-				if _, ok := terms[t]; ok && !inSource[t] {
+			start := len(buf)
+			buf = terms.of(sent, buf)
+			for _, t := range buf[start:] {
+				if t < nq && !inSource[t] {
 					inSource[t] = true
 					df[t]++
 				}
 			}
 			words := strings.Count(sent, " ") + 1
 			totalWords += words
-			all = append(all, sentence{source: i, pos: j, text: sent, terms: terms, words: words})
+			all = append(all, sentence{source: i, pos: j, text: sent, words: words, terms: buf[start:len(buf):len(buf)]})
 		}
 	}
-	idf := make(map[string]float64, len(qterms))
-	for t := range qterms {
+	idf := make([]float64, nq)
+	for t := range idf {
 		idf[t] = bm25IDF(len(sources), df[t])
 	}
 
@@ -132,10 +138,11 @@ func extractAnswer(query string, sources []Source) string {
 	var cands []extractCandidate
 	for _, sent := range all {
 		matched := 0.0
-		for t := range qterms {
-			if _, ok := sent.terms[t]; ok {
-				matched += idf[t]
+		for _, t := range sent.terms {
+			if t >= nq {
+				break // ascending: the rest are not the query's
 			}
+			matched += idf[t]
 		}
 		if matched == 0 {
 			continue
@@ -167,12 +174,22 @@ func extractAnswer(query string, sources []Source) string {
 		return cands[a].pos < cands[b].pos
 	})
 
-	picked := []extractCandidate{cands[0]}
-	covered := make(map[string]bool)
-	for t := range cands[0].terms {
-		covered[t] = true
+	isQueryTerm := func(term string) bool {
+		id, ok := terms.ids[term]
+		return ok && id < nq
 	}
-	length := utf8.RuneCountInString(clipSentence(cands[0].text, qterms, lang))
+	picked := []extractCandidate{cands[0]}
+	covered := make([]bool, nq) // the query's terms the picked sentences have
+	cover := func(c extractCandidate) {
+		for _, t := range c.terms {
+			if t >= nq {
+				break
+			}
+			covered[t] = true
+		}
+	}
+	cover(cands[0])
+	length := utf8.RuneCountInString(clipSentence(cands[0].text, isQueryTerm, terms.lang))
 	best := cands[0].score
 	for len(picked) < maxExtractSentences {
 		next, gain := -1, 0.0
@@ -181,8 +198,11 @@ func extractAnswer(query string, sources []Source) string {
 				continue
 			}
 			g := 0.0
-			for t := range qterms {
-				if _, ok := c.terms[t]; ok && !covered[t] {
+			for _, t := range c.terms {
+				if t >= nq {
+					break
+				}
+				if !covered[t] {
 					g += c.weight * idf[t]
 				}
 			}
@@ -199,20 +219,18 @@ func extractAnswer(query string, sources []Source) string {
 		}
 		c := cands[next]
 		cands[next].score = 0 // never pick twice
-		n := utf8.RuneCountInString(clipSentence(c.text, qterms, lang))
+		n := utf8.RuneCountInString(clipSentence(c.text, isQueryTerm, terms.lang))
 		if length+n > maxExtractAnswerRunes {
 			break
 		}
 		length += n
 		picked = append(picked, c)
-		for t := range c.terms {
-			covered[t] = true
-		}
+		cover(c)
 	}
 
 	parts := make([]string, len(picked))
 	for k, c := range picked {
-		parts[k] = clipSentence(c.text, qterms, lang) + " [" + strconv.Itoa(c.source+1) + "]"
+		parts[k] = clipSentence(c.text, isQueryTerm, terms.lang) + " [" + strconv.Itoa(c.source+1) + "]"
 	}
 	return strings.Join(parts, " ")
 }
@@ -237,11 +255,29 @@ func answerLanguage(query string, sources []Source) analysis.Lang {
 	return lang
 }
 
-// termSet returns the set of terms of text analysed in lang.
-func termSet(text string, lang analysis.Lang) map[string]struct{} {
-	set := make(map[string]struct{})
-	analysis.Analyze(text, lang, func(t analysis.Term) { set[t.Text] = struct{}{} })
-	return set
+// answerTerms numbers the terms of one answer's query and sources, in the
+// order they are first met, so that a sentence's terms are a short list
+// of numbers: an answer analyses every sentence of its sources, and a map
+// of terms for each was a third of its time.
+type answerTerms struct {
+	lang analysis.Lang
+	ids  map[string]int32
+}
+
+// of appends to buf the numbers of the terms of text, each once and in
+// ascending order.
+func (a *answerTerms) of(text string, buf []int32) []int32 {
+	start := len(buf)
+	analysis.Analyze(text, a.lang, func(t analysis.Term) {
+		id, ok := a.ids[t.Text]
+		if !ok {
+			id = int32(len(a.ids))
+			a.ids[t.Text] = id
+		}
+		buf = append(buf, id)
+	})
+	slices.Sort(buf[start:])
+	return buf[:start+len(slices.Compact(buf[start:]))]
 }
 
 // bm25IDF weights a term found in df of n sources, in the BM25 form: rare
@@ -259,9 +295,15 @@ func nearDuplicate(c extractCandidate, picked []extractCandidate) bool {
 			return true
 		}
 		inter := 0
-		for t := range c.terms {
-			if _, ok := p.terms[t]; ok {
+		for i, j := 0, 0; i < len(c.terms) && j < len(p.terms); {
+			switch {
+			case c.terms[i] < p.terms[j]:
+				i++
+			case c.terms[i] > p.terms[j]:
+				j++
+			default:
 				inter++
+				i, j = i+1, j+1
 			}
 		}
 		union := len(c.terms) + len(p.terms) - inter
@@ -275,7 +317,7 @@ func nearDuplicate(c extractCandidate, picked []extractCandidate) bool {
 // clipSentence bounds s to maxExtractSentenceRunes, keeping a window that
 // starts a little before the first word matching a query term, cut at word
 // boundaries and marked with "…" where text was dropped.
-func clipSentence(s string, qterms map[string]struct{}, lang analysis.Lang) string {
+func clipSentence(s string, isQueryTerm func(string) bool, lang analysis.Lang) string {
 	runes := []rune(s)
 	if len(runes) <= maxExtractSentenceRunes {
 		return s
@@ -291,11 +333,9 @@ func clipSentence(s string, qterms map[string]struct{}, lang analysis.Lang) stri
 		for j < len(runes) && isWordRune(runes[j]) {
 			j++
 		}
-		if ts := analysis.TermsIn(string(runes[i:j]), lang); len(ts) == 1 {
-			if _, ok := qterms[ts[0]]; ok {
-				hit = i
-				break
-			}
+		if ts := analysis.TermsIn(string(runes[i:j]), lang); len(ts) == 1 && isQueryTerm(ts[0]) {
+			hit = i
+			break
 		}
 		i = j
 	}
