@@ -130,13 +130,33 @@ func normalizeChars(s string) string {
 // waste embedding context) and runs of spaces and tabs (layout alignment
 // carries no meaning once text is flattened), and trims the line.
 func tidyLine(line string) string {
-	if strings.Count(line, ".")+strings.Count(line, "·")+strings.Count(line, "…") >= minLeaderDots {
+	if hasLeader(line) {
 		line = dotLeader.ReplaceAllString(line, " ")
 	}
 	if strings.Contains(line, "  ") || strings.IndexByte(line, '\t') >= 0 {
 		line = spaceRun.ReplaceAllString(line, " ")
 	}
 	return strings.TrimSpace(line)
+}
+
+// hasLeader reports whether line holds what dotLeader matches: a run of
+// minLeaderDots leader dots with nothing but spaces between them. Most
+// lines have none, and looking for one with the expression cost more than
+// the rest of cleaning a text upload.
+func hasLeader(line string) bool {
+	run := 0
+	for _, r := range line {
+		switch r {
+		case '.', '·', '…':
+			if run++; run == minLeaderDots {
+				return true
+			}
+		case ' ', '\t':
+		default:
+			run = 0
+		}
+	}
+	return false
 }
 
 // edgeKey normalises a line for header/footer matching: case and spacing

@@ -3,6 +3,7 @@ package pdf
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -92,6 +93,31 @@ func TestNormalizeChars(t *testing.T) {
 	want := "softhyphen zerowidth no break en-dash\nline\ncrctl"
 	if got := normalizeChars(in); got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestHasLeader checks that hasLeader, which spares most lines the
+// expression, finds a leader exactly where dotLeader matches one.
+func TestHasLeader(t *testing.T) {
+	pieces := []string{".", "·", "…", " ", "\t", "a", "5", ". ", "..."}
+	rng := rand.New(rand.NewPCG(3, 4))
+	found := 0
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := rng.IntN(12); n >= 0; n-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		line := b.String()
+		want := dotLeader.MatchString(line)
+		if got := hasLeader(line); got != want {
+			t.Fatalf("hasLeader(%q) = %v; dotLeader matches: %v", line, got, want)
+		}
+		if want {
+			found++
+		}
+	}
+	if found < 1000 {
+		t.Fatalf("only %d of the lines had a leader: the test says little", found)
 	}
 }
 
