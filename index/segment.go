@@ -152,9 +152,19 @@ type Saved struct {
 	Whole   bool  // the whole snapshot, not a segment
 	Segment int   // which segment, counting from 1
 	Bytes   int64 // the file's size
-	// Held is how long writers waited for the save: all of a segment's,
-	// a moment of a whole snapshot's (see WriteSnapshot).
+	// Held is how long writers waited for the save: moments at its
+	// start and end, and for a whole snapshot the move onto it (see
+	// SaveWrite).
 	Held time.Duration
+}
+
+// add marks in t the slots o marks, which it must be as long as.
+func (t touchedSet) add(o touchedSet) {
+	for i := range o {
+		if w := o[i].Load(); w != 0 {
+			t[i].Or(w)
+		}
+	}
 }
 
 // any reports whether t marks any slot.
@@ -172,37 +182,114 @@ func (t touchedSet) any() bool {
 // the index was read from that snapshot, or moved onto it, and has not
 // grown past segmentLimit since; whole otherwise, which removes the
 // segments. A segment costs what changed since the last save, not what
-// the index holds, and leaves the index where it is; writers wait while
-// it is written. While a Commit runs, the snapshot is written whole, as
-// WriteSnapshot does.
+// the index holds, and leaves the index where it is. While a Commit runs,
+// the snapshot is written whole, as WriteSnapshot does.
 func (x *OwnerIndex) Save(path string, lastSeq uint64) (Saved, error) {
+	w := x.StartSave(path, lastSeq, false)
+	w.Write()
+	return w.Finish()
+}
+
+// A SaveWrite is a save of an index in three steps, so that writers need
+// not wait while it is written: StartSave, which takes the writer lock
+// for a moment, then Write, which takes no lock (or, for the whole
+// snapshot, only for a moment), then Finish, which takes it for a moment
+// again. Only one save of an index runs at a time, from StartSave to
+// Finish, and a caller that keeps Commits out around StartSave and Finish
+// lets them run during Write (see WholeWrite).
+type SaveWrite interface {
+	Write()
+	// Finish ends the save and returns what was saved, or why nothing
+	// was.
+	Finish() (Saved, error)
+}
+
+// StartSave starts saving the current version of x to path, as Save
+// does; whole writes the whole snapshot in any case.
+func (x *OwnerIndex) StartSave(path string, lastSeq uint64, whole bool) SaveWrite {
 	x.saving.Lock()
-	start := time.Now()
 	x.mu.Lock()
+	if whole || x.savesWhole(path) || x.open > 0 {
+		x.mu.Unlock()
+		return x.startWhole(path, lastSeq)
+	}
+	t := time.Now()
+	defer x.mu.Unlock()
+	w := x.startSegment(path, lastSeq)
+	w.held = time.Since(t)
+	return w
+}
+
+// segmentWrite is a segment being written while writers go on. The
+// segment holds the version current at its start, and the slots changed
+// up to it, whose marks it takes: writers mark those they change
+// meanwhile afresh, for the next segment. Its links are read as the
+// writers leave them, as a whole snapshot's are; a slot whose links a
+// writer rewrites meanwhile is marked, and the next segment holds it
+// again.
+type segmentWrite struct {
+	x       *OwnerIndex
+	path    string
+	lastSeq uint64
+	v       *view
+	f       *snapshotFile
+	marks   touchedSet // the slots below f.savedN changed up to v
+	k       int        // the segment's number
+	sum     uint32
+	err     error
+	held    time.Duration
+}
+
+// startSegment starts writing the next segment of v's file. The caller
+// holds saving and mu, and no Commit runs.
+func (x *OwnerIndex) startSegment(path string, lastSeq uint64) *segmentWrite {
 	v := x.current.Load()
 	f := v.gen.file
-	if x.savesWhole(path) || x.open > 0 {
-		x.mu.Unlock()
-		w := x.startWhole(path, lastSeq)
-		w.Write()
-		return w.Finish()
+	w := &segmentWrite{x: x, path: path, lastSeq: lastSeq, v: v, f: f, marks: f.touched, k: f.segments + 1}
+	f.touched = newTouchedSet(v.n)
+	if g := v.gen.graph; g != nil {
+		g.touched = f.touched
 	}
-	defer x.saving.Unlock()
-	// Holding the writer lock keeps the links and deletions still while
-	// they are written, and no Commit runs: the view is the writer's
-	// state, whose marks the segment takes. Searches go on.
-	defer x.mu.Unlock()
-	if f.segments == 0 {
-		removeSegments(path) // of an earlier chain, left by a crash
-	}
-	k := f.segments + 1
-	sum, err := writeAtomically(segmentPath(path, k), func(e *encoder) { v.encodeSegment(e, f, lastSeq) })
-	if err != nil {
-		return Saved{}, fmt.Errorf("index: write segment: %w", err)
-	}
-	f.saved(v.gen, sum)
-	return Saved{Segment: k, Bytes: fileSize(segmentPath(path, k)), Held: time.Since(start)}, nil
+	return w
 }
+
+// Write writes the segment, taking no lock.
+func (w *segmentWrite) Write() {
+	if segmentWriteStarted != nil {
+		segmentWriteStarted()
+	}
+	if w.k == 1 {
+		removeSegments(w.path) // of an earlier chain, left by a crash
+	}
+	w.sum, w.err = writeAtomically(segmentPath(w.path, w.k), func(e *encoder) { w.v.encodeSegment(e, w.f, w.marks, w.lastSeq) })
+	if w.err != nil {
+		w.err = fmt.Errorf("index: write segment: %w", w.err)
+	}
+}
+
+// Finish records the segment as the file's last, or, if it could not be
+// written, gives its marks back for the next save to write.
+func (w *segmentWrite) Finish() (Saved, error) {
+	x, f := w.x, w.f
+	defer x.saving.Unlock()
+	x.mu.Lock()
+	t := time.Now()
+	if w.err != nil {
+		f.touched.add(w.marks)
+	} else {
+		f.segments, f.savedN, f.savedDocs, f.lastSum = w.k, w.v.n, w.v.docs.n, w.sum
+	}
+	x.mu.Unlock()
+	w.held += time.Since(t)
+	if w.err != nil {
+		return Saved{}, w.err
+	}
+	return Saved{Segment: w.k, Bytes: fileSize(segmentPath(w.path, w.k)), Held: w.held}, nil
+}
+
+// segmentWriteStarted, when set, runs as a segment starts being written,
+// with no lock held: tests change the index then, as writers would.
+var segmentWriteStarted func()
 
 // SavesWhole reports whether Save would now write the whole snapshot at
 // path rather than a segment beside it.
@@ -233,16 +320,17 @@ func fileSize(path string) int64 {
 	return st.Size()
 }
 
-// encodeSegment writes the view's changes since the last save of f.
-func (v *view) encodeSegment(e *encoder, f *snapshotFile, lastSeq uint64) {
-	v.encodeChanges(e, f, lastSeq, f.savedDocs, func(o uint32) uint32 { return o + 1 })
+// encodeSegment writes the view's changes since the last save of f:
+// the slots after f's saved ones, and those of f's that marks marks.
+func (v *view) encodeSegment(e *encoder, f *snapshotFile, marks touchedSet, lastSeq uint64) {
+	v.encodeChanges(e, f, marks, lastSeq, f.savedDocs, func(o uint32) uint32 { return o + 1 })
 }
 
 // encodeChanges is encodeSegment of a view whose documents f numbers
 // otherwise (see moveOnto): firstDoc is the view's first document after
 // those f.savedDocs counts, and ref gives f's number + 1 of each of the
 // view's documents.
-func (v *view) encodeChanges(e *encoder, f *snapshotFile, lastSeq uint64, firstDoc uint32, ref func(o uint32) uint32) {
+func (v *view) encodeChanges(e *encoder, f *snapshotFile, marks touchedSet, lastSeq uint64, firstDoc uint32, ref func(o uint32) uint32) {
 	graph := v.gen.graph != nil
 	from := f.savedN
 	e.bytes([]byte(segmentMagic))
@@ -306,13 +394,13 @@ func (v *view) encodeChanges(e *encoder, f *snapshotFile, lastSeq uint64, firstD
 	}
 	var touched uint32
 	for s := range from {
-		if f.touched.has(s) {
+		if marks.has(s) {
 			touched++
 		}
 	}
 	e.u32(touched)
 	for s := range from {
-		if f.touched.has(s) {
+		if marks.has(s) {
 			e.u32(s)
 			e.u8(v.deadFlag(s))
 			lists(s)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -317,6 +318,124 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 		same(t, z, ref, qs)
 	}
 	exercise(t, x)
+}
+
+// TestSegmentWriteKeepsWritersChanges: writers go on while a segment is
+// written; the files then hold the version the save started from, and
+// the next segment what the writers changed meanwhile.
+func TestSegmentWriteKeepsWritersChanges(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000)
+	ref, _ := mappedTestIndex(t, 3000) // the same changes, never saved
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	defer func() { segmentWriteStarted = nil }()
+	for round, firstID := range []uint64{10000, 20000} {
+		// Changes before the save, which its segment holds.
+		qs = append(qs, segmentChanges(t, x, firstID, 300, firstID)...)
+		segmentChanges(t, ref, firstID, 300, firstID)
+		ids, before := x.IDs(), results(x, qs)
+		var changes []Query
+		during := firstID + 30000
+		segmentWriteStarted = func() { changes = segmentChanges(t, x, during, 300, during) }
+		saved, err := x.Save(path, uint64(round+2))
+		segmentWriteStarted = nil
+		must(t, err)
+		if saved.Whole || saved.Segment != 2*round+1 || changes == nil {
+			t.Fatalf("round %d: saved %+v; changes while it was written: %v", round, saved, changes != nil)
+		}
+		qs = append(qs, segmentChanges(t, ref, during, 300, during)...)
+		same(t, x, ref, qs)
+
+		y, seq, err := ReadSnapshot(path)
+		must(t, err)
+		if seq != uint64(round+2) || !slices.Equal(y.IDs(), ids) || results(y, qs[:len(qs)-len(changes)]) != before {
+			t.Fatalf("round %d: the snapshot and its segments are not the version the save started from", round)
+		}
+
+		saved, err = x.Save(path, uint64(round+10))
+		if err != nil || saved.Whole || saved.Segment != 2*round+2 {
+			t.Fatalf("round %d: the save after wrote %+v (%v), want segment %d", round, saved, err, 2*round+2)
+		}
+		z, _, err := ReadSnapshot(path)
+		must(t, err)
+		if z.SkippedSegment() != nil {
+			t.Fatal(z.SkippedSegment())
+		}
+		same(t, z, ref, qs)
+	}
+	exercise(t, x)
+}
+
+// TestSegmentWriteFailureKeepsChanges: a segment that cannot be written
+// leaves the changes it would have held to the next save.
+func TestSegmentWriteFailureKeepsChanges(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000)
+	ref, _ := mappedTestIndex(t, 3000)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	qs = append(qs, segmentChanges(t, x, 10000, 300, 10000)...)
+	segmentChanges(t, ref, 10000, 300, 10000)
+	// A directory where the segment goes, which nothing is renamed onto.
+	must(t, os.MkdirAll(filepath.Join(segmentPath(path, 1), "in-the-way"), 0o700))
+	if saved, err := x.Save(path, 2); err == nil {
+		t.Fatalf("saved %+v over a directory", saved)
+	}
+	must(t, os.RemoveAll(segmentPath(path, 1)))
+	if saved, err := x.Save(path, 3); err != nil || saved.Segment != 1 {
+		t.Fatalf("the save after the failure wrote %+v (%v), want segment 1", saved, err)
+	}
+	z, seq, err := ReadSnapshot(path)
+	must(t, err)
+	if seq != 3 || z.SkippedSegment() != nil {
+		t.Fatalf("read back up to %d, skipped segment: %v", seq, z.SkippedSegment())
+	}
+	same(t, z, ref, qs)
+}
+
+// TestSegmentWritesWithConcurrentWriters saves segments while another
+// goroutine commits additions and deletions (run with -race, it checks
+// that the write reads nothing the writer changes); the index read back
+// with its segments is the index.
+func TestSegmentWritesWithConcurrentWriters(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	defer func() { segmentWriteStarted = nil }()
+	next := uint64(50000)
+	segmentWriteStarted = func() {
+		// Commits until the segment's write has gone on beside them.
+		for range 40 {
+			id := next
+			next++
+			v := testVectors(1, 16, id)[0]
+			must(t, x.Commit(func() error {
+				x.Delete(id - 50000 + 6) // an entry of the snapshot's
+				return x.Add(Entry{ID: id, Vector: v, Text: fmt.Sprintf("walrus%d added", id%5), Doc: &Document{ID: fmt.Sprint("late_", id/3)}})
+			}))
+		}
+	}
+	var wg sync.WaitGroup
+	for range 5 {
+		started := make(chan struct{})
+		hook := segmentWriteStarted
+		segmentWriteStarted = func() { close(started) }
+		wg.Add(1)
+		go func() { defer wg.Done(); <-started; hook() }()
+		saved, err := x.Save(path, 2)
+		if err != nil || saved.Whole {
+			t.Fatalf("saved %+v (%v), want a segment", saved, err)
+		}
+		wg.Wait()
+		segmentWriteStarted = hook
+	}
+	segmentWriteStarted = nil
+	must(t, func() error { _, err := x.Save(path, 3); return err }())
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	if y.SkippedSegment() != nil {
+		t.Fatal(y.SkippedSegment())
+	}
+	same(t, y, x, qs)
 }
 
 // TestWholeWriteDuringCompaction: a compaction while the snapshot is

@@ -261,7 +261,6 @@ func (x *OwnerIndex) moveOnto(y *OwnerIndex, v *view, since touchedSet, docRefs 
 	w := x.current.Load()
 	f := y.gen.file
 	fileDocs := f.docs
-	f.touched = since // the file's slots changed since, for encodeChanges
 	if w.n > v.n || w.docs.n > v.docs.n || since.any() {
 		ref := func(o uint32) uint32 {
 			if o < v.docs.n {
@@ -269,13 +268,13 @@ func (x *OwnerIndex) moveOnto(y *OwnerIndex, v *view, since touchedSet, docRefs 
 			}
 			return fileDocs + o - v.docs.n + 1
 		}
-		b := encodeBytes(func(e *encoder) { w.encodeChanges(e, f, 0, v.docs.n, ref) })
+		b := encodeBytes(func(e *encoder) { w.encodeChanges(e, f, since, 0, v.docs.n, ref) })
 		if _, err := y.applySegment(b); err != nil {
 			return
 		}
 		f.segments, f.savedN, f.savedDocs, f.lastSum = 0, v.n, fileDocs, f.sum
 	}
-	f.touched = since // again: applying the changes started it afresh
+	f.touched = since // the file's slots changed since: the next segment's
 	if g := y.gen.graph; g != nil {
 		g.touched = since
 	}

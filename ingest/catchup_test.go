@@ -249,7 +249,7 @@ func TestCommitsDuringWholeSnapshot(t *testing.T) {
 		return 1, x.Add(chunkEntries(1, 40, "walrus")...)
 	}))
 	committed := false
-	r.wholeWriting = func() {
+	r.saveWriting = func() {
 		done := make(chan error, 1)
 		go func() {
 			done <- r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
@@ -265,7 +265,7 @@ func TestCommitsDuringWholeSnapshot(t *testing.T) {
 		}
 	}
 	must(t, r.SnapshotWhole())
-	r.wholeWriting = nil
+	r.saveWriting = nil
 	if !committed {
 		t.Fatal("no commit ran while the snapshot was written")
 	}
@@ -285,5 +285,54 @@ func TestCommitsDuringWholeSnapshot(t *testing.T) {
 	must(t, err)
 	if x.Len() != 45 || lastSeq != 2 {
 		t.Fatalf("the snapshot and its segment hold %d entries up to %d, want 45 up to 2", x.Len(), lastSeq)
+	}
+}
+
+// TestCommitsDuringSegment: while an owner's segment is written, its
+// commits go on; the next save writes them as the segment after it.
+func TestCommitsDuringSegment(t *testing.T) {
+	r := testIndexes(t)
+	path := r.path("own")
+	must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
+		return 1, x.Add(chunkEntries(1, 40, "walrus")...)
+	}))
+	must(t, r.SnapshotWhole())
+	must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
+		return 2, x.Add(chunkEntries(100, 5, "narwhal")...)
+	}))
+	committed := false
+	r.saveWriting = func() {
+		done := make(chan error, 1)
+		go func() {
+			done <- r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
+				return 3, x.Add(chunkEntries(200, 3, "beluga")...)
+			})
+		}()
+		select {
+		case err := <-done:
+			must(t, err)
+			committed = true
+		case <-time.After(stuckLimit):
+			t.Error("a commit waited for the segment's write")
+		}
+	}
+	must(t, r.Snapshot())
+	r.saveWriting = nil
+	if !committed {
+		t.Fatal("no commit ran while the segment was written")
+	}
+	if _, err := os.Stat(path + ".seg1"); err != nil {
+		t.Fatalf("the save wrote no segment: %v", err)
+	}
+	x, lastSeq, err := index.ReadSnapshot(path)
+	must(t, err)
+	if x.Len() != 45 || lastSeq != 2 {
+		t.Fatalf("the snapshot and its segment hold %d entries up to %d, want the 45 up to 2 of when it started", x.Len(), lastSeq)
+	}
+	must(t, r.Snapshot())
+	x, lastSeq, err = index.ReadSnapshot(path)
+	must(t, err)
+	if x.Len() != 48 || lastSeq != 3 || x.Segments() != 2 {
+		t.Fatalf("after the next save: %d entries up to %d in %d segments, want 48 up to 3 in 2", x.Len(), lastSeq, x.Segments())
 	}
 }

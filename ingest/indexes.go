@@ -53,9 +53,9 @@ type Indexes struct {
 	// receive the outcome of each snapshot it caused from grownSnapshots.
 	snapshotGrowth int
 	grownSnapshots chan error
-	// wholeWriting, in tests, runs while a whole snapshot is written,
-	// with mu left to commits.
-	wholeWriting func()
+	// saveWriting, in tests, runs while a snapshot or a segment is
+	// written, with mu left to commits.
+	saveWriting func()
 	// previewSegmentBytes is the const of that name; tests lower it, and
 	// hold the whole load behind a preview until previewHolds is
 	// received from, and receive its outcome from previewLoads.
@@ -856,12 +856,12 @@ func (r *Indexes) snapshotAll(whole bool) error {
 
 // snapshot saves an owner's index to disk if it changed since it was
 // last saved: a segment of the changes since the last save, unless whole
-// or the index writes the whole (see index.OwnerIndex.Save). Commits wait
-// while a segment is written, not while the whole snapshot is, which at a
-// million chunks takes up to tens of seconds: mu is left to them then
-// (see index.WholeWrite), and the snapshot holds the chunks up to the
-// lastSeq read when it started, those after it being caught up from the
-// store after a crash. After a whole snapshot the index has moved onto
+// or the index writes the whole (see index.OwnerIndex.Save). Commits do
+// not wait while either is written (the whole snapshot at a million chunks
+// takes up to tens of seconds, a segment half a second): mu is left to
+// them (see index.SaveWrite), and the file holds the chunks up to the
+// lastSeq read when the save started, those after it being caught up
+// from the store after a crash. After a whole snapshot the index has moved onto
 // the file, so the heap it held is given back to the system at once
 // rather than as the runtime's scavenger gets round to it.
 func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) error {
@@ -880,9 +880,9 @@ func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) error {
 	return nil
 }
 
-// save is snapshot under e.mu, which it leaves to commits while the whole
-// snapshot is written; it returns what it saved (nil: nothing to save)
-// and the index's entries.
+// save is snapshot under e.mu, which it leaves to commits while the
+// snapshot or its segment is written; it returns what it saved (nil:
+// nothing to save) and the index's entries.
 func (r *Indexes) save(owner string, e *ownerIndex, whole bool) (*index.Saved, int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -892,26 +892,21 @@ func (r *Indexes) save(owner string, e *ownerIndex, whole bool) (*index.Saved, i
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		return nil, 0, fmt.Errorf("ingest: snapshot: %w", err)
 	}
-	x, path := e.x, r.path(owner)
-	var saved index.Saved
-	var err error
-	if whole || x.SavesWhole(path) {
-		// No Commit runs while mu is held: the write starts from the
-		// version with every change up to lastSeq, and moves the index
-		// onto the file with the changes made meanwhile.
-		w := x.StartWhole(path, e.lastSeq)
-		e.dirty, e.saved = false, x.Len()
-		e.mu.Unlock()
-		if r.wholeWriting != nil {
-			r.wholeWriting()
-		}
-		w.Write()
-		e.mu.Lock()
-		if saved, err = w.Finish(); err != nil || e.x != x {
-			e.dirty = true // to save again, or the index that replaced x
-		}
-	} else if saved, err = x.Save(path, e.lastSeq); err == nil {
-		e.dirty, e.saved = false, x.Len()
+	// No Commit runs while mu is held: the save starts from the version
+	// with every change up to lastSeq, and keeps apart the changes made
+	// while it is written (see index.SaveWrite).
+	x := e.x
+	w := x.StartSave(r.path(owner), e.lastSeq, whole)
+	e.dirty, e.saved = false, x.Len()
+	e.mu.Unlock()
+	if r.saveWriting != nil {
+		r.saveWriting()
+	}
+	w.Write()
+	e.mu.Lock()
+	saved, err := w.Finish()
+	if err != nil || e.x != x {
+		e.dirty = true // to save again, or the index that replaced x
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("ingest: snapshot %s: %w", owner, err)
