@@ -134,7 +134,7 @@ type OwnerIndex struct {
 
 	// saving is held by a save (see Save): one at a time. since, while
 	// a whole snapshot is written, marks the slots the writer deletes or
-	// relinks meanwhile (see WholeWrite).
+	// relinks meanwhile (see wholeWrite).
 	saving sync.Mutex
 	since  touchedSet
 }

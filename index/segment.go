@@ -196,7 +196,7 @@ func (x *OwnerIndex) Save(path string, lastSeq uint64) (Saved, error) {
 // snapshot, only for a moment), then Finish, which takes it for a moment
 // again. Only one save of an index runs at a time, from StartSave to
 // Finish, and a caller that keeps Commits out around StartSave and Finish
-// lets them run during Write (see WholeWrite).
+// lets them run during Write (see wholeWrite).
 type SaveWrite interface {
 	Write()
 	// Finish ends the save and returns what was saved, or why nothing
@@ -307,7 +307,7 @@ func (x *OwnerIndex) savesWhole(path string) bool {
 
 // SaveWhole is WriteSnapshot, saying what it wrote as Save does.
 func (x *OwnerIndex) SaveWhole(path string, lastSeq uint64) (Saved, error) {
-	w := x.StartWhole(path, lastSeq)
+	w := x.StartSave(path, lastSeq, true)
 	w.Write()
 	return w.Finish()
 }

@@ -55,29 +55,28 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // reads its slots and postings in place from then on (see mapped.go) and
 // the heap they filled is freed, so an owner's memory stays what it added
 // since its last snapshot. Writers may go on while it writes (see
-// StartWhole); searches never wait.
+// SaveWrite); searches never wait.
 func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) error {
 	_, err := x.SaveWhole(path, lastSeq)
 	return err
 }
 
-// WholeWrite is a whole snapshot being written while writers go on. At a
-// million chunks the write takes from seconds to tens of seconds, which
-// the chunks being added need not wait for: the version written is the
-// one current at StartWhole (views are immutable, and the storage under
-// them append-only), and what writers change meanwhile is kept apart: the
-// slots they add come after the file's, and the earlier slots whose
-// deletion or graph links they change are marked. Finish moves the index
+// wholeWrite is a whole snapshot being written while writers go on (see
+// SaveWrite). At a million chunks the write takes from seconds to tens of
+// seconds, which the chunks being added need not wait for: the version
+// written is the one current at its start (views are immutable, and the
+// storage under them append-only), and what writers change meanwhile is
+// kept apart: the slots they add come after the file's, and the earlier
+// slots whose deletion or graph links they change are marked. Finish moves the index
 // onto the file with those changes applied over it, as a segment read
 // beside it would be (see moveOnto); the next Save writes them as the
 // file's first segment.
 //
-// StartWhole, Write, then Finish, always: only one save of an index runs
-// at a time, from StartWhole to Finish. A Commit running at StartWhole or
-// at Finish keeps the index where it is (the file still holds the version
-// published at StartWhole); a caller that wants the index moved keeps
-// Commits out around both, and lets them run during Write.
-type WholeWrite struct {
+// A Commit running at its start or at Finish keeps the index where it is
+// (the file still holds the version published at the start); a caller
+// that wants the index moved keeps Commits out around both, and lets them
+// run during Write.
+type wholeWrite struct {
 	x       *OwnerIndex
 	path    string
 	lastSeq uint64
@@ -90,16 +89,10 @@ type WholeWrite struct {
 	held    time.Duration // writers waited for mu
 }
 
-// StartWhole starts writing the whole snapshot of the current version of
-// x to path (see WholeWrite).
-func (x *OwnerIndex) StartWhole(path string, lastSeq uint64) *WholeWrite {
-	x.saving.Lock()
-	return x.startWhole(path, lastSeq)
-}
-
-// startWhole is StartWhole for a caller holding saving.
-func (x *OwnerIndex) startWhole(path string, lastSeq uint64) *WholeWrite {
-	w := &WholeWrite{x: x, path: path, lastSeq: lastSeq}
+// startWhole starts writing the whole snapshot of the current version of
+// x to path (see wholeWrite). The caller holds saving.
+func (x *OwnerIndex) startWhole(path string, lastSeq uint64) *wholeWrite {
+	w := &wholeWrite{x: x, path: path, lastSeq: lastSeq}
 	defer w.locked()()
 	w.v, w.gen = x.current.Load(), x.gen
 	if x.open == 0 {
@@ -111,7 +104,7 @@ func (x *OwnerIndex) startWhole(path string, lastSeq uint64) *WholeWrite {
 
 // locked takes the writer lock, and returns what releases it, counting
 // the time it was held.
-func (w *WholeWrite) locked() (unlock func()) {
+func (w *wholeWrite) locked() (unlock func()) {
 	w.x.mu.Lock()
 	t := time.Now()
 	return func() {
@@ -123,7 +116,7 @@ func (w *WholeWrite) locked() (unlock func()) {
 // Write writes the file and reads it back to move onto (its checksum and
 // checks take about a second at a million chunks), taking the writer lock
 // only for a moment. Finish says whether it failed.
-func (w *WholeWrite) Write() {
+func (w *wholeWrite) Write() {
 	x, v := w.x, w.v
 	if wholeWriteStarted != nil {
 		wholeWriteStarted()
@@ -150,7 +143,7 @@ func (w *WholeWrite) Write() {
 // Finish moves the index onto the file Write wrote, unless a Commit runs
 // or it could not be read back, and ends the save. It returns what was
 // saved, and Write's error.
-func (w *WholeWrite) Finish() (Saved, error) {
+func (w *wholeWrite) Finish() (Saved, error) {
 	x := w.x
 	defer x.saving.Unlock()
 	unlock := w.locked()
