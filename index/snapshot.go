@@ -67,10 +67,10 @@ func (x *OwnerIndex) WriteSnapshot(path string, lastSeq uint64) error {
 // written is the one current at its start (views are immutable, and the
 // storage under them append-only), and what writers change meanwhile is
 // kept apart: the slots they add come after the file's, and the earlier
-// slots whose deletion or graph links they change are marked. Finish moves the index
-// onto the file with those changes applied over it, as a segment read
-// beside it would be (see moveOnto); the next Save writes them as the
-// file's first segment.
+// slots whose deletion or graph links they change are marked. Finish
+// moves the index onto the file with those changes applied over it, as a
+// segment read beside it would be (see moveOnto); the next Save writes
+// them as the file's first segment.
 //
 // A Commit running at its start or at Finish keeps the index where it is
 // (the file still holds the version published at the start); a caller

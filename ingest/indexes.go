@@ -857,13 +857,13 @@ func (r *Indexes) snapshotAll(whole bool) error {
 // snapshot saves an owner's index to disk if it changed since it was
 // last saved: a segment of the changes since the last save, unless whole
 // or the index writes the whole (see index.OwnerIndex.Save). Commits do
-// not wait while either is written (the whole snapshot at a million chunks
-// takes up to tens of seconds, a segment half a second): mu is left to
-// them (see index.SaveWrite), and the file holds the chunks up to the
-// lastSeq read when the save started, those after it being caught up
-// from the store after a crash. After a whole snapshot the index has moved onto
-// the file, so the heap it held is given back to the system at once
-// rather than as the runtime's scavenger gets round to it.
+// not wait while either is written (the whole snapshot at a million
+// chunks takes up to tens of seconds, a segment half a second): mu is
+// left to them (see index.SaveWrite), and the file holds the chunks up to
+// the lastSeq read when the save started, those after it being caught up
+// from the store after a crash. After a whole snapshot the index has
+// moved onto the file, so the heap it held is given back to the system at
+// once rather than as the runtime's scavenger gets round to it.
 func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) error {
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
