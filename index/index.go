@@ -119,6 +119,7 @@ type OwnerIndex struct {
 	totalLen uint64            // sum of live doc lengths
 	lex      lexStats          // head lengths and languages of live docs
 	open     int               // Commit calls running
+	idle     *sync.Cond        // on mu, when open falls to 0; nil until a save waits for it
 	changed  bool              // since the current view was published
 	// graphFrom is the size from which vectors go through the graph:
 	// graphThreshold, but tests lower it to exercise the graph on few
@@ -292,6 +293,9 @@ func (x *OwnerIndex) Commit(fn func() error) error {
 		x.mu.Lock()
 		x.open--
 		x.publishUnlessOpen()
+		if x.open == 0 && x.idle != nil {
+			x.idle.Broadcast()
+		}
 		x.mu.Unlock()
 	}()
 	return fn()

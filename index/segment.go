@@ -158,9 +158,9 @@ type Saved struct {
 	Held time.Duration
 }
 
-// add marks in t the slots o marks, which it must be as long as.
+// add marks in t the slots o marks; those past t's are new to it.
 func (t touchedSet) add(o touchedSet) {
-	for i := range o {
+	for i := range min(len(t), len(o)) {
 		if w := o[i].Load(); w != 0 {
 			t[i].Or(w)
 		}

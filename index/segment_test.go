@@ -277,22 +277,28 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 	x, qs := mappedTestIndex(t, 3000)
 	ref, _ := mappedTestIndex(t, 3000) // the same changes, never saved
 	path := filepath.Join(t.TempDir(), "owner.idx")
-	defer func() { wholeWriteStarted = nil }()
+	defer func() { wholeWriteStarted, wholeCatchUpStarted = nil, nil }()
 	for round, firstID := range []uint64{10000, 20000} {
 		before := results(x, qs)
 		ids := x.IDs()
-		var changes []Query
+		// Changes while the file is written, which the move applies
+		// before it takes the lock, and while those are applied, which
+		// it applies with the lock held.
+		var changes, later []Query
 		wholeWriteStarted = func() { changes = segmentChanges(t, x, firstID, 400, firstID) }
+		wholeCatchUpStarted = func() { later = segmentChanges(t, x, firstID+30000, 200, firstID+30000) }
 		saved, err := x.SaveWhole(path, uint64(round+1))
-		wholeWriteStarted = nil
+		wholeWriteStarted, wholeCatchUpStarted = nil, nil
 		must(t, err)
-		if changes == nil {
-			t.Fatal("no changes while the snapshot was written")
+		if changes == nil || later == nil {
+			t.Fatal("no changes while the snapshot was written, or while the move caught up")
 		}
 		if saved.Held >= time.Second {
 			t.Errorf("round %d: writers waited %v for the whole snapshot", round, saved.Held)
 		}
 		qs = append(qs, segmentChanges(t, ref, firstID, 400, firstID)...)
+		qs = append(qs, segmentChanges(t, ref, firstID+30000, 200, firstID+30000)...)
+		changes = append(changes, later...)
 		if !mapped(x) {
 			t.Fatalf("round %d: the index stayed in the heap", round)
 		}
@@ -436,6 +442,46 @@ func TestSegmentWritesWithConcurrentWriters(t *testing.T) {
 		t.Fatal(y.SkippedSegment())
 	}
 	same(t, y, x, qs)
+}
+
+// TestWholeCatchUpWaitsForCommit: a Commit running when the move starts
+// applying what writers changed is waited for, not left to the moment
+// the lock is held; what it added is in the index that moved.
+func TestWholeCatchUpWaitsForCommit(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000)
+	ref, _ := mappedTestIndex(t, 3000)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	es := entries(testVectors(50, 16, 77), 90000)
+	inside, release, waiting := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	done := make(chan error, 1)
+	caughtUp := false
+	defer func() { wholeWriteStarted, wholeCatchUpStarted, catchUpWaits = nil, nil, nil }()
+	wholeWriteStarted = func() {
+		go func() {
+			done <- x.Commit(func() error {
+				close(inside)
+				<-release
+				return x.Add(es...)
+			})
+		}()
+		<-inside
+	}
+	catchUpWaits = func() { close(waiting); catchUpWaits = nil }
+	wholeCatchUpStarted = func() { caughtUp = true }
+	go func() { <-waiting; releaseOnce() }()
+	_, err := x.SaveWhole(path, 1)
+	releaseOnce()
+	must(t, err)
+	must(t, <-done)
+	if !caughtUp {
+		t.Fatal("the move did not wait for the Commit to catch up before taking the lock")
+	}
+	must(t, ref.Add(es...))
+	if !mapped(x) {
+		t.Fatal("the index stayed in the heap")
+	}
+	same(t, x, ref, qs)
 }
 
 // TestWholeWriteDuringCompaction: a compaction while the snapshot is

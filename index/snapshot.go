@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -85,8 +86,12 @@ type wholeWrite struct {
 	since   touchedSet  // nil: changes are not tracked, the index stays
 	docRefs []uint32
 	y       *OwnerIndex // the file read back, to move onto
-	err     error
-	held    time.Duration // writers waited for mu
+	// at is the version whose changes since v have been applied to y
+	// (nil: none), and after the slots changed since it (see catchUp).
+	at    *view
+	after touchedSet
+	err   error
+	held  time.Duration // writers waited for mu
 }
 
 // startWhole starts writing the whole snapshot of the current version of
@@ -138,6 +143,76 @@ func (w *wholeWrite) Write() {
 	if w.since != nil {
 		w.y = readWritten(w.path)
 	}
+	if w.y != nil {
+		w.catchUp()
+	}
+}
+
+// catchUp applies to y, without the writer lock, what writers changed
+// since v up to the version current now, and has them mark what they
+// change after it apart, so that Finish applies with the lock held only
+// that: at a million chunks, what was added while the file was written
+// took up to 2 s to apply.
+func (w *wholeWrite) catchUp() {
+	x := w.x
+	x.mu.Lock()
+	// Writers mark their changes apart from those applied here only
+	// from a moment no Commit runs (one running marks where it began),
+	// which comes between two commits of one writer; should commits
+	// overlap for longer, Finish applies it all.
+	if x.idle == nil {
+		x.idle = sync.NewCond(&x.mu)
+	}
+	wake := time.AfterFunc(catchUpWait, func() {
+		x.mu.Lock()
+		x.idle.Broadcast()
+		x.mu.Unlock()
+	})
+	defer wake.Stop()
+	for start := time.Now(); x.open > 0 && time.Since(start) < catchUpWait; {
+		if catchUpWaits != nil {
+			catchUpWaits()
+		}
+		x.idle.Wait()
+	}
+	t := time.Now() // writers wait from here
+	var at *view
+	if x.open == 0 && x.gen == w.gen {
+		at = x.current.Load()
+		w.after = newTouchedSet(at.n)
+		x.track(w.after)
+	}
+	x.mu.Unlock()
+	w.held += time.Since(t)
+	if at == nil {
+		return
+	}
+	if wholeCatchUpStarted != nil {
+		wholeCatchUpStarted()
+	}
+	if err := w.apply(at, w.v, w.since); err != nil {
+		w.y = nil // the index stays where it is
+		return
+	}
+	w.at = at
+}
+
+// apply applies to y what cur holds beyond from, the version y holds:
+// the slots and documents added after it, and its slots that marks marks.
+func (w *wholeWrite) apply(cur, from *view, marks touchedSet) error {
+	if cur.n == from.n && cur.docs.n == from.docs.n && !marks.any() {
+		return nil
+	}
+	f, v := w.y.gen.file, w.v
+	ref := func(o uint32) uint32 { // the file's number of a document + 1
+		if o < v.docs.n {
+			return w.docRefs[o]
+		}
+		return f.docs + o - v.docs.n + 1
+	}
+	b := encodeBytes(func(e *encoder) { cur.encodeChanges(e, f, marks, 0, from.docs.n, ref) })
+	_, err := w.y.applySegment(b)
+	return err
 }
 
 // Finish moves the index onto the file Write wrote, unless a Commit runs
@@ -149,7 +224,7 @@ func (w *wholeWrite) Finish() (Saved, error) {
 	unlock := w.locked()
 	x.track(nil)
 	if w.y != nil && x.open == 0 && x.gen == w.gen {
-		x.moveOnto(w.y, w.v, w.since, w.docRefs)
+		x.moveOnto(w)
 	}
 	unlock()
 	if w.err != nil {
@@ -158,10 +233,15 @@ func (w *wholeWrite) Finish() (Saved, error) {
 	return Saved{Whole: true, Bytes: fileSize(w.path), Held: w.held}, nil
 }
 
-// wholeWriteStarted, when set, runs as a whole snapshot starts being
-// written, with no lock held: tests change the index then, as writers
-// would.
-var wholeWriteStarted func()
+// catchUpWait bounds how long catchUp waits for a moment no Commit runs.
+const catchUpWait = time.Second
+
+// wholeWriteStarted and wholeCatchUpStarted, when set, run as a whole
+// snapshot starts being written and as catchUp starts applying what
+// writers changed meanwhile, with no lock held: tests change the index
+// then, as writers would. catchUpWaits runs, with mu held, as catchUp
+// waits for a Commit to end.
+var wholeWriteStarted, wholeCatchUpStarted, catchUpWaits func()
 
 // track has the writer mark in since (nil: nowhere) the slots whose
 // deletion or graph links it changes, beside the marks of the file the
@@ -240,36 +320,34 @@ func writeAtomically(path string, encode func(e *encoder)) (sum uint32, err erro
 	return sum, nil
 }
 
-// moveOnto makes y, just read from the snapshot written of v, the index's
-// storage: the writer's generation becomes the one read in place from the
-// file, with the same slot numbers, and is published. What writers
-// changed since v (since marks the slots before v's they changed;
-// docRefs numbers v's documents as the file does) is applied over it in
-// the heap as a segment (see encodeChanges), and stays the file's to
-// save: the next Save writes it as its first segment. Searches on older
-// views go on reading the generation before, which is freed when the last
-// of them ends. If the changes cannot be applied, the index stays where
-// it is. The caller holds mu, and no Commit runs.
-func (x *OwnerIndex) moveOnto(y *OwnerIndex, v *view, since touchedSet, docRefs []uint32) {
-	w := x.current.Load()
-	f := y.gen.file
-	fileDocs := f.docs
-	if w.n > v.n || w.docs.n > v.docs.n || since.any() {
-		ref := func(o uint32) uint32 {
-			if o < v.docs.n {
-				return docRefs[o]
-			}
-			return fileDocs + o - v.docs.n + 1
-		}
-		b := encodeBytes(func(e *encoder) { w.encodeChanges(e, f, since, 0, v.docs.n, ref) })
-		if _, err := y.applySegment(b); err != nil {
-			return
-		}
-		f.segments, f.savedN, f.savedDocs, f.lastSum = 0, v.n, fileDocs, f.sum
+// moveOnto makes w.y, just read from the snapshot written of w.v, the
+// index's storage: the writer's generation becomes the one read in place
+// from the file, with the same slot numbers, and is published. What
+// writers changed since (catchUp applied some already) is applied over
+// it in the heap as a segment (see encodeChanges), and stays the file's
+// to save: the next Save writes it as its first segment. Searches on
+// older views go on reading the generation before, which is freed when
+// the last of them ends. If the changes cannot be applied, the index
+// stays where it is. The caller holds mu, and no Commit runs.
+func (x *OwnerIndex) moveOnto(w *wholeWrite) {
+	y, v := w.y, w.v
+	from, marks := v, w.since
+	if w.at != nil {
+		from, marks = w.at, w.after
 	}
-	f.touched = since // the file's slots changed since: the next segment's
+	if err := w.apply(x.current.Load(), from, marks); err != nil {
+		return
+	}
+	// The file holds v, and its slots changed since are those of either
+	// pass: the next segment's.
+	f := y.gen.file
+	f.segments, f.savedN, f.savedDocs, f.lastSum = 0, v.n, f.docs, f.sum
+	if w.after != nil {
+		w.since.add(w.after)
+	}
+	f.touched = w.since
 	if g := y.gen.graph; g != nil {
-		g.touched = since
+		g.touched = w.since
 	}
 	if y.live != x.live || y.gen.n != x.gen.n {
 		return
