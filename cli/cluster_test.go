@@ -312,20 +312,25 @@ func TestClusterKillHolderMidIngest(t *testing.T) {
 	}
 	// The owner answers through the survivors: at once when they
 	// answer for the dead holder, within the heartbeat's limit when
-	// placement has moved.
+	// placement has moved. A survivor answers from what it has indexed
+	// so far, and says so, while it catches up with the store (on a
+	// loaded machine, the first document may not be among the chunks
+	// it indexes before answering).
 	for {
 		status, out, _ := c.tryQuery(t, via, cus, "gx000")
 		if status == http.StatusOK {
-			if !strings.Contains(fmt.Sprint(out["chunks"]), "gx000") {
-				t.Fatalf("query after the kill found %v", out["chunks"])
+			if strings.Contains(fmt.Sprint(out["chunks"]), "gx000") {
+				break
 			}
-			break
+			if !strings.Contains(fmt.Sprint(out["warnings"]), "catching up") {
+				t.Fatalf("query after the kill found %v, with no warning that the index is catching up", out["chunks"])
+			}
 		}
 		if time.Since(killed) > cliWait {
-			t.Fatalf("no answer %s after the kill: %d %v", cliWait, status, out)
+			t.Fatalf("no answer with the first document %s after the kill: %d %v", cliWait, status, out)
 		}
 	}
-	t.Logf("first query answered %s after the kill of the holder", time.Since(killed).Round(time.Millisecond))
+	t.Logf("the first document found %s after the kill of the holder", time.Since(killed).Round(time.Millisecond))
 	c.converge(t)
 	for _, p := range c.nodes {
 		if p != holder {
