@@ -103,6 +103,18 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 }
 
 // same fails unless a and b hold the same entries and answer qs alike.
+// readBackSame checks that the snapshot at path, read with every one of
+// its segments, is want.
+func readBackSame(t *testing.T, path string, want *OwnerIndex, qs []Query) {
+	t.Helper()
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	if err := y.SkippedSegment(); err != nil {
+		t.Fatal(err)
+	}
+	same(t, y, want, qs)
+}
+
 func same(t *testing.T, a, b *OwnerIndex, qs []Query) {
 	t.Helper()
 	if !slices.Equal(a.IDs(), b.IDs()) {
@@ -316,12 +328,7 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 		if err != nil || saved.Whole || saved.Segment != 1 {
 			t.Fatalf("round %d: the save after the move wrote %+v (%v), want segment 1", round, saved, err)
 		}
-		z, _, err := ReadSnapshot(path)
-		must(t, err)
-		if z.SkippedSegment() != nil {
-			t.Fatal(z.SkippedSegment())
-		}
-		same(t, z, ref, qs)
+		readBackSame(t, path, ref, qs)
 	}
 	exercise(t, x)
 }
@@ -362,12 +369,7 @@ func TestSegmentWriteKeepsWritersChanges(t *testing.T) {
 		if err != nil || saved.Whole || saved.Segment != 2*round+2 {
 			t.Fatalf("round %d: the save after wrote %+v (%v), want segment %d", round, saved, err, 2*round+2)
 		}
-		z, _, err := ReadSnapshot(path)
-		must(t, err)
-		if z.SkippedSegment() != nil {
-			t.Fatal(z.SkippedSegment())
-		}
-		same(t, z, ref, qs)
+		readBackSame(t, path, ref, qs)
 	}
 	exercise(t, x)
 }
@@ -436,12 +438,7 @@ func TestSegmentWritesWithConcurrentWriters(t *testing.T) {
 	}
 	segmentWriteStarted = nil
 	must(t, func() error { _, err := x.Save(path, 3); return err }())
-	y, _, err := ReadSnapshot(path)
-	must(t, err)
-	if y.SkippedSegment() != nil {
-		t.Fatal(y.SkippedSegment())
-	}
-	same(t, y, x, qs)
+	readBackSame(t, path, x, qs)
 }
 
 // TestWholeCatchUpWaitsForCommit: a Commit running when the move starts
@@ -546,10 +543,5 @@ func TestWholeWriteWithConcurrentWriters(t *testing.T) {
 	if _, err := x.Save(path, 2); err != nil {
 		t.Fatal(err)
 	}
-	y, _, err := ReadSnapshot(path)
-	must(t, err)
-	if y.SkippedSegment() != nil {
-		t.Fatal(y.SkippedSegment())
-	}
-	same(t, y, x, qs)
+	readBackSame(t, path, x, qs)
 }

@@ -239,6 +239,29 @@ func TestRestartReadsSegment(t *testing.T) {
 	}
 }
 
+// commitWhileSaving has the next save of owner "own" commit es at seq
+// while it writes, and fails the test if the commit waits for the write;
+// what it returns says whether the commit ran.
+func commitWhileSaving(t *testing.T, r *Indexes, seq uint64, es []index.Entry) *bool {
+	committed := new(bool)
+	r.saveWriting = func() {
+		done := make(chan error, 1)
+		go func() {
+			done <- r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
+				return seq, x.Add(es...)
+			})
+		}()
+		select {
+		case err := <-done:
+			must(t, err)
+			*committed = true
+		case <-time.After(stuckLimit):
+			t.Error("a commit waited for the save's write")
+		}
+	}
+	return committed
+}
+
 // TestCommitsDuringWholeSnapshot: while an owner's whole snapshot is
 // written, its commits go on; the index then moves onto the file with
 // them, and the next save writes them as a segment beside it.
@@ -248,25 +271,10 @@ func TestCommitsDuringWholeSnapshot(t *testing.T) {
 	must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
 		return 1, x.Add(chunkEntries(1, 40, "walrus")...)
 	}))
-	committed := false
-	r.saveWriting = func() {
-		done := make(chan error, 1)
-		go func() {
-			done <- r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
-				return 2, x.Add(chunkEntries(100, 5, "narwhal")...)
-			})
-		}()
-		select {
-		case err := <-done:
-			must(t, err)
-			committed = true
-		case <-time.After(stuckLimit):
-			t.Error("a commit waited for the whole snapshot's write")
-		}
-	}
+	committed := commitWhileSaving(t, r, 2, chunkEntries(100, 5, "narwhal"))
 	must(t, r.SnapshotWhole())
 	r.saveWriting = nil
-	if !committed {
+	if !*committed {
 		t.Fatal("no commit ran while the snapshot was written")
 	}
 	x, lastSeq, err := index.ReadSnapshot(path)
@@ -300,25 +308,10 @@ func TestCommitsDuringSegment(t *testing.T) {
 	must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
 		return 2, x.Add(chunkEntries(100, 5, "narwhal")...)
 	}))
-	committed := false
-	r.saveWriting = func() {
-		done := make(chan error, 1)
-		go func() {
-			done <- r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
-				return 3, x.Add(chunkEntries(200, 3, "beluga")...)
-			})
-		}()
-		select {
-		case err := <-done:
-			must(t, err)
-			committed = true
-		case <-time.After(stuckLimit):
-			t.Error("a commit waited for the segment's write")
-		}
-	}
+	committed := commitWhileSaving(t, r, 3, chunkEntries(200, 3, "beluga"))
 	must(t, r.Snapshot())
 	r.saveWriting = nil
-	if !committed {
+	if !*committed {
 		t.Fatal("no commit ran while the segment was written")
 	}
 	if _, err := os.Stat(path + ".seg1"); err != nil {
