@@ -90,8 +90,8 @@ type ScaleResult struct {
 	IngestWrittenBytesPerChunk      float64 `json:"ingest_written_bytes_per_chunk"`
 	IngestIndexWrittenBytesPerChunk float64 `json:"ingest_index_written_bytes_per_chunk"`
 	// How long the index's saves kept chunks waiting to be added to the
-	// owner's index during the ingest, in seconds: all of a segment's
-	// write, a moment of a whole snapshot's (searches never wait).
+	// owner's index during the ingest, in seconds: moments of each save,
+	// and a whole snapshot's move onto its file (searches never wait).
 	IngestIndexSaveSeconds float64 `json:"ingest_index_save_seconds"`
 
 	// Memory of the server: anonymous RSS (heap, stacks: what the

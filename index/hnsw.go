@@ -78,7 +78,7 @@ type hnsw struct {
 
 	// touched, for a graph read from a snapshot, marks the file's nodes
 	// whose links an insert rewrites (see segment.go); since, those of
-	// a snapshot being written (see WriteSnapshot).
+	// a snapshot being written (see wholeWrite).
 	touched, since touchedSet
 }
 

@@ -239,27 +239,36 @@ func TestRestartReadsSegment(t *testing.T) {
 	}
 }
 
-// commitWhileSaving has the next save of owner "own" commit es at seq
-// while it writes, and fails the test if the commit waits for the write;
-// what it returns says whether the commit ran.
-func commitWhileSaving(t *testing.T, r *Indexes, seq uint64, es []index.Entry) *bool {
-	committed := new(bool)
+// addEntries commits es to owner "own"'s index, as of store sequence seq.
+func addEntries(t *testing.T, r *Indexes, seq uint64, es []index.Entry) {
+	t.Helper()
+	must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) { return seq, x.Add(es...) }))
+}
+
+// saveWithCommit runs save, which saves owner "own", with es committed
+// at seq while it writes, and fails the test if the commit waits for the
+// write or does not run.
+func saveWithCommit(t *testing.T, r *Indexes, save func() error, seq uint64, es []index.Entry) {
+	t.Helper()
+	committed := false
 	r.saveWriting = func() {
 		done := make(chan error, 1)
 		go func() {
-			done <- r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
-				return seq, x.Add(es...)
-			})
+			done <- r.Update("own", func(x *index.OwnerIndex) (uint64, error) { return seq, x.Add(es...) })
 		}()
 		select {
 		case err := <-done:
 			must(t, err)
-			*committed = true
+			committed = true
 		case <-time.After(stuckLimit):
 			t.Error("a commit waited for the save's write")
 		}
 	}
-	return committed
+	defer func() { r.saveWriting = nil }()
+	must(t, save())
+	if !committed {
+		t.Fatal("no commit ran while the save wrote")
+	}
 }
 
 // TestCommitsDuringWholeSnapshot: while an owner's whole snapshot is
@@ -268,15 +277,8 @@ func commitWhileSaving(t *testing.T, r *Indexes, seq uint64, es []index.Entry) *
 func TestCommitsDuringWholeSnapshot(t *testing.T) {
 	r := testIndexes(t)
 	path := r.path("own")
-	must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
-		return 1, x.Add(chunkEntries(1, 40, "walrus")...)
-	}))
-	committed := commitWhileSaving(t, r, 2, chunkEntries(100, 5, "narwhal"))
-	must(t, r.SnapshotWhole())
-	r.saveWriting = nil
-	if !*committed {
-		t.Fatal("no commit ran while the snapshot was written")
-	}
+	addEntries(t, r, 1, chunkEntries(1, 40, "walrus"))
+	saveWithCommit(t, r, r.SnapshotWhole, 2, chunkEntries(100, 5, "narwhal"))
 	x, lastSeq, err := index.ReadSnapshot(path)
 	must(t, err)
 	if x.Len() != 40 || lastSeq != 1 {
@@ -301,19 +303,10 @@ func TestCommitsDuringWholeSnapshot(t *testing.T) {
 func TestCommitsDuringSegment(t *testing.T) {
 	r := testIndexes(t)
 	path := r.path("own")
-	must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
-		return 1, x.Add(chunkEntries(1, 40, "walrus")...)
-	}))
+	addEntries(t, r, 1, chunkEntries(1, 40, "walrus"))
 	must(t, r.SnapshotWhole())
-	must(t, r.Update("own", func(x *index.OwnerIndex) (uint64, error) {
-		return 2, x.Add(chunkEntries(100, 5, "narwhal")...)
-	}))
-	committed := commitWhileSaving(t, r, 3, chunkEntries(200, 3, "beluga"))
-	must(t, r.Snapshot())
-	r.saveWriting = nil
-	if !*committed {
-		t.Fatal("no commit ran while the segment was written")
-	}
+	addEntries(t, r, 2, chunkEntries(100, 5, "narwhal"))
+	saveWithCommit(t, r, r.Snapshot, 3, chunkEntries(200, 3, "beluga"))
 	if _, err := os.Stat(path + ".seg1"); err != nil {
 		t.Fatalf("the save wrote no segment: %v", err)
 	}

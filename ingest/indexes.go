@@ -84,8 +84,8 @@ type ownerIndex struct {
 	// get it only after that (see lockLoaded).
 	loadMu sync.Mutex
 	// saveMu is held, before mu, by whoever saves the index: saves take
-	// turns, and a whole snapshot's write, which leaves mu to commits
-	// while it writes (see snapshot), is not overtaken by another.
+	// turns, and one whose write leaves mu to commits (see snapshot) is
+	// not overtaken by another.
 	saveMu sync.Mutex
 
 	mu      sync.Mutex
