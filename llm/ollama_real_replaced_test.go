@@ -1,10 +1,12 @@
 package llm
 
 import (
+	"context"
 	"errors"
 	"testing"
 
 	"github.com/docsift/docsift/internal/ollamareal"
+	"github.com/ollama/ollama/api"
 )
 
 // TestRealOllamaModelReplaced: a model created again under its name on the
@@ -19,6 +21,13 @@ func TestRealOllamaModelReplaced(t *testing.T) {
 	if err := srv.Create(ctx, ollamareal.Bert("swapped", spec)); err != nil {
 		t.Fatal(err)
 	}
+	// The servers of a test process share one models directory, which the
+	// other tests expect to hold the tiny models alone.
+	t.Cleanup(func() {
+		if err := srv.Client().Delete(context.Background(), &api.DeleteRequest{Model: "swapped"}); err != nil {
+			t.Errorf("delete swapped: %v", err)
+		}
+	})
 	cfg.EmbedModel = "swapped"
 	before := mustEmbedder(t, cfg)
 	if err := before.Check(ctx); err != nil {

@@ -31,6 +31,11 @@ const (
 
 	// logLimit is how much of the server's log is kept for failure reports.
 	logLimit = 64 << 10
+
+	// reportLines is how many lines of the log a failed test prints: a
+	// failure report shows a window of a test's output, and the test's own
+	// message comes before the log.
+	reportLines = 60
 )
 
 // Config says how to start a server. The zero value starts one holding
@@ -91,7 +96,7 @@ func StartConfig(t testing.TB, cfg Config) *Server {
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
-			t.Logf("ollama serve log (tail):\n%s", s.Log())
+			t.Logf("ollama serve log (its last %d lines but for model metadata and routes):\n%s", reportLines, s.Report())
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
@@ -190,6 +195,31 @@ func (s *Server) Client() *api.Client {
 
 // Log returns the tail of the server's output.
 func (s *Server) Log() string { return s.log.String() }
+
+// Report returns the last reportLines lines of the log that say what the
+// server did: without the model metadata a runner prints on every load
+// (some sixty lines) and the list of routes the server prints at start.
+func (s *Server) Report() string {
+	var keep []string
+	for _, line := range strings.Split(strings.TrimRight(s.Log(), "\n"), "\n") {
+		if !noise(line) {
+			keep = append(keep, line)
+		}
+	}
+	if len(keep) > reportLines {
+		keep = keep[len(keep)-reportLines:]
+	}
+	return strings.Join(keep, "\n")
+}
+
+func noise(line string) bool {
+	for _, p := range []string{"llama_model_loader:", "print_info:", "load:", "[GIN-debug]"} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // Stop ends the server: SIGTERM, so that it unloads its runners, then
 // SIGKILL to the whole process group if it has not exited in time.

@@ -2,6 +2,7 @@ package ollamareal
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -65,4 +66,29 @@ func capabilities(show *api.ShowResponse) string {
 		out = append(out, string(c))
 	}
 	return strings.Join(out, ",")
+}
+
+// TestReport: a failure report keeps what the server did, its last lines,
+// and none of the model metadata a load prints.
+func TestReport(t *testing.T) {
+	s := &Server{log: &tailBuffer{limit: logLimit}}
+	fmt.Fprintln(s.log, "[GIN-debug] POST   /api/chat")
+	for i := 0; i < reportLines+5; i++ {
+		fmt.Fprintf(s.log, "time=t%d level=INFO msg=step\n", i)
+		fmt.Fprintln(s.log, "llama_model_loader: - kv   0: general.architecture str = qwen2")
+		fmt.Fprintln(s.log, "print_info: file type   = F16")
+	}
+	fmt.Fprint(s.log, "[GIN] 2026/11/24 - 05:56:57 | 500 | 1.2s | 127.0.0.1 | POST \"/api/chat\"\n")
+	lines := strings.Split(s.Report(), "\n")
+	if len(lines) != reportLines {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), reportLines, s.Report())
+	}
+	if !strings.Contains(lines[len(lines)-1], "| 500 |") || lines[0] != "time=t6 level=INFO msg=step" {
+		t.Errorf("report runs from %q to %q, want the last lines", lines[0], lines[len(lines)-1])
+	}
+	for _, l := range lines {
+		if noise(l) {
+			t.Errorf("model metadata or a route kept: %q", l)
+		}
+	}
 }
