@@ -145,24 +145,17 @@ func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Sou
 	var err error
 	for _, c := range byPreference(a.clients) {
 		err = callOn(c, func(c *OllamaClient) error {
-			ctx, cancel := context.WithTimeout(ctx, c.timeout)
-			defer cancel()
-			err := c.api.Chat(ctx, req, func(r api.ChatResponse) error {
+			err := c.chatToEnd(ctx, req, func(r api.ChatResponse) {
 				started = true
 				emit(filter.Write(r.Message.Content))
 				if r.Done {
 					done, doneReason = true, r.DoneReason
 				}
-				return nil
 			})
 			if err == nil && !done {
 				err = errIncompleteStream
 			}
 			if err != nil {
-				if ctxErr := ctx.Err(); ctxErr != nil {
-					// The client stops reading quietly when its context ends.
-					err = ctxErr
-				}
 				return c.wrap("chat "+a.model, c.modelError(a.model, err))
 			}
 			return nil
@@ -186,6 +179,68 @@ func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Sou
 }
 
 var errEmptyAnswer = errors.New("the model returned an empty answer")
+
+// chatToEnd streams req on c, handing each response to each, and never
+// closes the stream midway. When ctx ends first it returns ctx.Err() at
+// once and reads the rest of the stream in the background, handing none of
+// it on. Ollama (0.17.4, the version tested) can keep one of the model's
+// slots for good when a client closes a streamed chat midway: its handler
+// stops reading while the generation waits to hand it the next token. With
+// one slot, the default, every later answer then waits for its timeout
+// until the server unloads the model, which it does not do while answers
+// wait. An abandoned answer's remaining tokens (at most
+// ollamaMaxAnswerTokens) are the smaller loss. The stream's own deadline
+// is the configured timeout, whoever is waiting for it.
+func (c *OllamaClient) chatToEnd(ctx context.Context, req *api.ChatRequest, each func(api.ChatResponse)) error {
+	if err := ctx.Err(); err != nil {
+		return err // not worth starting
+	}
+	var (
+		mu        sync.Mutex
+		abandoned bool // returned on ctx's end before the stream's
+		finished  bool // the stream has ended
+	)
+	ended := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+		defer cancel()
+		err := c.api.Chat(sctx, req, func(r api.ChatResponse) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if ctx.Err() == nil {
+				each(r)
+			}
+			return nil
+		})
+		if sctx.Err() != nil {
+			// The client stops reading quietly when its context ends.
+			err = sctx.Err()
+		}
+		mu.Lock()
+		finished = true
+		if abandoned {
+			c.health.busy.Add(-1)
+		}
+		mu.Unlock()
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		if ctx.Err() != nil {
+			return ctx.Err() // what came after it was not handed on
+		}
+		return err
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			abandoned = true
+			// The server is still busy with it after callOn stops counting.
+			c.health.busy.Add(1)
+		}
+		return ctx.Err()
+	}
+}
 
 const (
 	thinkOpen  = "<think>"

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,6 +345,58 @@ func TestOllamaAnswerStreams(t *testing.T) {
 	}
 	if n, ok := req.Options["num_ctx"].(float64); !ok || n < 4096 {
 		t.Errorf("num_ctx = %v, want a context that holds the sources", req.Options["num_ctx"])
+	}
+}
+
+// TestOllamaAnswerCancelReadsToEnd: a caller that gives up mid-answer has
+// its cancellation at once, while the model is still generating, and is
+// handed nothing more; the stream is then read to its end, not closed
+// midway, which can cost the real server a model slot for good (see
+// chatToEnd).
+func TestOllamaAnswerCancelReadsToEnd(t *testing.T) {
+	srv, cfg := newOllamaTest(t)
+	a := mustAnswerer(t, cfg)
+	resume := srv.StallChat(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		pieces []string
+	)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := a.Answer(ctx, "q", []Source{{Text: "t"}}, func(d string) {
+			mu.Lock()
+			defer mu.Unlock()
+			pieces = append(pieces, d)
+			cancel()
+		})
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		if !errors.Is(err, context.Canceled) || IsTransient(err) {
+			t.Fatalf("cancelled answer: %v, want a permanent context.Canceled", err)
+		}
+	case <-time.After(time.Minute):
+		resume()
+		t.Fatal("Answer waited for the rest of a stream its caller gave up on")
+	}
+	resume()
+	if whole, left := srv.ChatStreams(); whole != 1 || left != 0 {
+		t.Errorf("%d streams read to their end and %d left midway, want 1 and 0", whole, left)
+	}
+	busy := &a.clients[0].health.busy
+	for deadline := time.Now().Add(time.Minute); busy.Load() != 0 && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	if n := busy.Load(); n != 0 {
+		t.Errorf("the server counts %d requests in flight after the stream ended", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pieces) != 1 {
+		t.Errorf("pieces handed on: %q, want the one before the cancel", pieces)
 	}
 }
 

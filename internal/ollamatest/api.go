@@ -218,6 +218,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.chats = append(s.chats, req)
 	reply, think, truncate, chatErr := s.reply, s.think, s.truncate, s.chatErr
+	stallAfter, stall := s.stallAfter, s.stall
 	s.mu.Unlock()
 	if req.Think != nil && req.Think.Bool() && think == "" {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q does not support thinking", req.Model))
@@ -273,8 +274,17 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if truncate || chatErr != "" {
 		pieces = pieces[:len(pieces)/2]
 	}
-	for _, p := range pieces {
+	for i, p := range pieces {
+		if i == stallAfter && stall != nil {
+			select {
+			case <-stall:
+			case <-r.Context().Done():
+			}
+		}
 		if r.Context().Err() != nil {
+			s.mu.Lock()
+			s.leftMidway++
+			s.mu.Unlock()
 			return
 		}
 		writeLine(w, api.ChatResponse{
@@ -289,6 +299,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	case !truncate:
 		writeLine(w, final)
 	}
+	s.mu.Lock()
+	s.whole++
+	s.mu.Unlock()
 }
 
 func (s *Server) handlePull(w http.ResponseWriter, r *http.Request) {

@@ -68,6 +68,12 @@ type Server struct {
 	peak     map[string]int // the most ever in flight, by path
 	chats    []api.ChatRequest
 	embeds   []api.EmbedRequest
+
+	stallAfter int           // streamed chats stop after this many pieces...
+	stall      chan struct{} // ...until this is closed; nil: no stall
+	whole      int           // streamed chats written to their end
+	leftMidway int           // streamed chats whose client left midway
+	idle       *sync.Cond    // on mu: a request has been answered
 }
 
 // failure is a planned error answer.
@@ -96,6 +102,7 @@ func New(t testing.TB, models ...Model) *Server {
 		peak:     make(map[string]int),
 		scale:    1,
 	}
+	s.idle = sync.NewCond(&s.mu)
 	s.URL = "http://" + s.addr
 	for _, m := range models {
 		s.models[key(m.Name)] = stored(m)
@@ -280,6 +287,37 @@ func (s *Server) SetChatStreamError(msg string) {
 	s.chatErr = msg
 }
 
+// StallChat makes streamed chat replies stop after n pieces until resume
+// is called or their client leaves: a model still generating when its
+// client gives up.
+func (s *Server) StallChat(n int) (resume func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stall := make(chan struct{})
+	s.stallAfter, s.stall = n, stall
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.stall == stall {
+			s.stall = nil
+		}
+		close(stall)
+	}
+}
+
+// ChatStreams waits until no chat is being answered, then returns how many
+// streamed chat replies were written to their end and how many their client
+// left midway. The real server may then keep one of the model's slots for
+// good (see chatToEnd in package llm), so a client should never leave one.
+func (s *Server) ChatStreams() (whole, leftMidway int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.inFlight["/api/chat"] > 0 {
+		s.idle.Wait()
+	}
+	return s.whole, s.leftMidway
+}
+
 // Calls returns how many requests reached path, failed ones included.
 func (s *Server) Calls(path string) int {
 	s.mu.Lock()
@@ -325,6 +363,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		s.mu.Lock()
 		s.inFlight[path]--
+		s.idle.Broadcast()
 		s.mu.Unlock()
 	}()
 	status := s.takeFailureLocked(path)
