@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -123,6 +124,9 @@ type lexicon struct {
 	// Writer only.
 	terms int             // terms in table
 	dirty []*termPostings // terms with postings staged since the last flush
+	log   []*termPostings // terms flush published postings of, once a flush, while logging
+	// logging is set from startLog to takeLog.
+	logging bool
 }
 
 // termPostings is one term and its postings.
@@ -331,11 +335,42 @@ func (l *lexicon) stage(t *termPostings, p posting) {
 // flush publishes every staged posting. Searches still cut each list at
 // their view's slot count, so flushing ahead of a view is harmless.
 func (l *lexicon) flush() {
+	if l.logging {
+		l.log = append(l.log, l.dirty...)
+	}
 	for i, t := range l.dirty {
 		t.n.Store(t.staged)
 		l.dirty[i] = nil
 	}
 	l.dirty = l.dirty[:0]
+}
+
+// startLog has flush note each term it publishes postings of, until
+// takeLog: when no postings are staged, these are then all the terms with
+// postings of the slots added since. A whole snapshot's move takes them
+// with the writer lock held, where a walk of every term took a third of a
+// second at a million chunks.
+func (l *lexicon) startLog() {
+	l.logging, l.log = true, nil
+}
+
+// takeLog ends the log startLog started and returns its terms, each once;
+// nil when none was started.
+func (l *lexicon) takeLog() []*termPostings {
+	log := l.log
+	l.logging, l.log = false, nil
+	slices.SortFunc(log, func(a, b *termPostings) int { return cmp.Compare(a.key, b.key) })
+	return slices.Compact(log)
+}
+
+// tableTerms yields every term of the table.
+func (l *lexicon) tableTerms(yield func(*termPostings) bool) {
+	t := l.table.Load()
+	for i := range t.slots {
+		if p := t.slots[i].Load(); p != nil && !yield(p) {
+			return
+		}
+	}
 }
 
 // all returns every posting of t, published or staged; writer only.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"iter"
 	"math"
 	"os"
 	"path/filepath"
@@ -323,14 +324,15 @@ func fileSize(path string) int64 {
 // encodeSegment writes the view's changes since the last save of f:
 // the slots after f's saved ones, and those of f's that marks marks.
 func (v *view) encodeSegment(e *encoder, f *snapshotFile, marks touchedSet, lastSeq uint64) {
-	v.encodeChanges(e, f, marks, lastSeq, f.savedDocs, func(o uint32) uint32 { return o + 1 })
+	v.encodeChanges(e, f, marks, lastSeq, f.savedDocs, func(o uint32) uint32 { return o + 1 }, v.gen.lex.tableTerms)
 }
 
 // encodeChanges is encodeSegment of a view whose documents f numbers
 // otherwise (see moveOnto): firstDoc is the view's first document after
 // those f.savedDocs counts, and ref gives f's number + 1 of each of the
-// view's documents.
-func (v *view) encodeChanges(e *encoder, f *snapshotFile, marks touchedSet, lastSeq uint64, firstDoc uint32, ref func(o uint32) uint32) {
+// view's documents. terms yields, at least, every term with postings of
+// the slots after f's saved ones.
+func (v *view) encodeChanges(e *encoder, f *snapshotFile, marks touchedSet, lastSeq uint64, firstDoc uint32, ref func(o uint32) uint32, terms iter.Seq[*termPostings]) {
 	graph := v.gen.graph != nil
 	from := f.savedN
 	e.bytes([]byte(segmentMagic))
@@ -362,19 +364,14 @@ func (v *view) encodeChanges(e *encoder, f *snapshotFile, marks touchedSet, last
 		ps := p.upTo(v.n)
 		return ps[sort.Search(len(ps), func(i int) bool { return ps[i].doc >= from }):]
 	}
-	t := v.gen.lex.table.Load()
-	var terms uint64
-	for i := range t.slots {
-		if p := t.slots[i].Load(); p != nil && len(added(p)) > 0 {
-			terms++
+	var count uint64
+	for p := range terms {
+		if len(added(p)) > 0 {
+			count++
 		}
 	}
-	e.u64(terms)
-	for i := range t.slots {
-		p := t.slots[i].Load()
-		if p == nil {
-			continue
-		}
+	e.u64(count)
+	for p := range terms {
 		if ps := added(p); len(ps) > 0 {
 			e.u64(uint64(p.key))
 			e.u32(uint32(len(ps)))

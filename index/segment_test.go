@@ -295,10 +295,10 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 		ids := x.IDs()
 		// Changes while the file is written, which the move applies
 		// before it takes the lock, and while those are applied, which
-		// it applies with the lock held.
+		// it applies with the lock held: two additions sharing terms.
 		var changes, later []Query
 		wholeWriteStarted = func() { changes = segmentChanges(t, x, firstID, 400, firstID) }
-		wholeCatchUpStarted = func() { later = segmentChanges(t, x, firstID+30000, 200, firstID+30000) }
+		wholeCatchUpStarted = func() { later = laterChanges(t, x, firstID) }
 		saved, err := x.SaveWhole(path, uint64(round+1))
 		wholeWriteStarted, wholeCatchUpStarted = nil, nil
 		must(t, err)
@@ -309,7 +309,7 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 			t.Errorf("round %d: writers waited %v for the whole snapshot", round, saved.Held)
 		}
 		qs = append(qs, segmentChanges(t, ref, firstID, 400, firstID)...)
-		qs = append(qs, segmentChanges(t, ref, firstID+30000, 200, firstID+30000)...)
+		qs = append(qs, laterChanges(t, ref, firstID)...)
 		changes = append(changes, later...)
 		if !mapped(x) {
 			t.Fatalf("round %d: the index stayed in the heap", round)
@@ -331,6 +331,27 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 		readBackSame(t, path, ref, qs)
 	}
 	exercise(t, x)
+}
+
+// TestMoveMakesDocumentIndex: a move onto a whole snapshot leaves the
+// writer its documents by ID, made while no lock is held; the next
+// writer made them with the lock held (a sixth of a second at a million
+// chunks).
+func TestMoveMakesDocumentIndex(t *testing.T) {
+	x, _ := mappedTestIndex(t, 300)
+	must(t, x.WriteSnapshot(filepath.Join(t.TempDir(), "owner.idx"), 1))
+	if !mapped(x) {
+		t.Fatal("the index stayed in the heap")
+	}
+	if x.docOf == nil {
+		t.Error("the documents by ID are left for the next writer to make")
+	}
+}
+
+// laterChanges makes the changes of segmentChanges in two additions.
+func laterChanges(t *testing.T, x *OwnerIndex, firstID uint64) []Query {
+	return append(segmentChanges(t, x, firstID+30000, 100, firstID+30000),
+		segmentChanges(t, x, firstID+30100, 100, firstID+30100)...)
 }
 
 // TestSegmentWriteKeepsWritersChanges: writers go on while a segment is
