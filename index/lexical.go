@@ -348,8 +348,8 @@ func (l *lexicon) flush() {
 // startLog has flush note each term it publishes postings of, until
 // takeLog: when no postings are staged, these are then all the terms with
 // postings of the slots added since. A whole snapshot's move takes them
-// with the writer lock held, where a walk of every term took a third of a
-// second at a million chunks.
+// with the writer lock held, where a walk of every term took 0.15 s at a
+// million chunks (1.3 million terms in the heap).
 func (l *lexicon) startLog() {
 	l.logging, l.log = true, nil
 }

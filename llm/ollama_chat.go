@@ -93,11 +93,11 @@ func (e *CutAnswerError) Error() string {
 // Answer streams a grounded answer from the chat model. With no sources it
 // returns NoSourcesAnswer without calling the model: there is nothing to
 // ground an answer in. Reasoning blocks (<think>…</think>) are removed from
-// both the deltas and the answer. Cancelling ctx (a client that went away)
-// stops the generation on the server too, since Ollama stops a request whose
-// connection closes. An answer cut at the length limit is returned with a
-// *CutAnswerError. A server that cannot be reached is passed over for
-// another before the answer has begun.
+// both the deltas and the answer. Cancelling ctx (a client that went
+// away) returns at once, while the model's answer is read to its end in
+// the background (see chatToEnd). An answer cut at the length limit is
+// returned with a *CutAnswerError. A server that cannot be reached is
+// passed over for another before the answer has begun.
 func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Source, onDelta func(string)) (string, error) {
 	if len(sources) == 0 {
 		if onDelta != nil {

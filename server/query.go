@@ -130,8 +130,9 @@ func queryChunks(results []search.Result) []queryChunk {
 // streamQuery answers as server-sent events: one "chunks" event with the
 // retrieved chunks, "answer" events carrying pieces of the answer as the
 // model writes them, then "done" with the whole answer, or "error" if the
-// model fails midway. A client that disconnects cancels the model call
-// through the request's context. A search that fails before the chunks are
+// model fails midway. A client that disconnects ends the model call
+// through the request's context (an Ollama model's answer is still read to
+// its end, in the background). A search that fails before the chunks are
 // sent is an ordinary JSON error.
 func (s *Server) streamQuery(c echo.Context, owner, query string, k int, filter *search.Filter) error {
 	w := c.Response()
