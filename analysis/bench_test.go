@@ -38,6 +38,30 @@ func BenchmarkAnalyzePassage(b *testing.B) {
 	}
 }
 
+// BenchmarkAnalyzePassageAfterVocabulary is BenchmarkAnalyzePassage after
+// the stem cache has met as many other words as it holds, as in a server
+// whose owners' texts have more words than that.
+func BenchmarkAnalyzePassageAfterVocabulary(b *testing.B) {
+	var text []byte
+	for i := range stemCacheMax {
+		text = append(text, "wordings"...)
+		for n := i; n > 0; n /= 26 { // a word of letters: digits are not stemmed
+			text = append(text, byte('a'+n%26))
+		}
+		text = append(text, ' ')
+		if len(text) > 1<<16 {
+			Analyze(string(text), English, func(Term) {})
+			text = text[:0]
+		}
+	}
+	Analyze(string(text), English, func(Term) {})
+	b.SetBytes(int64(len(benchPassage)))
+	b.ResetTimer()
+	for b.Loop() {
+		Analyze(benchPassage, English, func(Term) {})
+	}
+}
+
 // BenchmarkAnalyzeQueryUnknownWord is a query whose every word is unknown
 // to the vocabulary, each searched for compound parts: the worst case of
 // AnalyzeQueryIn, beside BenchmarkAnalyzeQueryKnown, its common case.
