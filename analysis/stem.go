@@ -10,10 +10,11 @@ import (
 // stemCacheMax bounds each language's stem cache: two generations of up
 // to half as many words each. When the recent one is full, the older is
 // dropped and a new one begun; a word found in the older moves to the
-// recent. So the cache holds the words in use: an owner of a million
-// chunks has more words than fit, and a cache that kept the first words it
-// met for good stemmed each later one at every occurrence, taking the
-// cache's lock to find it full (a passage took 3.3 times as long to cut,
+// recent. So the cache holds the words in use: a server's owners can
+// hold more words than fit (a million chunks of real text, with its names
+// and typos, can alone), and a cache that kept the first words it met for
+// good stemmed each later one at every occurrence, taking the cache's
+// lock to find it full (a passage took 3.3 times as long to cut,
 // BenchmarkAnalyzePassageAfterVocabulary, and an extractive answer 2.5).
 // A variable for tests.
 var stemCacheMax = 1 << 19
