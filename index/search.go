@@ -52,9 +52,14 @@ const (
 )
 
 // hashedWalk is the list kept by the graph walk of a hybrid search's
-// vector side for the built-in embedder's vectors (see hashedCandidates);
-// a variable so that BenchmarkSearchSnapshot can widen it.
-var hashedWalk = 40
+// vector side for the built-in embedder's vectors (see hashedCandidates):
+// no more than it nominates. On bench scale's million-chunk owner a walk
+// keeping 40 kept 97.7% of the top five that one keeping 1,000 finds, and
+// this one 97.4%, for 15% less of an index search's time (600 queries)
+// and 8% less of a query's CPU in the server; the evaluations (MS MARCO,
+// pdfqa) gave the same figures with either. A variable so that
+// BenchmarkSearchSnapshot can widen it.
+var hashedWalk = hashedCandidates
 
 // hashed reports whether model's vectors are the built-in embedder's.
 func hashed(model string) bool { return strings.HasPrefix(model, hashedModelPrefix) }
