@@ -38,6 +38,18 @@ func BenchmarkAnalyzePassage(b *testing.B) {
 	}
 }
 
+// BenchmarkAnalyzePassageParallel is BenchmarkAnalyzePassage on every
+// processor at once, as a server's queries and uploads cut their texts:
+// each word's stem is looked up in the one cache they share.
+func BenchmarkAnalyzePassageParallel(b *testing.B) {
+	b.SetBytes(int64(len(benchPassage)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			Analyze(benchPassage, English, func(Term) {})
+		}
+	})
+}
+
 // BenchmarkAnalyzePassageAfterVocabulary is BenchmarkAnalyzePassage after
 // the stem cache has met as many other words as it holds, as in a server
 // whose owners' texts have more words than that.
