@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,21 +32,56 @@ const (
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
 
 // NewID returns prefix and 26 characters: the time in milliseconds (48
-// bits), then 80 random bits, enough that ids never collide and cannot
-// be enumerated.
+// bits), a count of the ids made before it in that millisecond (16 bits),
+// then 64 random bits, enough that ids never collide and cannot be
+// enumerated.
 //
 // The time goes first so that ids made together sort together. Records
 // are keyed by id in B-trees that bbolt rewrites a page at a time: a
 // group commit of documents with random ids wrote a leaf page (and its
 // branches) in each bucket for each document, and with ordered ones the
 // same few pages at the right edge for all of them (see fillAppended).
+// The count makes the ids one process makes sort in the order it made
+// them, so that an owner's documents listed by id are in the order they
+// were uploaded, page after page (see Documents).
 func NewID(prefix string) string {
 	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16) // 48 bits, then 80 random
-	if _, err := rand.Read(b[6:]); err != nil {
+	binary.BigEndian.PutUint64(b[:8], idClock.next(time.Now().UnixMilli()))
+	if _, err := rand.Read(b[8:]); err != nil {
 		panic(fmt.Sprintf("store: crypto/rand failed: %v", err)) // the OS has no entropy: nothing safe to do
 	}
 	return prefix + idEncoding.EncodeToString(b[:])
+}
+
+// IsID reports whether id is one NewID(prefix) could have made.
+func IsID(id, prefix string) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	_, err := idEncoding.DecodeString(rest)
+	return err == nil
+}
+
+// idClock hands out the first 64 bits of ids: milliseconds and a count
+// within one, never the same twice and never going back, even when the
+// system clock does (the last millisecond is kept until the clock passes
+// it) or when more than 65,536 ids are made in one millisecond (the
+// count then carries into the next).
+var idClock idCounter
+
+type idCounter struct {
+	sync.Mutex
+	last uint64
+}
+
+// next returns the first 64 bits of the id made at ms.
+func (c *idCounter) next(ms int64) uint64 {
+	now := uint64(ms) << 16
+	c.Lock()
+	defer c.Unlock()
+	c.last = max(c.last+1, now)
+	return c.last
 }
 
 // NewSecret returns prefix followed by 256 random bits, for API keys and

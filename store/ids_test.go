@@ -9,7 +9,7 @@ import (
 
 // An id carries the millisecond it was made in its first characters, so
 // that ids sort by when they were made, and ids made in the same
-// millisecond differ.
+// millisecond differ and sort in the order they were made.
 func TestNewIDSortsByTime(t *testing.T) {
 	msOf := func(id string) int64 {
 		b, err := idEncoding.DecodeString(strings.TrimPrefix(id, PrefixDocument))
@@ -34,9 +34,37 @@ func TestNewIDSortsByTime(t *testing.T) {
 			t.Fatalf("id %s made twice", id)
 		}
 		seen[id] = true
-		if prev != "" && msOf(prev) < msOf(id) && prev >= id {
-			t.Fatalf("id %s, made a millisecond before %s, sorts after it", prev, id)
+		if prev != "" && prev >= id {
+			t.Fatalf("id %s, made before %s, sorts after it", prev, id)
 		}
 		prev = id
+	}
+}
+
+// The count within a millisecond carries into the next one, and a clock
+// that goes back does not take ids back with it.
+func TestIDCounterNeverGoesBack(t *testing.T) {
+	var c idCounter
+	const ms = 1_700_000_000_000
+	first := c.next(ms)
+	if first != ms<<16 {
+		t.Fatalf("first id of a millisecond: %x, want %x", first, uint64(ms)<<16)
+	}
+	last := first
+	for i := 1; i < 70_000; i++ { // more than 16 bits' worth in one millisecond
+		v := c.next(ms)
+		if v != last+1 {
+			t.Fatalf("id %d of one millisecond: %x after %x", i, v, last)
+		}
+		last = v
+	}
+	if last>>16 != ms+1 {
+		t.Fatalf("after 70,000 ids in millisecond %d the count says millisecond %d, want it carried into the next", ms, last>>16)
+	}
+	if v := c.next(ms - 5_000); v != last+1 {
+		t.Fatalf("clock 5 s back: %x after %x, want the next after it", v, last)
+	}
+	if v := c.next(ms + 10); v != (ms+10)<<16 {
+		t.Fatalf("clock past the last id: %x, want %x", v, uint64(ms+10)<<16)
 	}
 }
