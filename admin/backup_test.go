@@ -135,7 +135,7 @@ func TestBackupRestoreAnswersTheSame(t *testing.T) {
 			t.Errorf("query %q after restore:\n got %q\nwant %q", q, got, want[q])
 		}
 	}
-	docs, err := restored.store.Documents(owner)
+	docs, _, err := restored.store.Documents(owner, "", 1000)
 	if err != nil || len(docs) != 30 {
 		t.Fatalf("restored documents: %d, %v", len(docs), err)
 	}
@@ -184,7 +184,7 @@ func TestBackupDuringIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := startNode(t, dst)
-	docs, err := restored.store.Documents(owner)
+	docs, _, err := restored.store.Documents(owner, "", 1000)
 	if err != nil || len(docs) < 2 {
 		t.Fatalf("restored %d documents (%v)", len(docs), err)
 	}

@@ -65,7 +65,7 @@ func TestDoctorFindsWhatIsWrong(t *testing.T) {
 		t.Errorf("doctor through the socket: %d findings (%v), %d directly", len(viaSocket), err, len(healthy))
 	}
 
-	docs, _ := n.store.Documents(owner)
+	docs, _, _ := n.store.Documents(owner, "", 1000)
 	original := filepath.Join(dir, "files", owner, docs[0].FileHash)
 	if err := os.Remove(original); err != nil {
 		t.Fatal(err)

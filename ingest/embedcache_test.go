@@ -244,7 +244,7 @@ func TestEmbedCacheForgetsDeletedDocuments(t *testing.T) {
 	if got := em.take(); got != 0 {
 		t.Errorf("a text another document still holds was embedded again (%d texts)", got)
 	}
-	docs, _ := st.Documents("cus_a")
+	docs, _, _ := st.Documents("cus_a", "", 1000)
 	for _, d := range docs {
 		deleteDoc(d.ID)
 	}

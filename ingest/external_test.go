@@ -85,7 +85,7 @@ func TestReplacementCrashBeforeIndexCommit(t *testing.T) {
 	// A restart reruns the interrupted job, which finds its document
 	// already holding the external id.
 	n2 := startNode(t, dir, llm.NewBuiltin())
-	jobs, err := n2.store.Documents(owner)
+	jobs, _, err := n2.store.Documents(owner, "", 1000)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("documents after the crash: %d, %v", len(jobs), err)
 	}

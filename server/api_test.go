@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -623,6 +624,46 @@ func TestJobsAndDocuments(t *testing.T) {
 		}
 	})
 
+	t.Run("ok/list in pages", func(t *testing.T) {
+		c, err := s.store.CreateCustomer(a.projectID, "five documents")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string // newest first
+		for i := range 5 {
+			d := &store.Document{ProjectID: a.projectID, OwnerID: c.ID, Name: fmt.Sprintf("%d.txt", i), Format: "text"}
+			if _, err := s.store.CreateDocument(d, []byte("words")); err != nil {
+				t.Fatal(err)
+			}
+			want = append([]string{d.ID}, want...)
+		}
+		var got []string
+		path := "/documents?limit=2&owner_id=" + c.ID
+		for pages := 1; ; pages++ {
+			r := s.get(t, path, a.key)
+			page := decodeAs[struct {
+				Documents  []apiDocument `json:"documents"`
+				NextCursor *string       `json:"next_cursor"`
+			}](t, r)
+			for _, d := range page.Documents {
+				got = append(got, d.DocumentID)
+			}
+			if page.NextCursor == nil {
+				if pages != 3 {
+					t.Fatalf("%d pages of at most 2 for 5 documents", pages)
+				}
+				break
+			}
+			if len(page.Documents) != 2 || *page.NextCursor != page.Documents[1].DocumentID || pages == 3 {
+				t.Fatalf("page %d: %s", pages, r)
+			}
+			path = "/documents?limit=2&owner_id=" + c.ID + "&cursor=" + *page.NextCursor
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("documents in pages %v, want newest first %v", got, want)
+		}
+	})
+
 	t.Run("ok/get", func(t *testing.T) {
 		r := s.get(t, "/documents/"+s.docA2, a.key)
 		d := decodeAs[apiDocument](t, r)
@@ -644,6 +685,11 @@ func TestJobsAndDocuments(t *testing.T) {
 		{name: "list of an unknown customer", method: "GET", path: "/documents?owner_id=cus_doesnotexist", status: 404},
 		{name: "list of a non-id", method: "GET", path: "/documents?owner_id=bob", status: 400, want: []string{"owner_id"}},
 		{name: "list with revoked key", method: "GET", path: "/documents?owner_id=" + a.projectID, key: revoked, status: 401},
+		{name: "list with limit 0", method: "GET", path: "/documents?limit=0&owner_id=" + a.projectID, status: 400, want: []string{"limit", "1 to 1000"}},
+		{name: "list with limit over the most", method: "GET", path: "/documents?limit=1001&owner_id=" + a.projectID, status: 400, want: []string{"limit"}},
+		{name: "list with a word as limit", method: "GET", path: "/documents?limit=all&owner_id=" + a.projectID, status: 400, want: []string{"limit"}},
+		{name: "list from a made-up cursor", method: "GET", path: "/documents?cursor=page2&owner_id=" + a.projectID, status: 400, want: []string{"cursor", "next_cursor"}},
+		{name: "list from an empty cursor", method: "GET", path: "/documents?cursor=&owner_id=" + a.projectID, status: 400, want: []string{"cursor"}},
 		{name: "get a document that does not exist", method: "GET", path: "/documents/doc_doesnotexist", status: 404, want: []string{"doc_doesnotexist"}},
 		{name: "get a customer id as document", method: "GET", path: "/documents/" + a.customers[0], status: 404},
 		{name: "delete a document that does not exist", method: "DELETE", path: "/documents/doc_doesnotexist", status: 404},

@@ -94,7 +94,7 @@ func TestBrowserDriveImport(t *testing.T) {
 	if sum := evaluate[string](b, `document.getElementById('summary').textContent`); !strings.Contains(sum, "2 of 2 files ready") {
 		t.Errorf("summary %q", sum)
 	}
-	docs, err := e.store.Documents(e.customer.ID)
+	docs, _, err := e.store.Documents(e.customer.ID, "", 1000)
 	if err != nil || len(docs) != 2 {
 		t.Fatalf("customer documents: %d, %v", len(docs), err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/docsift/docsift/server"
+	"github.com/docsift/docsift/store"
 )
 
 // The browser tests drive the hosted upload page and the console in a real
@@ -302,7 +304,7 @@ func TestBrowserSessionUploadAndDone(t *testing.T) {
 		t.Errorf("summary %q", s)
 	}
 	// The files are the customer's and carry the session.
-	docs, err := e.store.Documents(e.customer.ID)
+	docs, _, err := e.store.Documents(e.customer.ID, "", 1000)
 	if err != nil || len(docs) != 2 {
 		t.Fatalf("customer documents: %d, %v", len(docs), err)
 	}
@@ -345,7 +347,7 @@ func TestBrowserSessionRateLimitedUploadsRetry(t *testing.T) {
 	}
 	b.do("choose six files", chromedp.SetUploadFiles(chromedp.ID("file-input"), writeFiles(t, files, order...)))
 	b.waitFor("all six processed", `document.querySelectorAll('#file-list li').length === 6 && [...document.querySelectorAll('#file-list li')].every(li => li.dataset.status === 'SUCCEEDED')`, jobTimeout)
-	if docs, _ := e.store.Documents(e.customer.ID); len(docs) != 6 {
+	if docs, _, _ := e.store.Documents(e.customer.ID, "", 1000); len(docs) != 6 {
 		t.Fatalf("%d documents stored, want 6", len(docs))
 	}
 }
@@ -571,6 +573,46 @@ func TestBrowserConsole(t *testing.T) {
 	}
 
 	consoleOpensSubpage(t, b)
+	b.noProblems()
+}
+
+// The console lists an owner's documents a page at a time: the newest
+// hundred, and Show more for the rest, until there are no more.
+func TestBrowserConsoleShowsMore(t *testing.T) {
+	e := newUIEnv(t)
+	var ids []string // newest first
+	for i := range 105 {
+		d := &store.Document{ProjectID: e.project.ID, OwnerID: e.project.ID, Name: fmt.Sprintf("note-%03d.txt", i), Format: "text"}
+		if _, err := e.store.CreateDocument(d, []byte(fmt.Sprintf("Note %d about the harbour.", i))); err != nil {
+			t.Fatal(err)
+		}
+		ids = append([]string{d.ID}, ids...)
+	}
+	e.engine.JobsChanged("") // queued behind the API's back: wake the workers
+	b := newBrowser(t)
+	b.do("open the console and paste the key",
+		chromedp.Navigate(e.base+"/console"),
+		chromedp.WaitVisible(chromedp.ID("api-key")),
+		chromedp.SendKeys(chromedp.ID("api-key"), e.key),
+		chromedp.Click(chromedp.ID("connect")),
+		chromedp.WaitVisible(chromedp.ID("workspace")),
+	)
+	rows := `[...document.querySelectorAll('#documents tr')].map(tr => tr.dataset.documentId)`
+	b.waitFor("the first page", `document.querySelectorAll('#documents tr').length === 100 && !document.getElementById('more-documents').hidden`, 10*time.Second)
+	if got := evaluate[[]string](b, rows); !slices.Equal(got, ids[:100]) {
+		t.Fatalf("first page: %d rows, not the 100 newest documents newest first", len(got))
+	}
+	b.do("show more", chromedp.Click(chromedp.ID("more-documents")))
+	b.waitFor("the rest", `document.querySelectorAll('#documents tr').length === 105 && document.getElementById('more-documents').hidden`, 10*time.Second)
+	// A refresh asks again for as many as the table shows. The old rows
+	// are marked, to know when the new ones have replaced them.
+	b.waitFor("documents processed", `[...document.querySelectorAll('#documents .badge')].every(e => e.dataset.status === 'SUCCEEDED')`, jobTimeout)
+	evaluate[int](b, `document.querySelectorAll('#documents tr').forEach(tr => tr.dataset.old = '1'), 0`)
+	b.do("refresh", chromedp.Click(chromedp.ID("refresh")))
+	b.waitFor("the table redrawn", `document.querySelectorAll('#documents tr').length > 0 && !document.querySelector('#documents tr[data-old]')`, 10*time.Second)
+	if got := evaluate[[]string](b, rows); !slices.Equal(got, ids) || !evaluate[bool](b, `document.getElementById('more-documents').hidden`) {
+		t.Fatalf("after show more and a refresh: %d rows, want all 105 newest first and nothing more to show", len(got))
+	}
 	b.noProblems()
 }
 

@@ -85,8 +85,17 @@ func (s *Server) getJob(c echo.Context) error {
 	return c.JSON(http.StatusOK, jobOf(j))
 }
 
-// listDocuments lists an owner's documents, or, with external_id, the one
-// document holding that external id (none when no document does).
+// Documents are listed a page at a time: an owner may hold a million, whose
+// list would be hundreds of megabytes to build in memory and to send.
+const (
+	defaultDocumentPage = 100
+	maxDocumentPage     = 1000
+)
+
+// listDocuments lists an owner's documents newest first, a page at a time
+// (limit, and cursor: the next_cursor of the page before), or, with
+// external_id, the one document holding that external id (none when no
+// document does).
 func (s *Server) listDocuments(c echo.Context) error {
 	owner, err := s.ownerOf(c, c.QueryParam("owner_id"))
 	if err != nil {
@@ -95,7 +104,15 @@ func (s *Server) listDocuments(c echo.Context) error {
 	if c.QueryParams().Has("external_id") {
 		return s.documentByExternalID(c, owner, c.QueryParam("external_id"))
 	}
-	docs, err := s.store.Documents(owner)
+	limit, err := queryLimit(c, defaultDocumentPage, maxDocumentPage)
+	if err != nil {
+		return err
+	}
+	cursor := c.QueryParam("cursor")
+	if c.QueryParams().Has("cursor") && !store.IsID(cursor, store.PrefixDocument) {
+		return badRequest("cursor is not a next_cursor this API gave: leave it out for the first page")
+	}
+	docs, next, err := s.store.Documents(owner, cursor, limit)
 	if err != nil {
 		return err
 	}
@@ -103,7 +120,15 @@ func (s *Server) listDocuments(c echo.Context) error {
 	for i := range docs {
 		out[i] = documentOf(&docs[i])
 	}
-	return c.JSON(http.StatusOK, map[string]any{"documents": out})
+	return c.JSON(http.StatusOK, documentPage{Documents: out, NextCursor: next})
+}
+
+// documentPage is a page of GET /documents.
+type documentPage struct {
+	Documents []documentResponse `json:"documents"`
+	// NextCursor, when set, is the cursor of the next page; the last page
+	// has none.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 func (s *Server) documentByExternalID(c echo.Context, owner, externalID string) error {
@@ -121,7 +146,7 @@ func (s *Server) documentByExternalID(c echo.Context, owner, externalID string) 
 	case !errors.Is(err, store.ErrNotFound):
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"documents": out})
+	return c.JSON(http.StatusOK, documentPage{Documents: out})
 }
 
 func (s *Server) getDocument(c echo.Context) error {

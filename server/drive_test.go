@@ -329,7 +329,7 @@ func TestDriveImportGoogleDocIsIndexed(t *testing.T) {
 	if q.Chunks[0].Page == nil || *q.Chunks[0].Page != 2 {
 		t.Errorf("the chunk's page is %v, want 2 (the export keeps pages)", q.Chunks[0].Page)
 	}
-	docs, err := e.store.Documents(e.a.projectID)
+	docs, _, err := e.store.Documents(e.a.projectID, "", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,12 +155,12 @@ func (s *Server) sessionJobs(c echo.Context) error {
 			jobs = append(jobs, sessionJobOf(d))
 		}
 	} else {
-		docs, err := s.store.Documents(sess.OwnerID)
+		docs, err := s.store.SessionDocuments(sess.OwnerID, sess.ID)
 		if err != nil {
 			return err
 		}
 		for i := range docs {
-			if docs[i].ProjectID == sess.ProjectID && docs[i].Metadata[sessionMetaKey] == sess.ID {
+			if docs[i].ProjectID == sess.ProjectID {
 				jobs = append(jobs, sessionJobOf(&docs[i]))
 			}
 		}
@@ -195,14 +195,13 @@ func (s *Server) sessionDocument(sess *store.Session, jobID string) (*store.Docu
 // bound keeps one link from filling the queue ahead of everyone else. The
 // answer is a 429 the hosted page waits out.
 func (s *Server) checkSessionBacklog(c echo.Context, sess *store.Session) error {
-	docs, err := s.store.Documents(sess.OwnerID)
+	docs, err := s.store.SessionDocuments(sess.OwnerID, sess.ID)
 	if err != nil {
 		return err
 	}
 	waiting := 0
 	for i := range docs {
-		d := &docs[i]
-		if d.Metadata[sessionMetaKey] == sess.ID && (d.Status == store.StatusPending || d.Status == store.StatusProcessing) {
+		if d := &docs[i]; d.Status == store.StatusPending || d.Status == store.StatusProcessing {
 			waiting++
 		}
 	}

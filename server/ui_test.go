@@ -449,7 +449,7 @@ func TestUISessionUploadStoresUnderSessionOwner(t *testing.T) {
 	if strings.ContainsRune(d.Name, '\t') || !strings.HasPrefix(d.Name, "tab here é") || len([]rune(d.Name)) > 200 {
 		t.Errorf("document name %q was not cleaned", d.Name)
 	}
-	docs, _ := e.store.Documents(other.ID)
+	docs, _, _ := e.store.Documents(other.ID, "", 1000)
 	if len(docs) != 0 {
 		t.Errorf("the other customer has %d documents", len(docs))
 	}

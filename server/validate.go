@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -258,4 +259,18 @@ func checkRedirectURL(field, raw string) error {
 		return badRequest("%s must be an absolute http or https URL, got %q", field, raw)
 	}
 	return nil
+}
+
+// queryLimit reads the query parameter limit: def when it is absent, and a
+// clear error unless it is a whole number from 1 to max.
+func queryLimit(c echo.Context, def, max int) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, badRequest("limit must be a whole number from 1 to %d", max)
+	}
+	return n, nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/docsift/docsift/store"
@@ -120,13 +119,9 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit := defaultDeliveries
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxDeliveries {
-			return badRequest("limit must be a whole number from 1 to %d", maxDeliveries)
-		}
-		limit = n
+	limit, err := queryLimit(c, defaultDeliveries, maxDeliveries)
+	if err != nil {
+		return err
 	}
 	ds, err := s.store.Deliveries(w.ID, limit)
 	if err != nil {

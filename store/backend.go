@@ -29,7 +29,8 @@ type Backend interface {
 	// Documents and their original files.
 	CreateDocument(d *Document, data []byte) (*Job, error)
 	Document(id string) (*Document, error)
-	Documents(ownerID string) ([]Document, error)
+	Documents(ownerID, after string, limit int) ([]Document, string, error)
+	SessionDocuments(ownerID, sessionID string) ([]Document, error)
 	DeleteDocument(id string) ([]uint64, error)
 	DocumentsOf(chunks []Chunk) (map[string]*Document, error)
 	DocumentNames(chunks []Chunk) (map[string]string, error)

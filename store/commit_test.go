@@ -115,7 +115,7 @@ func TestGroupCommitAcknowledgedIsInTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	docs, err := c.Documents("prj_g")
+	docs, _, err := c.Documents("prj_g", "", uploads+1)
 	if err != nil || len(docs) != uploads {
 		t.Fatalf("after the crash: %d documents (%v), want %d", len(docs), err, uploads)
 	}
@@ -456,5 +456,47 @@ func TestRunningJobsListed(t *testing.T) {
 	}
 	if n, err := s.RequeueInterrupted(); n != 0 || err != nil {
 		t.Fatalf("RequeueInterrupted again = %d, %v; want none", n, err)
+	}
+}
+
+// A file of schema 4, from before documents were indexed by the upload
+// session they came through, gets the index on open.
+func TestSessionDocumentsIndexedOnUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 3 {
+		d := &Document{ProjectID: "prj_x", OwnerID: "prj_x", Name: fmt.Sprint(i), Format: "text",
+			Metadata: map[string]string{SessionMetaKey: "ses_1"}}
+		if _, err := s.CreateDocument(d, []byte("text")); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, d.ID)
+		newDoc(t, s, "prj_x", "not through a session")
+	}
+	// As a build of schema 4 left it: no index.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketSessionDocs); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(4))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	docs, err := s.SessionDocuments("prj_x", "ses_1")
+	var got []string
+	for _, d := range docs {
+		got = append(got, d.ID)
+	}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("session documents after the upgrade: %v (%v), want %v", got, err, want)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -146,6 +145,11 @@ func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
 		if err := tx.Bucket(bucketOwnerDocs).Put(ownerKey(d.OwnerID, []byte(d.ID)), nil); err != nil {
 			return err
 		}
+		if key := sessionDocKey(d); key != nil {
+			if err := tx.Bucket(bucketSessionDocs).Put(key, nil); err != nil {
+				return err
+			}
+		}
 		if small {
 			return nil // d's own, with no count (see files.go)
 		}
@@ -162,13 +166,39 @@ func (s *Store) Document(id string) (*Document, error) {
 	return record[Document](s, bucketDocuments, id)
 }
 
-// Documents lists an owner's documents, newest first.
-func (s *Store) Documents(ownerID string) ([]Document, error) {
+// Documents lists an owner's documents newest first, a page of at most
+// limit at a time: those after the document whose id is after ("" for the
+// first page), and the id to give as after for the next page ("" when
+// this one is the last). Newest first is in the order of their ids (see
+// NewID), which is the order they were created in (to the millisecond
+// across processes), so a document created or deleted between two pages
+// neither repeats nor hides another.
+func (s *Store) Documents(ownerID, after string, limit int) ([]Document, string, error) {
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("store: list documents: limit %d, want at least 1", limit)
+	}
 	var docs []Document
+	next := ""
 	err := s.db.View(func(tx *bolt.Tx) error {
 		prefix := ownerKey(ownerID, nil)
 		c := tx.Bucket(bucketOwnerDocs).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		// Newest first: backwards from after, or from the owner's last key.
+		var k []byte
+		if after == "" {
+			k, _ = c.Seek(append([]byte(ownerID), 1)) // the first key past the owner's
+		} else {
+			k, _ = c.Seek(ownerKey(ownerID, []byte(after)))
+		}
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+			if len(docs) == limit {
+				next = docs[len(docs)-1].ID
+				return nil
+			}
 			d, err := getDoc(tx, string(k[len(prefix):]))
 			if err != nil {
 				return err
@@ -177,8 +207,10 @@ func (s *Store) Documents(ownerID string) ([]Document, error) {
 		}
 		return nil
 	})
-	sort.Slice(docs, func(i, j int) bool { return docs[i].CreatedAt.After(docs[j].CreatedAt) })
-	return docs, err
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list documents: %w", err)
+	}
+	return docs, next, nil
 }
 
 // DeleteDocument removes a document, its chunks and vectors, and its job
@@ -228,6 +260,11 @@ func (s *Store) removeDocument(tx *bolt.Tx, d *Document, reason string) (removed
 	}
 	if err := tx.Bucket(bucketOwnerDocs).Delete(ownerKey(d.OwnerID, []byte(d.ID))); err != nil {
 		return nil, "", err
+	}
+	if key := sessionDocKey(d); key != nil {
+		if err := tx.Bucket(bucketSessionDocs).Delete(key); err != nil {
+			return nil, "", err
+		}
 	}
 	if err := releaseExternalID(tx, d); err != nil {
 		return nil, "", err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -81,4 +82,64 @@ func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// bucketSessionDocs indexes documents by the upload session they came
+// through: session id \x00 document id → nil.
+var bucketSessionDocs = []byte("sessiondocs")
+
+// SessionMetaKey is the document metadata key that names the upload
+// session a document came through. The store keeps an index of it, so
+// that a session's uploads are found without reading every document of
+// its owner, which a hosted page asks for on every upload.
+const SessionMetaKey = "session_id"
+
+// sessionDocKey is a document's key in bucketSessionDocs, or nil for a
+// document that came through no session.
+func sessionDocKey(d *Document) []byte {
+	sid := d.Metadata[SessionMetaKey]
+	if sid == "" {
+		return nil
+	}
+	return ownerKey(sid, []byte(d.ID))
+}
+
+// SessionDocuments returns the documents of owner uploaded through the
+// session sessionID, in the order they were uploaded.
+func (s *Store) SessionDocuments(ownerID, sessionID string) ([]Document, error) {
+	var docs []Document
+	err := s.db.View(func(tx *bolt.Tx) error {
+		prefix := ownerKey(sessionID, nil)
+		c := tx.Bucket(bucketSessionDocs).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			d, err := getDoc(tx, string(k[len(prefix):]))
+			if err != nil {
+				return err
+			}
+			if d.OwnerID == ownerID {
+				docs = append(docs, *d)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list the documents of session %s: %w", sessionID, err)
+	}
+	return docs, nil
+}
+
+// indexSessionDocuments fills bucketSessionDocs from every document, for
+// data written before it was kept (schema 4 and older).
+func indexSessionDocuments(tx *bolt.Tx) error {
+	index := tx.Bucket(bucketSessionDocs)
+	return tx.Bucket(bucketDocuments).ForEach(func(k, v []byte) error {
+		var d Document
+		if err := decode(v, &d); err != nil {
+			return fmt.Errorf("%w (document %s)", err, k)
+		}
+		if key := sessionDocKey(&d); key != nil {
+			return index.Put(key, nil)
+		}
+		return nil
+	})
 }

@@ -33,10 +33,13 @@ import (
 // their own, so that a start finds those a crash interrupted without
 // reading every job ever made. Version 4 keeps a small original under its
 // document's id (see files.go), where a build of version 3 would look for
-// it under its content's hash in vain. Older files are upgraded on open:
-// the buckets are added, and the running jobs listed from a scan of the
-// jobs; their small originals stay where they are, and are read there.
-const schemaVersion = 4
+// it under its content's hash in vain. Version 5 indexes documents by the
+// upload session they came through, which a build of version 4 would not
+// keep up as it adds and deletes documents. Older files are upgraded on
+// open: the buckets are added, the running jobs listed from a scan of the
+// jobs and the session index filled from one of the documents; their
+// small originals stay where they are, and are read there.
+const schemaVersion = 5
 
 // openTimeout bounds the wait for bbolt's file lock, so that a second process
 // on the same data dir fails with a clear error instead of hanging.
@@ -70,7 +73,7 @@ var (
 		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue, bucketRunning,
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
 		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
-		bucketEmbedCache, bucketExternalIDs, bucketOriginals}
+		bucketEmbedCache, bucketExternalIDs, bucketOriginals, bucketSessionDocs}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -140,6 +143,11 @@ func (s *Store) init() error {
 		case got < schemaVersion:
 			if got < 3 {
 				if err := listRunning(tx); err != nil {
+					return err
+				}
+			}
+			if got < 5 {
+				if err := indexSessionDocuments(tx); err != nil {
 					return err
 				}
 			}

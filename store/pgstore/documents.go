@@ -169,26 +169,57 @@ func (s *Store) Document(id string) (*store.Document, error) {
 	return scanDoc(s.pool.QueryRow(ctx, "SELECT "+docColumns+" FROM documents WHERE id = $1", id))
 }
 
-// Documents lists an owner's documents, newest first.
-func (s *Store) Documents(ownerID string) ([]store.Document, error) {
+// Documents lists an owner's documents newest first, a page at a time
+// (see store.Store.Documents): in the order of their ids, compared byte by
+// byte.
+func (s *Store) Documents(ownerID, after string, limit int) ([]store.Document, string, error) {
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("store: list documents: limit %d, want at least 1", limit)
+	}
 	ctx, cancel := opContext()
 	defer cancel()
-	rows, err := s.pool.Query(ctx, "SELECT "+docColumns+` FROM documents WHERE owner_id = $1
-		ORDER BY created_at DESC, seq DESC`, ownerID)
+	// One more than the page, to know whether another follows.
+	docs, err := s.queryDocs(ctx, "SELECT "+docColumns+` FROM documents
+		WHERE owner_id = $1 AND ($2 = '' OR id COLLATE "C" < $2)
+		ORDER BY id COLLATE "C" DESC LIMIT $3`, ownerID, after, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("store: list documents: %w", err)
+		return nil, "", fmt.Errorf("store: list documents: %w", err)
 	}
-	docs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Document, error) {
+	if len(docs) <= limit {
+		return docs, "", nil
+	}
+	docs = docs[:limit]
+	return docs, docs[limit-1].ID, nil
+}
+
+// SessionDocuments returns the documents of owner uploaded through the
+// session sessionID, in the order they were uploaded. 'session_id' is
+// store.SessionMetaKey, written out as index documents_session names it.
+func (s *Store) SessionDocuments(ownerID, sessionID string) ([]store.Document, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	docs, err := s.queryDocs(ctx, "SELECT "+docColumns+` FROM documents
+		WHERE metadata ? 'session_id' AND metadata->>'session_id' = $2 AND owner_id = $1
+		ORDER BY id COLLATE "C"`, ownerID, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list the documents of session %s: %w", sessionID, err)
+	}
+	return docs, nil
+}
+
+// queryDocs runs a query of docColumns and returns its documents.
+func (s *Store) queryDocs(ctx context.Context, query string, args ...any) ([]store.Document, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Document, error) {
 		d, err := scanDoc(row)
 		if err != nil {
 			return store.Document{}, err
 		}
 		return *d, nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("store: list documents: %w", err)
-	}
-	return docs, nil
 }
 
 // DeleteDocument removes a document, its chunks and vectors, ends its job

@@ -630,9 +630,9 @@ type ownerState struct {
 
 func stateOf(t *testing.T, s Chunks, owner string) ownerState {
 	t.Helper()
-	docs, err := s.Documents(owner)
-	if err != nil {
-		t.Fatal(err)
+	docs, next, err := s.Documents(owner, "", 1000)
+	if err != nil || next != "" {
+		t.Fatalf("Documents(%s): next page %q, %v; want them all on one", owner, next, err)
 	}
 	st := ownerState{Docs: docs}
 	for _, d := range docs {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 type Jobs interface {
 	CreateDocument(d *store.Document, data []byte) (*store.Job, error)
 	Document(id string) (*store.Document, error)
-	Documents(ownerID string) ([]store.Document, error)
+	Documents(ownerID, after string, limit int) ([]store.Document, string, error)
+	SessionDocuments(ownerID, sessionID string) ([]store.Document, error)
 	DeleteDocument(id string) ([]uint64, error)
 	ReadOriginal(d *store.Document) ([]byte, error)
 	Job(id string) (*store.Job, error)
@@ -33,6 +35,8 @@ type Jobs interface {
 // RunJobs runs every test of the Jobs slice, each on a new store.
 func RunJobs(t *testing.T, open func(t *testing.T) Jobs) {
 	t.Run("DocumentsCreateListDelete", func(t *testing.T) { documentsCreateListDelete(t, open(t)) })
+	t.Run("DocumentsInPages", func(t *testing.T) { documentsInPages(t, open(t)) })
+	t.Run("SessionDocuments", func(t *testing.T) { sessionDocuments(t, open(t)) })
 	t.Run("ClaimByDueTime", func(t *testing.T) { claimByDueTime(t, open(t)) })
 	t.Run("RetryOfAQueuedJobMovesIt", func(t *testing.T) { retryOfAQueuedJobMovesIt(t, open(t)) })
 	t.Run("ConcurrentClaimsTakeEachJobOnce", func(t *testing.T) { concurrentClaims(t, open(t)) })
@@ -108,12 +112,12 @@ func documentsCreateListDelete(t *testing.T, s Jobs) {
 		t.Fatalf("seqs %d, %d, %d, hashes %s, %s: want increasing seqs and one hash for one content",
 			in.Seq, second.Seq, other.Seq, in.FileHash, second.FileHash)
 	}
-	docs, err := s.Documents("alice")
-	if err != nil || len(docs) != 2 || docs[0].ID != second.ID || docs[1].ID != in.ID {
-		t.Fatalf("Documents(alice) = %+v, %v; want b.txt then a.txt", docs, err)
+	docs, next, err := s.Documents("alice", "", 10)
+	if err != nil || len(docs) != 2 || docs[0].ID != second.ID || docs[1].ID != in.ID || next != "" {
+		t.Fatalf("Documents(alice) = %+v, %q, %v; want b.txt then a.txt, and no next page", docs, next, err)
 	}
-	if docs, _ := s.Documents("nobody"); len(docs) != 0 {
-		t.Fatalf("Documents(nobody) = %+v", docs)
+	if docs, next, err := s.Documents("nobody", "", 10); len(docs) != 0 || next != "" || err != nil {
+		t.Fatalf("Documents(nobody) = %+v, %q, %v", docs, next, err)
 	}
 	if data, err := s.ReadOriginal(in); err != nil || string(data) != "same words" {
 		t.Fatalf("ReadOriginal = %q, %v", data, err)
@@ -142,7 +146,7 @@ func documentsCreateListDelete(t *testing.T, s Jobs) {
 	if _, err := s.ReadOriginal(second); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("original without documents: err = %v, want ErrNotFound", err)
 	}
-	if docs, _ := s.Documents("alice"); len(docs) != 0 {
+	if docs, _, _ := s.Documents("alice", "", 10); len(docs) != 0 {
 		t.Fatalf("Documents after deletes = %+v", docs)
 	}
 	if _, err := s.DeleteDocument(in.ID); !errors.Is(err, store.ErrNotFound) {
@@ -150,6 +154,108 @@ func documentsCreateListDelete(t *testing.T, s Jobs) {
 	}
 	if n, _, _ := s.PendingJobs(); n != 1 {
 		t.Fatalf("PendingJobs = %d, want 1 (bob's)", n)
+	}
+}
+
+// documentsInPages lists an owner's documents a page at a time while
+// documents are added and deleted between pages: every document there
+// from the first page to the last is listed once, newest first, and the
+// owners on either side of it (in key order) are never mixed in.
+func documentsInPages(t *testing.T, s Jobs) {
+	for _, owner := range []string{"alic", "alice2", "alicf"} {
+		upload(t, s, owner, "neighbour.txt", "not alice's")
+	}
+	var want []string // alice's, oldest first
+	for i := range 7 {
+		d, _ := upload(t, s, "alice", fmt.Sprintf("%d.txt", i), "words")
+		want = append(want, d.ID)
+	}
+	page := func(after string, limit int) ([]string, string) {
+		t.Helper()
+		docs, next, err := s.Documents("alice", after, limit)
+		if err != nil {
+			t.Fatalf("Documents(alice, %q, %d): %v", after, limit, err)
+		}
+		ids := make([]string, len(docs))
+		for i, d := range docs {
+			if d.OwnerID != "alice" {
+				t.Fatalf("Documents(alice) listed %s of %q", d.ID, d.OwnerID)
+			}
+			ids[i] = d.ID
+		}
+		return ids, next
+	}
+	ids, next := page("", 3)
+	if !slices.Equal(ids, []string{want[6], want[5], want[4]}) || next != want[4] {
+		t.Fatalf("first page %v, next %q; want the three newest, then %q", ids, next, want[4])
+	}
+	// Between pages: a new document (newer than every page: not listed),
+	// and the document the cursor names and one not yet listed go.
+	upload(t, s, "alice", "late.txt", "words")
+	for _, id := range []string{want[4], want[2]} {
+		if _, err := s.DeleteDocument(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, next = page(next, 3)
+	if !slices.Equal(ids, []string{want[3], want[1], want[0]}) || next != "" {
+		t.Fatalf("second page %v, next %q; want %v and no next page", ids, next, []string{want[3], want[1], want[0]})
+	}
+	if ids, next := page(want[0], 3); len(ids) != 0 || next != "" {
+		t.Fatalf("page after the oldest: %v, %q; want none", ids, next)
+	}
+	// A page as long as what is left says there is no next page.
+	if ids, next = page("", 6); len(ids) != 6 || next != "" {
+		t.Fatalf("a page of all 6: %d documents, next %q; want no next page", len(ids), next)
+	}
+	if _, _, err := s.Documents("alice", "", 0); err == nil {
+		t.Fatal("Documents with limit 0: no error")
+	}
+}
+
+// sessionDocuments lists the documents uploaded through one session, in
+// the order they were uploaded, and drops those deleted.
+func sessionDocuments(t *testing.T, s Jobs) {
+	put := func(owner, name, session string) *store.Document {
+		t.Helper()
+		d := &store.Document{ProjectID: "prj_test", OwnerID: owner, Name: name, Format: "text"}
+		if session != "" {
+			d.Metadata = map[string]string{store.SessionMetaKey: session, "team": "a"}
+		}
+		if _, err := s.CreateDocument(d, []byte(name)); err != nil {
+			t.Fatalf("CreateDocument(%s): %v", name, err)
+		}
+		return d
+	}
+	a1 := put("alice", "1.txt", "ses_a")
+	put("alice", "2.txt", "")
+	put("alice", "3.txt", "ses_b")
+	put("bob", "4.txt", "ses_a") // a forged session id of another owner's
+	a5 := put("alice", "5.txt", "ses_a")
+	a6 := put("alice", "6.txt", "ses_a")
+	ids := func(session string) []string {
+		t.Helper()
+		docs, err := s.SessionDocuments("alice", session)
+		if err != nil {
+			t.Fatalf("SessionDocuments(alice, %s): %v", session, err)
+		}
+		var out []string
+		for _, d := range docs {
+			out = append(out, d.Name)
+		}
+		return out
+	}
+	if got := ids("ses_a"); !slices.Equal(got, []string{a1.Name, a5.Name, a6.Name}) {
+		t.Fatalf("session a: %v, want 1.txt 5.txt 6.txt", got)
+	}
+	if _, err := s.DeleteDocument(a5.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids("ses_a"); !slices.Equal(got, []string{a1.Name, a6.Name}) {
+		t.Fatalf("session a after deleting 5.txt: %v, want 1.txt 6.txt", got)
+	}
+	if got := ids("ses_none"); len(got) != 0 {
+		t.Fatalf("a session without uploads: %v", got)
 	}
 }
 

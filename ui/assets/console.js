@@ -23,10 +23,19 @@
   var ownerSelect = $('owner');
   var docsBody = $('documents');
   var docsEmpty = $('documents-empty');
+  var moreDocs = $('more-documents');
   var uploadStatus = $('upload-status');
 
   var project = null;
   var refreshTimer = null;
+
+  // The documents come a page at a time, newest first (GET /documents).
+  // A refresh asks again for as many as the table shows, up to the most
+  // one page holds; Show more appends the page after them.
+  var PAGE = 100;
+  var MAX_PAGE = 1000;
+  var shown = PAGE;
+  var nextCursor = null;
 
   // Talking to the API
 
@@ -140,6 +149,7 @@
   ownerSelect.addEventListener('change', function () {
     sessionStorage.setItem(OWNER_STORAGE, owner());
     $('result').hidden = true;
+    shown = PAGE;
     loadDocuments().catch(showError);
   });
 
@@ -149,13 +159,21 @@
     if (refreshTimer !== null) { clearTimeout(refreshTimer); refreshTimer = null; }
   }
 
+  function documentsPath(forOwner, limit, cursor) {
+    var path = '/documents?limit=' + limit + '&owner_id=' + encodeURIComponent(forOwner);
+    return cursor ? path + '&cursor=' + encodeURIComponent(cursor) : path;
+  }
+
   function loadDocuments() {
     stopRefresh();
     var forOwner = owner();
-    return api('GET', '/documents?owner_id=' + encodeURIComponent(forOwner)).then(function (body) {
+    return api('GET', documentsPath(forOwner, Math.min(Math.max(shown, PAGE), MAX_PAGE))).then(function (body) {
       if (forOwner !== owner()) { return; } // the owner changed meanwhile
       var docs = body.documents || [];
+      docsBody.textContent = '';
       renderDocuments(docs);
+      shown = docs.length;
+      showMore(body.next_cursor);
       var busy = docs.some(function (d) { return d.status === 'PENDING' || d.status === 'PROCESSING'; });
       if (busy) {
         refreshTimer = setTimeout(function () { loadDocuments().catch(showError); }, REFRESH_MS);
@@ -163,9 +181,28 @@
     });
   }
 
+  function showMore(cursor) {
+    nextCursor = cursor || null;
+    moreDocs.hidden = nextCursor === null;
+    moreDocs.disabled = false;
+  }
+
+  moreDocs.addEventListener('click', function () {
+    var forOwner = owner();
+    moreDocs.disabled = true;
+    clearError();
+    api('GET', documentsPath(forOwner, PAGE, nextCursor)).then(function (body) {
+      if (forOwner !== owner()) { return; }
+      var docs = body.documents || [];
+      renderDocuments(docs);
+      shown += docs.length;
+      showMore(body.next_cursor);
+    }).catch(function (err) { moreDocs.disabled = false; showError(err); });
+  });
+
+  // renderDocuments adds rows for docs below those the table has.
   function renderDocuments(docs) {
-    docsBody.textContent = '';
-    docsEmpty.hidden = docs.length > 0;
+    docsEmpty.hidden = docs.length > 0 || docsBody.children.length > 0;
     docs.forEach(function (d) {
       var tr = el('tr');
       tr.dataset.documentId = d.document_id;
