@@ -30,9 +30,11 @@ clients after 1,000 other queries (each query 2–4 words of one document,
 the rarer the likelier, so that its terms occur in as many chunks as
 real queries' do; each asked once, new to the server as most users'
 queries are) and the server's own from its access log, the CPU
-each query cost the server and the clients, and the time from the
+each query cost the server and the clients, the time from the
 process's start to its first answer after kill -9 and after a clean
-restart.`,
+restart, and how long the owner's other reads take at its size (a page
+of GET /documents, an upload through a hosted page and that page's list
+of its uploads).`,
 		Example: `  docsift bench scale --chunks 100000
   docsift bench scale --chunks 1000000 --json
   docsift bench scale --corpus ../shared/data/msmarco-5k/corpus.jsonl --uploaders 32`,
@@ -65,6 +67,7 @@ restart.`,
 				{"new queries, 1 client", latency(res.Query1)},
 				{"new queries, 8 clients", latency(res.Query8)},
 				{"CPU per query", fmt.Sprintf("%.2f ms in the server, %.2f ms in the clients (8 clients)", res.Query8.ServerCPUMs, res.Query8.ClientCPUMs)},
+				{"other reads", fmt.Sprintf("a page of documents %.1f ms, an upload through a hosted page %.1f ms, its list of uploads %.1f ms", res.Reads.ListPageMs, res.Reads.SessionUploadMs, res.Reads.SessionJobsMs)},
 				{"first query after kill -9", fmt.Sprintf("%.2f s (snapshot: %s)", res.FirstQueryAfterKillSeconds, snapshot)},
 				{"every chunk found after kill -9", fmt.Sprintf("%.2f s", res.CaughtUpAfterKillSeconds)},
 				{"first query after restart", fmt.Sprintf("%.2f s (from the shutdown snapshot)", res.FirstQueryAfterRestartSeconds)},

@@ -115,6 +115,8 @@ type ScaleResult struct {
 
 	Query1 QueryLatency `json:"query_1_client"`
 	Query8 QueryLatency `json:"query_8_clients"`
+	// The owner's other reads, after the queries.
+	Reads OwnerReads `json:"owner_reads"`
 
 	// Time from the process's start to its first query answered with
 	// chunks: after kill -9 at the end of ingest (the index as the last
@@ -338,6 +340,10 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	}
 	res.MemoryParts, res.GoHeapInusePerChunk = parts, heap/float64(max(res.Chunks, 1))
 	res.RSSAnonAfterIngestPerChunk = float64(res.RSSAnonAfterIngestBytes) / float64(max(res.Chunks, 1))
+	fmt.Fprintln(cfg.Progress, "listing documents and uploading through a hosted page")
+	if res.Reads, err = srv.ownerReads(ctx); err != nil {
+		return nil, err
+	}
 	return res, srv.stop()
 }
 

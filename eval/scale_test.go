@@ -80,6 +80,9 @@ func TestBenchScale(t *testing.T) {
 	if q := res.Query8; q.ServerCPUMs <= 0 || q.ClientCPUMs <= 0 {
 		t.Errorf("CPU per query at %d clients: server %.3f ms, clients %.3f ms", q.Clients, q.ServerCPUMs, q.ClientCPUMs)
 	}
+	if r := res.Reads; r.ListPageMs <= 0 || r.SessionUploadMs <= 0 || r.SessionJobsMs <= 0 {
+		t.Errorf("other reads: %+v", r)
+	}
 	if res.Query8.Clients != 8 {
 		t.Errorf("second run had %d clients", res.Query8.Clients)
 	}
