@@ -71,12 +71,18 @@ type allowed struct {
 	// slots lists the set in slot order when it is small enough to be
 	// scanned (see filterScanMax); nil otherwise.
 	slots []uint32
+	// kept is set on a set kept for later searches (see allowcache.go),
+	// which may hold slots deleted since.
+	kept bool
 }
 
 var slotSetPool sync.Pool
 
 // release returns the bitmap for reuse by the next filtered search.
 func (a *allowed) release() {
+	if a.kept {
+		return
+	}
 	clear(a.set)
 	slotSetPool.Put(&a.set)
 }
@@ -155,9 +161,13 @@ func (v *view) scanAllowed(q []float32, k int, a *allowed) []scored {
 	qc := code{make([]int8, len(q)), 0}
 	qc.scale = quantise(qc.c, q)
 	top := newTopK(max(2*k, rescoreMin))
+	// A kept set may hold slots deleted since it was resolved.
+	stale := a.kept && v.dead > 0
 	if a.slots != nil {
 		for _, s := range a.slots {
-			top.push(s, v.pages.approx(qc, s))
+			if !stale || v.alive(s) {
+				top.push(s, v.pages.approx(qc, s))
+			}
 		}
 		return rescore(v.pages, q, top.heap, k)
 	}
@@ -165,7 +175,9 @@ func (v *view) scanAllowed(q []float32, k int, a *allowed) []scored {
 		for word != 0 {
 			s := uint32(w*64 + bits.TrailingZeros64(word))
 			word &= word - 1
-			top.push(s, v.pages.approx(qc, s))
+			if !stale || v.alive(s) {
+				top.push(s, v.pages.approx(qc, s))
+			}
 		}
 	}
 	return rescore(v.pages, q, top.heap, k)

@@ -73,3 +73,29 @@ func BenchmarkFilteredVectorSearch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFilteredSearchKept times a hybrid search filtered to 1% of an
+// owner's chunks whose filter is new to the index (resolved by asking
+// every document and slot) beside the same search with a filter the index
+// kept from the one before (see allowcache.go), and a search unfiltered.
+func BenchmarkFilteredSearchKept(b *testing.B) {
+	const n, dim = 200000, 32
+	vecs := benchVectors(n+100, dim)
+	x := New("m", dim)
+	es := groupedEntries(vecs[:n], 100)
+	for i := range es {
+		es[i].Text = fmt.Sprintf("walrus report %d", i%1000)
+	}
+	must(b, x.Add(es...))
+	queries := vecs[n:]
+	search := func(b *testing.B, filter Filter, key string) {
+		i := 0
+		for b.Loop() {
+			x.Search(Query{Vector: queries[i%len(queries)], Text: "walrus report", K: 10, Filter: filter, FilterKey: key})
+			i++
+		}
+	}
+	b.Run("unfiltered", func(b *testing.B) { search(b, nil, "") })
+	b.Run("new", func(b *testing.B) { search(b, groupIn(7), "") })
+	b.Run("kept", func(b *testing.B) { search(b, groupIn(7), "group 7") })
+}

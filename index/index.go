@@ -49,6 +49,10 @@ type Query struct {
 	// documents it allows, inside retrieval: K hits come back whenever K
 	// allowed chunks match, however few of the owner's chunks those are.
 	Filter Filter
+	// FilterKey, when set, names Filter: the set of chunks it allows is
+	// kept under that name for later searches with the same key, which
+	// must be the same filter (see allowcache.go).
+	FilterKey string
 	// At, when set, is the version to search (see Current); otherwise
 	// the latest.
 	At Version
@@ -132,6 +136,9 @@ type OwnerIndex struct {
 	// skippedSegment is why the segment beside the snapshot the index
 	// was read from was left out (see SkippedSegment).
 	skippedSegment error
+
+	// filters are the sets filters allowed, kept (see allowcache.go).
+	filters keptFilters
 
 	// saving is held by a save (see Save): one at a time. since, while
 	// a whole snapshot is written, marks the slots the writer deletes or

@@ -103,7 +103,7 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 
 	var allow *allowed // nil: no filter
 	if q.Filter != nil {
-		allow = v.allow(q.Filter, x.scanAllowedMax)
+		allow = x.allowedFor(v, q.Filter, q.FilterKey)
 		defer allow.release()
 		if allow.count == 0 {
 			return nil

@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,11 @@ const (
 // ParseFilter.
 type Filter struct {
 	root clause
+	// hash names the filter for the index, which keeps the set of chunks
+	// a filter allows for the next query with it (see index.Query): a
+	// hash of its JSON without spaces, so that the same filter written
+	// alike is the same key.
+	hash string
 }
 
 // clause is one node of a filter.
@@ -82,11 +88,25 @@ func ParseFilter(raw []byte) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: root}, nil
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, &FilterError{"filter", "is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+	}
+	sum := sha256.Sum256(compact.Bytes())
+	return &Filter{root: root, hash: string(sum[:])}, nil
 }
 
 // Match reports whether the filter allows a document.
 func (f *Filter) Match(d *index.Document) bool { return f.root.match(d) }
+
+// key is the name the index keeps the filter's chunks under; "" for no
+// filter.
+func (f *Filter) key() string {
+	if f == nil {
+		return ""
+	}
+	return f.hash
+}
 
 // indexFilter is the filter as the index asks it; nil for no filter.
 func (f *Filter) indexFilter() index.Filter {

@@ -56,6 +56,30 @@ func TestFilterMatches(t *testing.T) {
 	}
 }
 
+// The index keeps a filter's chunks under its key: one filter written
+// with other spaces is the same key, another filter another key.
+func TestFilterKeys(t *testing.T) {
+	key := func(raw string) string {
+		t.Helper()
+		f, err := ParseFilter([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.key()
+	}
+	a := key(`{"metadata.team": {"eq": "a"}}`)
+	if b := key(" {\"metadata.team\":{\"eq\":\"a\"}}\n"); a == "" || b != a {
+		t.Errorf("one filter, two spacings: keys %q and %q", a, b)
+	}
+	if b := key(`{"metadata.team": {"eq": "b"}}`); b == a {
+		t.Error("two filters, one key")
+	}
+	var none *Filter
+	if none.key() != "" {
+		t.Error("no filter has a key")
+	}
+}
+
 func TestFilterErrorsNameThePart(t *testing.T) {
 	for _, c := range []struct{ filter, path, msg string }{
 		{`[]`, "filter", "must be an object"},

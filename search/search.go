@@ -153,7 +153,7 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 		return nil, nil, err
 	}
 	var warnings []string
-	q := index.Query{Text: query, K: k, Filter: filter.indexFilter()}
+	q := index.Query{Text: query, K: k, Filter: filter.indexFilter(), FilterKey: filter.key()}
 	embedder, err := s.indexes.Embedder(x.Model())
 	if err != nil {
 		warnings = append(warnings, "results are lexical only: "+err.Error())
