@@ -18,7 +18,8 @@ import (
 // A kept set may hold slots deleted since it was resolved: every search
 // within a set skips slots that are not alive in its view (scanAllowed
 // asks; the graph walk and BM25 always do). A search of an older version
-// than the set's resolves its own, which is not kept.
+// than the set's resolves its own, which is not kept: the set may lack
+// documents deleted after that version, which it must still see.
 const maxKeptFilters = 16
 
 // keptFilters is an index's resolved filters, by key.
@@ -28,10 +29,12 @@ type keptFilters struct {
 	uses    uint64 // a clock for evicting the least recently used
 }
 
-// keptFilter is one filter resolved over the slots below n of a
-// generation, which it does not keep alive.
+// keptFilter is one filter resolved in the version of a generation
+// published at epoch, whose slots are those below n; it does not keep
+// the generation alive.
 type keptFilter struct {
 	gen     weak.Pointer[generation]
+	epoch   uint64
 	n       uint32
 	a       *allowed // kept: never released to the pool
 	lastUse uint64
@@ -50,29 +53,31 @@ func (x *OwnerIndex) allowedFor(v *view, f Filter, key string) *allowed {
 		e.lastUse = k.uses
 	}
 	k.mu.Unlock()
-	if e != nil && e.gen.Value() == v.gen {
-		switch {
-		case e.n == v.n:
-			return e.a
-		case e.n > v.n: // kept for a later version than v
-			return v.allow(f, x.scanAllowedMax)
-		}
-		e = &keptFilter{gen: e.gen, n: v.n, a: v.extendAllowed(e.a, e.n, f, x.scanAllowedMax)}
-	} else {
-		e = &keptFilter{gen: weak.Make(v.gen), n: v.n, a: v.allow(f, x.scanAllowedMax)}
+	switch {
+	case e == nil || e.gen.Value() != v.gen:
+		a := v.allow(f, x.scanAllowedMax)
+		a.kept = true
+		e = &keptFilter{gen: weak.Make(v.gen), epoch: v.epoch, n: v.n, a: a}
+	case e.epoch == v.epoch:
+		return e.a
+	case e.epoch > v.epoch: // kept for a later version than v
+		return v.allow(f, x.scanAllowedMax)
+	case e.n == v.n: // only deletions since: the searches skip those
+		e = &keptFilter{gen: e.gen, epoch: v.epoch, n: v.n, a: e.a}
+	default:
+		e = &keptFilter{gen: e.gen, epoch: v.epoch, n: v.n, a: v.extendAllowed(e.a, e.n, f, x.scanAllowedMax)}
 	}
-	e.a.kept = true
 	k.keep(key, e)
 	return e.a
 }
 
-// keep stores e under key unless a set of a later version of its
-// generation is there already, evicting the least recently used when
-// full.
+// keep stores e under key unless a set of the same or a later version
+// of its generation is there already, evicting the least recently used
+// when full.
 func (k *keptFilters) keep(key string, e *keptFilter) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if old := k.entries[key]; old != nil && old.gen == e.gen && old.n >= e.n {
+	if old := k.entries[key]; old != nil && old.gen == e.gen && old.epoch >= e.epoch {
 		return
 	}
 	if k.entries == nil {
@@ -96,7 +101,7 @@ func (k *keptFilters) keep(key string, e *keptFilter) {
 // slots from n to v.n that f allows added: a copy, as searches may be
 // reading a.
 func (v *view) extendAllowed(a *allowed, n uint32, f Filter, scanMax int) *allowed {
-	b := &allowed{set: make(slotSet, (v.n+63)/64), count: a.count}
+	b := &allowed{set: make(slotSet, (v.n+63)/64), count: a.count, kept: true}
 	copy(b.set, a.set)
 	if a.slots != nil {
 		b.slots = append(make([]uint32, 0, len(a.slots)+int(v.n-n)), a.slots...)

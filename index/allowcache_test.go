@@ -49,6 +49,7 @@ func TestKeptFiltersFollowChanges(t *testing.T) {
 				x.Delete(live[:n]...)
 				live = live[n:]
 			}
+			key := "group 3"
 			check := func(step string, at Version) {
 				t.Helper()
 				for _, q := range []Query{
@@ -58,7 +59,7 @@ func TestKeptFiltersFollowChanges(t *testing.T) {
 				} {
 					q.Filter, q.At = groupIn(3), at
 					want := x.Search(q)
-					q.FilterKey = "group 3"
+					q.FilterKey = key
 					got := x.Search(q)
 					if !slices.Equal(got, want) {
 						t.Fatalf("%s: kept filter found %v, the filter itself %v", step, got, want)
@@ -79,6 +80,21 @@ func TestKeptFiltersFollowChanges(t *testing.T) {
 				check(fmt.Sprintf("round %d: an older version after a newer", round), old)
 				remove(60)
 				check(fmt.Sprintf("round %d: deleted", round), Version{})
+				// The filter's best chunks go, and a key new to the index
+				// is resolved on the next version: its set, without them,
+				// must not be taken for the version before, which still
+				// holds them.
+				before := x.Current()
+				for _, q := range []Query{{Vector: vecs[3990], Text: "walrus note", K: 10}, {Vector: vecs[3991], K: 10}, {Text: "walrus", K: 10}} {
+					q.Filter = groupIn(3)
+					best := hitIDs(x.Search(q))
+					x.Delete(best...)
+					live = slices.DeleteFunc(live, func(id uint64) bool { return slices.Contains(best, id) })
+				}
+				key = fmt.Sprint("group 3, round ", round)
+				check(fmt.Sprintf("round %d: the filter's best deleted", round), Version{})
+				check(fmt.Sprintf("round %d: the version before that", round), before)
+				key = "group 3"
 				if round == 6 {
 					gen := x.current.Load().gen
 					remove(len(live) * 2 / 3) // past half deleted: a new generation
@@ -89,7 +105,7 @@ func TestKeptFiltersFollowChanges(t *testing.T) {
 				}
 			}
 			x.filters.mu.Lock()
-			e := x.filters.entries["group 3"]
+			e := x.filters.entries[key]
 			x.filters.mu.Unlock()
 			if v := x.current.Load(); e == nil || e.gen.Value() != v.gen || e.n != v.n {
 				t.Fatalf("no set kept for the current version")
