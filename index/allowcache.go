@@ -7,8 +7,8 @@ import (
 
 // Resolved filters are kept. A filter is resolved by asking every
 // document of the owner and looking at every slot: at a million chunks,
-// three quarters of a filtered query's CPU, which took 8–11 ms where an
-// unfiltered one took 1.2–1.6. Yet filters repeat: a team's
+// three quarters of a filtered query's CPU, which took 8–12 ms where an
+// unfiltered one took 1.2–1.4. Yet filters repeat: a team's
 // queries carry its filter, and the questions about one document its
 // id. So the set a filter allows is kept under the key the caller names
 // it by (Query.FilterKey), and a search of a later version of the same
