@@ -403,6 +403,11 @@ func post(ctx context.Context, client *http.Client, url, key string, body []byte
 // and returns the whole answer of a 200, or an error carrying the status
 // and the answer's text.
 func send(ctx context.Context, client *http.Client, method, url, key string, body []byte) ([]byte, error) {
+	return sendAs(ctx, client, method, url, key, "application/json", body)
+}
+
+// sendAs is send with a body of contentType ("": none).
+func sendAs(ctx context.Context, client *http.Client, method, url, key, contentType string, body []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -410,7 +415,9 @@ func send(ctx context.Context, client *http.Client, method, url, key string, bod
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err

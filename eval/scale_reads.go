@@ -107,24 +107,9 @@ func sessionFile(name, text string) ([]byte, string) {
 // pageCall sends a request of a hosted page, which its URL's token
 // authorises, and reads the answer into out (nil: only checks it is a 200).
 func (s *childServer) pageCall(ctx context.Context, method, url, contentType string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	msg, err := sendAs(ctx, s.client, method, url, "", contentType, body)
 	if err != nil {
-		return err
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, req.URL.Path, resp.StatusCode, bytes.TrimSpace(msg))
+		return fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	if out == nil {
 		return nil

@@ -310,9 +310,9 @@ func (s *Server) driveImport(c echo.Context) error {
 		OwnerID: sess.OwnerID,
 		Name:    uploadName(f.Name),
 		Metadata: map[string]string{
-			sessionMetaKey:  sess.ID,
-			driveMetaSource: driveSourceName,
-			driveMetaFileID: f.ID,
+			store.SessionMetaKey: sess.ID,
+			driveMetaSource:      driveSourceName,
+			driveMetaFileID:      f.ID,
 		},
 	}, data, "")
 }

@@ -82,7 +82,7 @@ func (s *Server) sessionUpload(c echo.Context) error {
 	return s.submit(c, uploadData{
 		OwnerID:  sess.OwnerID,
 		Name:     uploadName(u.fileName),
-		Metadata: map[string]string{sessionMetaKey: sess.ID},
+		Metadata: map[string]string{store.SessionMetaKey: sess.ID},
 	}, u.file, "")
 }
 
@@ -183,7 +183,7 @@ func (s *Server) sessionDocument(sess *store.Session, jobID string) (*store.Docu
 	if err != nil {
 		return nil, err
 	}
-	if d.Metadata[sessionMetaKey] != sess.ID {
+	if d.Metadata[store.SessionMetaKey] != sess.ID {
 		return nil, store.ErrNotFound
 	}
 	return d, nil

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/pdf"
-	"github.com/docsift/docsift/store"
 	"github.com/docsift/docsift/ui"
 	"github.com/labstack/echo/v4"
 )
@@ -22,12 +21,6 @@ import (
 const (
 	// uiAssetPrefix is where the pages' CSS and JavaScript are served.
 	uiAssetPrefix = "/ui/assets/"
-
-	// sessionMetaKey is the document metadata key that records which
-	// session uploaded a document, so a session lists its own uploads and
-	// not everything of its owner (the store keeps an index of it).
-	// Projects see it in GET /documents too.
-	sessionMetaKey = store.SessionMetaKey
 
 	// maxPolledJobs bounds the job ids one GET /s/{token}/jobs may name.
 	maxPolledJobs = 200

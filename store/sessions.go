@@ -89,9 +89,10 @@ func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
 var bucketSessionDocs = []byte("sessiondocs")
 
 // SessionMetaKey is the document metadata key that names the upload
-// session a document came through. The store keeps an index of it, so
-// that a session's uploads are found without reading every document of
-// its owner, which a hosted page asks for on every upload.
+// session a document came through (projects see it in GET /documents).
+// The store keeps an index of it, so that a session's uploads are found
+// without reading every document of its owner, which a hosted page asks
+// for on every upload.
 const SessionMetaKey = "session_id"
 
 // sessionDocKey is a document's key in bucketSessionDocs, or nil for a
