@@ -522,18 +522,25 @@ func decodeDocInto(d *decoder, doc *Document, ids *stringBlock) error {
 	return d.err
 }
 
-// stringBlock makes strings by copying their bytes into shared blocks of
-// stringBlockSize, one allocation for many short strings.
+// stringBlock makes strings by copying their bytes into shared blocks,
+// one allocation for many short strings. The blocks double from
+// stringBlockMin to stringBlockMax: a customer's owner of a hundred
+// documents needs a few kilobytes, and blocks of the largest size from the
+// first were 64 KB an owner, most of the heap of a thousand such owners.
 type stringBlock struct{ buf []byte }
 
-const stringBlockSize = 64 << 10
+const (
+	stringBlockMin = 1 << 10
+	stringBlockMax = 64 << 10
+)
 
 func (sb *stringBlock) copy(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
 	if len(b) > cap(sb.buf)-len(sb.buf) {
-		sb.buf = make([]byte, 0, max(stringBlockSize, len(b)))
+		size := min(max(2*cap(sb.buf), stringBlockMin), stringBlockMax)
+		sb.buf = make([]byte, 0, max(size, len(b)))
 	}
 	start := len(sb.buf)
 	sb.buf = append(sb.buf, b...)
