@@ -566,3 +566,32 @@ func TestWholeWriteWithConcurrentWriters(t *testing.T) {
 	}
 	readBackSame(t, path, x, qs)
 }
+
+// TestRemoveSegmentsByName: a snapshot's segments go, from the first to
+// the last there is; files that only look like them, and other
+// snapshots' segments in the same directory, stay.
+func TestRemoveSegmentsByName(t *testing.T) {
+	dir := t.TempDir()
+	path, other := filepath.Join(dir, "cus_a.idx"), filepath.Join(dir, "cus_ab.idx")
+	var stay []string
+	for k := 1; k <= 3; k++ {
+		must(t, os.WriteFile(segmentPath(path, k), []byte("segment"), 0o600))
+		must(t, os.WriteFile(segmentPath(other, k), []byte("segment"), 0o600))
+		stay = append(stay, segmentPath(other, k))
+	}
+	for _, name := range []string{path, path + ".seg", path + ".segx", path + ".seg1.tmp123"} {
+		must(t, os.WriteFile(name, []byte("not a segment"), 0o600))
+		stay = append(stay, name)
+	}
+	removeSegments(path)
+	for k := 1; k <= 3; k++ {
+		if _, err := os.Stat(segmentPath(path, k)); !os.IsNotExist(err) {
+			t.Errorf("segment %d is still there: %v", k, err)
+		}
+	}
+	for _, name := range stay {
+		if _, err := os.Stat(name); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(name), err)
+		}
+	}
+}
