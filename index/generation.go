@@ -3,6 +3,7 @@ package index
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // generation is one lifetime of an owner's slot numbering: its slots are
@@ -55,6 +56,9 @@ func (g *generation) appendStored(id uint64, vec []float32, docLen uint32, lvl i
 		g.pages = append(g.pages, newPage(p, g.dim, g.graph != nil))
 	}
 	pg := g.pages[p]
+	if off == len(pg.ids) {
+		pg = g.ownLast(p)
+	}
 	copy(pg.vecs[off*g.dim:(off+1)*g.dim], vec)
 	pg.scales[off] = quantise(pg.codes[off*g.dim:(off+1)*g.dim], vec)
 	pg.ids[off] = id
@@ -67,6 +71,37 @@ func (g *generation) appendStored(id uint64, vec []float32, docLen uint32, lvl i
 	}
 	g.n++
 	return s
+}
+
+// ownLast replaces page p, the last, read in place from a snapshot with
+// room only for the slots it held (see loadMapped), by a copy in the heap
+// with room for all of its slots, and returns it. The directory is
+// copied, not changed in place: views published before keep reading the
+// page in the file. Link lists of upper layers are shared, as every
+// page's are rewritten in place.
+func (g *generation) ownLast(p int) *page {
+	old := g.pages[p]
+	pg := newPage(p, g.dim, g.graph != nil)
+	copy(pg.vecs, old.vecs)
+	copy(pg.codes, old.codes)
+	copy(pg.scales, old.scales)
+	copy(pg.ids, old.ids)
+	copy(pg.docLen, old.docLen)
+	copy(pg.lang, old.lang)
+	copy(pg.headLen, old.headLen)
+	copy(pg.doc, old.doc)
+	for i := range old.deadAt {
+		pg.deadAt[i].Store(old.deadAt[i].Load())
+	}
+	if g.graph != nil {
+		copy(pg.levels, old.levels)
+		for i := range old.links0 {
+			atomic.StoreUint32(&pg.links0[i], atomic.LoadUint32(&old.links0[i]))
+		}
+		copy(pg.upper, old.upper)
+	}
+	g.pages = append(slices.Clone(g.pages[:p]), pg)
+	return pg
 }
 
 // indexTerms stages slot s's postings.

@@ -321,32 +321,15 @@ func loadMapped(m *mapping, more int) (x *OwnerIndex, lastSeq uint64, err error)
 		gen.graph = newHNSW(uint64(n)) // seeded so levels drawn after a load differ from those before
 		gen.graph.entry, gen.graph.maxLevel = entry, maxLevel
 	}
+	// Every page is read in place, the last too when it is not full: it
+	// has room only for the slots it holds, and the writer copies it to
+	// the heap before it appends to it (see generation.ownLast), so that
+	// an owner that gains nothing (most of a server's customers, most of
+	// the time) holds none of it in the heap nor a scratch file of its
+	// vectors, which is one more memory map of the process.
 	for p, start := 0, 0; start < n; p++ {
-		size := pageSlots(p)
-		if start+size > n {
-			// The last page, not full: the writer appends to it, so it
-			// goes to the heap.
-			pg := newPage(p, dim, graph)
-			used := n - start
-			copy(pg.vecs, vecs[start*dim:])
-			copy(pg.codes, codes[start*dim:])
-			copy(pg.scales, scales[start:])
-			copy(pg.ids, ids[start:])
-			copy(pg.docLen, docLen[start:])
-			copy(pg.lang, lang[start:])
-			copy(pg.headLen, headLen[start:])
-			copy(pg.doc, doc[start:])
-			for i := range used {
-				pg.deadAt[i].Store(dead[start+i])
-			}
-			if graph {
-				copy(pg.levels, levels[start:])
-				copy(pg.links0, links0[start*(hnswM0+1):])
-			}
-			gen.pages = append(gen.pages, pg)
-			break
-		}
-		end := start + size
+		end := min(start+pageSlots(p), n)
+		size := end - start
 		pg := &page{
 			dim:     dim,
 			vecs:    vecs[start*dim : end*dim : end*dim],

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -304,5 +305,79 @@ func TestSnapshotDocumentIDs(t *testing.T) {
 		if _, ok := y.docIndex()[id]; !ok {
 			t.Fatalf("document %q is not found by its ID", id)
 		}
+	}
+}
+
+// TestLastPageCopiedOnAppend: a load reads the last page, not full, in
+// place too; the first entry added after copies it to the heap for the
+// writer, while a version published before keeps its results, and the
+// loaded index then agrees with one that never went through a file.
+func TestLastPageCopiedOnAppend(t *testing.T) {
+	x, qs := mappedTestIndex(t, 3000) // pages of 16, 16, 32 … 1,024 slots, then 952 of 2,048
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 7))
+	y, _, err := ReadSnapshot(path)
+	must(t, err)
+	lastInFile := func(x *OwnerIndex) bool {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		return x.gen.pages[len(x.gen.pages)-1].src != nil
+	}
+	if !lastInFile(y) {
+		t.Fatal("the last page was copied to the heap by the load")
+	}
+	ver := y.Current()
+	pinned := func() string {
+		var b bytes.Buffer
+		for _, q := range qs {
+			q.At = ver
+			fmt.Fprintln(&b, y.Search(q))
+		}
+		return b.String()
+	}
+	before := pinned()
+
+	// Deletions rewrite the page in the file; an addition copies it.
+	y.Delete(2990, 2995)
+	if !lastInFile(y) {
+		t.Fatal("a deletion copied the last page")
+	}
+	last := func(x *OwnerIndex) *page {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		return x.gen.pages[len(x.gen.pages)-1]
+	}
+	inFile := last(y)
+	more := testVectors(40, 16, 77)
+	must(t, y.Add(entries(more, 20000)...))
+	copied := last(y)
+	used := len(inFile.ids)
+	same := slices.Equal(copied.vecs[:len(inFile.vecs)], inFile.vecs) && slices.Equal(copied.codes[:len(inFile.codes)], inFile.codes) &&
+		slices.Equal(copied.scales[:used], inFile.scales) && slices.Equal(copied.ids[:used], inFile.ids) &&
+		slices.Equal(copied.docLen[:used], inFile.docLen) && slices.Equal(copied.lang[:used], inFile.lang) &&
+		slices.Equal(copied.headLen[:used], inFile.headLen) && slices.Equal(copied.doc[:used], inFile.doc) &&
+		slices.Equal(copied.levels[:used], inFile.levels) // links: the added entries' inserts rewrote some
+	for i := range used {
+		same = same && copied.deadAt[i].Load() == inFile.deadAt[i].Load() && len(copied.upper[i]) == len(inFile.upper[i])
+	}
+	if !same {
+		t.Fatal("the copy of the last page differs from the page in the file")
+	}
+	x.Delete(2990, 2995)
+	must(t, x.Add(entries(more, 20000)...))
+	if lastInFile(y) {
+		t.Fatal("entries were added to the last page without copying it")
+	}
+	if got := pinned(); got != before {
+		t.Fatalf("the version before the copy changed its results:\n%s\nwant\n%s", got, before)
+	}
+	if y.Has(2990) || !y.Has(2996) || !y.Has(20039) {
+		t.Fatal("the copied page lost a deletion or an entry")
+	}
+	if hits := y.Search(Query{Vector: more[3], K: 1}); len(hits) != 1 || hits[0].ID != 20003 {
+		t.Fatalf("an added vector is not found first: %v", hits)
+	}
+	if got, want := results(y, qs), results(x, qs); got != want {
+		t.Fatalf("the loaded index answers otherwise than the one never saved:\n%s\nwant\n%s", got, want)
 	}
 }
