@@ -34,3 +34,14 @@ func mapScratch(dir string, n int) ([]float32, func(), error) {
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n), func() { syscall.Munmap(b) }, nil
 }
+
+// discardScratch gives the memory pages of v, a block of a scratch file
+// that starts and ends on page boundaries, back to the kernel, file blocks
+// and all; they read as zeros after. It reports whether it could.
+func discardScratch(v []float32) bool {
+	if len(v) == 0 {
+		return true
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+	return syscall.Madvise(b, syscall.MADV_REMOVE) == nil
+}

@@ -2,10 +2,14 @@ package index
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/viterin/vek/vek32"
 )
@@ -139,5 +143,68 @@ func TestMappedVectorsThroughCompaction(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("loaded index answers %v, written one %v", b, a)
 		}
+	}
+}
+
+// scratchMaps counts this process's memory maps of scratch files.
+func scratchMaps(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "/vectors-")
+}
+
+// TestScratchFilesShared: the vectors of many small owners' pages share a
+// few scratch files rather than one memory map a page.
+func TestScratchFilesShared(t *testing.T) {
+	if err := SetVectorDir(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	defer SetVectorDir("")
+	const owners, dim = 200, 384
+	before := scratchMaps(t)
+	xs := make([]*OwnerIndex, owners)
+	for i := range xs {
+		xs[i] = New("m", dim)
+		must(t, xs[i].Add(entries(testVectors(40, dim, uint64(i)), 1)...)) // pages of 16, 16 and 32 slots
+	}
+	if maps := scratchMaps(t) - before; maps > 2 {
+		t.Fatalf("%d owners' %d pages made %d memory maps", owners, 3*owners, maps)
+	}
+	for _, i := range []int{0, 7, owners - 1} {
+		if hits := xs[i].Search(Query{Vector: testVectors(40, dim, uint64(i))[35], K: 1}); len(hits) != 1 || hits[0].ID != 36 {
+			t.Fatalf("owner %d: a vector in a shared scratch file is not found first: %v", i, hits)
+		}
+	}
+}
+
+// TestScratchBlocksReused: a block given back goes to the next page of
+// its size, zeroed, and not to a page of another size.
+func TestScratchBlocksReused(t *testing.T) {
+	dir := t.TempDir()
+	var a scratchArena
+	v, err := a.alloc(dir, 16*384)
+	must(t, err)
+	w, err := a.alloc(dir, 100) // a block of its own, rounded up to a memory page
+	must(t, err)
+	if len(w) != 100 || cap(w) != 1024 || uintptr(unsafe.Pointer(&w[0]))%4096 != 0 {
+		t.Fatalf("a block of 100 floats holds %d and starts %d bytes into a memory page", cap(w), uintptr(unsafe.Pointer(&w[0]))%4096)
+	}
+	for i := range v {
+		v[i] = 1
+	}
+	a.release(v)
+	if u, err := a.alloc(dir, 32*384); err != nil || &u[0] == &v[0] {
+		t.Fatalf("a page of another size was given the block back: %v", err)
+	}
+	u, err := a.alloc(dir, 16*384)
+	must(t, err)
+	if &u[0] != &v[0] {
+		t.Fatal("the block given back was not handed out again")
+	}
+	if slices.ContainsFunc(u, func(f float32) bool { return f != 0 }) {
+		t.Fatal("a block handed out again holds the vectors of the page before")
 	}
 }
