@@ -16,10 +16,12 @@ func benchScaleCmd(asJSON *bool) *cobra.Command {
 	var cfg eval.ScaleConfig
 	cmd := &cobra.Command{
 		Use:   "scale",
-		Short: "Capacity: ingest rate, memory per chunk, snapshot size, query latency and restart time of one owner of N chunks",
+		Short: "Capacity: ingest rate, memory per chunk, snapshot size, query latency and restart time of N chunks, in one owner or spread over customers",
 		Long: `Start docsift serve as a child process on a throwaway data directory
 (built-in embedder, extractive answers), upload synthetic text documents
-through the HTTP API until one owner holds --chunks chunks, and measure:
+through the HTTP API until one owner holds --chunks chunks (or, with
+--customers, that many customers of the project hold them between them,
+each document going to the next), and measure:
 ingest chunks/s, the CPU each document cost the server and the
 uploaders and what the server wrote to disk per chunk (and how much of
 that the index's saves, and how long they kept chunks waiting to be
@@ -32,11 +34,13 @@ real queries' do; each asked once, new to the server as most users'
 queries are) and the server's own from its access log, the CPU
 each query cost the server and the clients, the time from the
 process's start to its first answer after kill -9 and after a clean
-restart, and how long the owner's other reads take at its size (a page
-of GET /documents, an upload through a hosted page and that page's list
-of its uploads).`,
+restart, how long the clean stop took (it writes every changed owner's
+snapshot), the server's memory maps, and how long the owner's other
+reads take at its size (a page of GET /documents, an upload through a
+hosted page and that page's list of its uploads).`,
 		Example: `  docsift bench scale --chunks 100000
   docsift bench scale --chunks 1000000 --json
+  docsift bench scale --chunks 100000 --customers 5000
   docsift bench scale --corpus ../shared/data/msmarco-5k/corpus.jsonl --uploaders 32`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,7 +59,7 @@ of its uploads).`,
 			}
 			mb := func(b int64) float64 { return float64(b) / (1 << 20) }
 			rows := [][2]string{
-				{"chunks", fmt.Sprintf("%d in %d documents", res.Chunks, res.Documents)},
+				{"chunks", chunksLine(res)},
 				{"ingest", fmt.Sprintf("%.0f chunks/s (%.1f s)", res.IngestChunksPerSecond, res.IngestSeconds)},
 				{"CPU per document", fmt.Sprintf("%.3f ms in the server, %.3f ms in the uploaders", res.IngestServerCPUMsPerDoc, res.IngestUploaderCPUMsPerDoc)},
 				{"written during ingest", fmt.Sprintf("%.1f KB/chunk, of which index saves %.1f KB", res.IngestWrittenBytesPerChunk/1024, res.IngestIndexWrittenBytesPerChunk/1024)},
@@ -70,7 +74,9 @@ of its uploads).`,
 				{"other reads", fmt.Sprintf("a page of documents %.1f ms, an upload through a hosted page %.1f ms, its list of uploads %.1f ms", res.Reads.ListPageMs, res.Reads.SessionUploadMs, res.Reads.SessionJobsMs)},
 				{"first query after kill -9", fmt.Sprintf("%.2f s (snapshot: %s)", res.FirstQueryAfterKillSeconds, snapshot)},
 				{"every chunk found after kill -9", fmt.Sprintf("%.2f s", res.CaughtUpAfterKillSeconds)},
+				{"clean stop", fmt.Sprintf("%.2f s (writing the snapshots)", res.StopSeconds)},
 				{"first query after restart", fmt.Sprintf("%.2f s (from the shutdown snapshot)", res.FirstQueryAfterRestartSeconds)},
+				{"memory maps", fmt.Sprintf("%d (the kernel allows 65,530 a process unless vm.max_map_count says otherwise)", res.MemoryMaps)},
 				{"Go heap in use", fmt.Sprintf("%.0f bytes/chunk after ingest, %.0f after restart", res.GoHeapInuseAfterIngestPerChunk, res.GoHeapInusePerChunk)},
 			}
 			for _, p := range res.MemoryParts {
@@ -84,8 +90,17 @@ of its uploads).`,
 	f.IntVar(&cfg.Words, "words", eval.ScaleDefaultWords, "words per document (up to 250 is one chunk each)")
 	f.IntVar(&cfg.Uploaders, "uploaders", eval.ScaleDefaultUploaders, "uploads in flight")
 	f.StringVar(&cfg.Corpus, "corpus", "", "upload the documents of a BEIR corpus.jsonl, each once, instead of synthetic text (--chunks and --words then do not apply)")
+	f.IntVar(&cfg.Customers, "customers", 0, "spread the documents over this many customers, each an owner with an index of its own (0: the project owns them all)")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the servers' data and logs, and the queries run (queries.jsonl), in this new or empty directory (default: a temporary one, removed)")
 	return cmd
+}
+
+// chunksLine is the chunks line of bench scale's table.
+func chunksLine(res *eval.ScaleResult) string {
+	if res.Customers > 0 {
+		return fmt.Sprintf("%d in %d documents of %d customers", res.Chunks, res.Documents, res.Customers)
+	}
+	return fmt.Sprintf("%d in %d documents", res.Chunks, res.Documents)
 }
 
 // latency is a query run's line of bench scale's table.

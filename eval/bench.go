@@ -285,10 +285,13 @@ func (c *countingEmbedder) take() (calls, texts int) {
 
 // LoadConfig describes a query load against a running server.
 type LoadConfig struct {
-	URL         string // base URL of the server
-	APIKey      string
-	OwnerID     string // a project id (prj_…) or a customer id (cus_…)
-	Queries     []string
+	URL     string // base URL of the server
+	APIKey  string
+	OwnerID string // a project id (prj_…) or a customer id (cus_…)
+	Queries []string
+	// Owners, when set, is the owner of each of Queries, in place of
+	// OwnerID: query i goes to Owners[i%len(Owners)].
+	Owners      []string
 	Concurrency int
 	Requests    int
 	TopK        int
@@ -330,11 +333,11 @@ func BenchQuery(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
-	path, field := "/query/project", "project_id"
-	if strings.HasPrefix(cfg.OwnerID, "cus_") {
-		path, field = "/query/customer", "customer_id"
+	owners := cfg.Owners
+	if len(owners) == 0 {
+		owners = []string{cfg.OwnerID}
 	}
-	url := strings.TrimRight(cfg.URL, "/") + path
+	base := strings.TrimRight(cfg.URL, "/")
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultQueryTimeout
 	}
@@ -354,7 +357,10 @@ func BenchQuery(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				body, _ := json.Marshal(map[string]any{field: cfg.OwnerID, "query": cfg.Queries[i%len(cfg.Queries)], "top_k": max(cfg.TopK, 1), "stream": cfg.Stream})
+				owner := owners[i%len(owners)]
+				path, field := queryRoute(owner)
+				url := base + path
+				body, _ := json.Marshal(map[string]any{field: owner, "query": cfg.Queries[i%len(cfg.Queries)], "top_k": max(cfg.TopK, 1), "stream": cfg.Stream})
 				t := time.Now()
 				var firstToken time.Duration
 				var err error
@@ -392,6 +398,15 @@ func BenchQuery(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		FirstTokenP50Ms: percentile(first, 0.50), FirstTokenP99Ms: percentile(first, 0.99),
 		FirstError: firstErr,
 	}, nil
+}
+
+// queryRoute is the path of an owner's queries and the field that names
+// it: a project's (prj_…) or a customer's (cus_…).
+func queryRoute(owner string) (path, field string) {
+	if strings.HasPrefix(owner, "cus_") {
+		return "/query/customer", "customer_id"
+	}
+	return "/query/project", "project_id"
 }
 
 func post(ctx context.Context, client *http.Client, url, key string, body []byte) error {

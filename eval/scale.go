@@ -70,12 +70,18 @@ type ScaleConfig struct {
 	Dir      string
 	Seed     uint64
 	Progress io.Writer // progress lines; nil for none
+	// Customers, when set, spreads the documents over this many
+	// customers of the project, in turn, each an owner with an index of
+	// its own, as a multi-tenant server holds them; a query goes to the
+	// customer of the document it was drawn from.
+	Customers int
 }
 
 // ScaleResult is what `docsift bench scale` prints.
 type ScaleResult struct {
 	Chunks    int `json:"chunks"`
 	Documents int `json:"documents"`
+	Customers int `json:"customers"` // the owners the chunks are spread over, 0 for the project alone
 
 	IngestSeconds         float64 `json:"ingest_seconds"`
 	IngestChunksPerSecond float64 `json:"ingest_chunks_per_second"`
@@ -125,6 +131,13 @@ type ScaleResult struct {
 	FirstQueryAfterKillSeconds    float64 `json:"first_query_after_kill_seconds"`
 	SnapshotAtKill                bool    `json:"snapshot_at_kill"`
 	FirstQueryAfterRestartSeconds float64 `json:"first_query_after_restart_seconds"`
+	// How long the clean stop took: from SIGTERM to the process's exit,
+	// writing the whole snapshot of every owner changed since its last.
+	StopSeconds float64 `json:"stop_seconds"`
+	// The server's memory maps after the latency runs (snapshots read in
+	// place, scratch files of vectors, the Go runtime's): the kernel
+	// allows a process 65,530 unless told otherwise (vm.max_map_count).
+	MemoryMaps int `json:"memory_maps"`
 	// After kill -9, an owner whose snapshot lacks many chunks answers
 	// from the snapshot while the rest is indexed; this is when the
 	// first answer without that warning came, from the process's start.
@@ -230,6 +243,11 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		return nil, err
 	}
 	defer func() { srv.kill() }()
+	owners, err := srv.makeOwners(ctx, cfg.Customers)
+	if err != nil {
+		return nil, err
+	}
+	srv.owners, res.Customers = owners, cfg.Customers
 	fmt.Fprintf(cfg.Progress, "uploading documents for %d chunks to %s\n", cfg.Chunks, srv.base)
 	serverLog := filepath.Join(dir, "server.log")
 	logFrom := fileSize(serverLog)
@@ -260,7 +278,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	// chunks at 1.6 ms of the server's CPU a query where new ones cost
 	// 2.0–2.7. The first is asked after each start; then one client's,
 	// then eight's.
-	queries := gen.queries(1+scaleQueryRequests*(1+8), res.Documents, cfg.Words)
+	queries, queryDocs := gen.querySet(0, 1+scaleQueryRequests*(1+8), res.Documents, cfg.Words)
 	if cfg.Dir != "" {
 		// Beside the data, for measuring later builds on the same owner
 		// with the same queries (bench query --queries).
@@ -276,16 +294,20 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
 		return nil, err
 	}
-	if res.FirstQueryAfterKillSeconds, err = srv.firstQuery(ctx, queries[0], false); err != nil {
+	srv.owners = owners
+	first := srv.ownerOf(queryDocs[0])
+	if res.FirstQueryAfterKillSeconds, err = srv.firstQuery(ctx, first, queries[0], false); err != nil {
 		return nil, err
 	}
-	if res.CaughtUpAfterKillSeconds, err = srv.firstQuery(ctx, queries[0], true); err != nil {
+	if res.CaughtUpAfterKillSeconds, err = srv.firstQuery(ctx, first, queries[0], true); err != nil {
 		return nil, err
 	}
 	// A clean stop writes the snapshot the next start loads.
+	stopping := time.Now()
 	if err := srv.stop(); err != nil {
 		return nil, err
 	}
+	res.StopSeconds = time.Since(stopping).Seconds()
 	res.DatabaseBytes = fileSize(filepath.Join(dir, "data", store.DBFileName))
 	res.SnapshotBytes = filesBytes(dir, "*.idx")
 	res.SegmentBytes = filesBytes(dir, "*.idx.seg*")
@@ -293,7 +315,8 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
 		return nil, err
 	}
-	if res.FirstQueryAfterRestartSeconds, err = srv.firstQuery(ctx, queries[0], false); err != nil {
+	srv.owners = owners
+	if res.FirstQueryAfterRestartSeconds, err = srv.firstQuery(ctx, first, queries[0], false); err != nil {
 		return nil, err
 	}
 	// The first queries after a start meet a heap still growing to its
@@ -301,8 +324,8 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	// map (the start has figures of its own): other queries first, so
 	// that the runs measure the server as it runs.
 	fmt.Fprintln(cfg.Progress, "warming up with other queries")
-	warm := gen.warmUpQueries(scaleWarmUpRequests, res.Documents, cfg.Words)
-	if _, err := BenchQuery(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, OwnerID: srv.project, Queries: warm,
+	warm, warmDocs := gen.querySet(1, scaleWarmUpRequests, res.Documents, cfg.Words)
+	if _, err := BenchQuery(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, Owners: srv.ownersOf(warmDocs), Queries: warm,
 		Concurrency: 8, Requests: scaleWarmUpRequests, TopK: 5, Timeout: time.Minute}); err != nil {
 		return nil, err
 	}
@@ -314,7 +337,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		fmt.Fprintf(cfg.Progress, "querying with %d clients\n", run.clients)
 		n := scaleQueryRequests * run.clients
 		serverCPU, ownCPU, queriesFrom := cpuTime(srv.pid()), selfCPUTime(), fileSize(serverLog)
-		lr, err := BenchQuery(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, OwnerID: srv.project, Queries: queries[asked : asked+n],
+		lr, err := BenchQuery(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, Owners: srv.ownersOf(queryDocs[asked : asked+n]), Queries: queries[asked : asked+n],
 			Concurrency: run.clients, Requests: n, TopK: 5, Timeout: time.Minute})
 		asked += n
 		if err != nil {
@@ -329,6 +352,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if res.RSSAnonBytes, res.RSSFileBytes, err = rss(srv.pid()); err != nil {
 		return nil, err
 	}
+	res.MemoryMaps = memoryMaps(srv.pid())
 	res.RSSAnonPerChunk = float64(res.RSSAnonBytes) / float64(max(res.Chunks, 1))
 	parts, heap, err := srv.memory(ctx)
 	if err != nil {
@@ -378,7 +402,10 @@ type childServer struct {
 	base         string
 	metrics      string // the URL of its Prometheus metrics
 	key, project string
-	client       *http.Client
+	// owners are the owners documents go to in turn: the project, or
+	// its customers (see ScaleConfig.Customers).
+	owners []string
+	client *http.Client
 }
 
 // firstStartLine matches the key line the first start prints, and
@@ -515,11 +542,53 @@ func (s *childServer) waitHealthy(ctx context.Context) error {
 	}
 }
 
-// firstQuery sends q until the answer has chunks (and, with caughtUp, no
-// warning that the index is still catching up) and returns the seconds
-// since the process started.
-func (s *childServer) firstQuery(ctx context.Context, q string, caughtUp bool) (float64, error) {
-	body, _ := json.Marshal(map[string]any{"project_id": s.project, "query": q, "top_k": 5})
+// makeOwners registers n customers of the server's project, one at a
+// time, and returns their ids; with none, the owner is the project.
+func (s *childServer) makeOwners(ctx context.Context, n int) ([]string, error) {
+	if n <= 0 {
+		return []string{s.project}, nil
+	}
+	owners := make([]string, n)
+	for i := range owners {
+		body, _ := json.Marshal(map[string]any{"project_id": s.project, "name": fmt.Sprintf("customer %d", i)})
+		var c struct {
+			ID string `json:"customer_id"`
+		}
+		if err := s.call(ctx, http.MethodPost, "/customer/create", body, &c); err != nil {
+			return nil, fmt.Errorf("eval: scale: %w", err)
+		}
+		owners[i] = c.ID
+	}
+	return owners, nil
+}
+
+// ownerOf returns the owner of document number doc: the owners in turn.
+func (s *childServer) ownerOf(doc int) string { return s.owners[doc%len(s.owners)] }
+
+// ownersOf is ownerOf of each of docs.
+func (s *childServer) ownersOf(docs []int) []string {
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = s.ownerOf(d)
+	}
+	return out
+}
+
+// memoryMaps counts a process's memory maps (0 where /proc has none).
+func memoryMaps(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+// firstQuery sends q to owner until the answer has chunks (and, with
+// caughtUp, no warning that the index is still catching up) and returns
+// the seconds since the process started.
+func (s *childServer) firstQuery(ctx context.Context, owner, q string, caughtUp bool) (float64, error) {
+	path, field := queryRoute(owner)
+	body, _ := json.Marshal(map[string]any{field: owner, "query": q, "top_k": 5})
 	deadline := time.Now().Add(scaleStartWait)
 	var last error
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -527,7 +596,7 @@ func (s *childServer) firstQuery(ctx context.Context, q string, caughtUp bool) (
 			Chunks   []json.RawMessage `json:"chunks"`
 			Warnings []string          `json:"warnings"`
 		}
-		err := s.call(ctx, http.MethodPost, "/query/project", body, &out)
+		err := s.call(ctx, http.MethodPost, path, body, &out)
 		catching := slices.ContainsFunc(out.Warnings, func(w string) bool { return strings.Contains(w, "catching up") })
 		if err == nil && len(out.Chunks) > 0 && !(caughtUp && catching) {
 			return time.Since(s.start).Seconds(), nil
@@ -580,7 +649,7 @@ func (s *childServer) ingest(ctx context.Context, gen *scaleText, cfg ScaleConfi
 				} else {
 					text = gen.document(i, cfg.Words)
 				}
-				body, _ := json.Marshal(map[string]any{"owner_id": s.project, "text": text, "name": name})
+				body, _ := json.Marshal(map[string]any{"owner_id": s.ownerOf(i), "text": text, "name": name})
 				var up struct {
 					JobID string `json:"job_id"`
 				}
@@ -966,37 +1035,43 @@ func (t *scaleText) sentences(i, words int) [][]int {
 // the MS MARCO sample's queries (TestScaleQueriesMatchLikeReal), where
 // words drawn as the text's are, by Zipf's law, match 37% and would
 // measure the lexical side at nearly five times a real query's work.
-func (t *scaleText) queries(n, docs, words int) []string { return t.querySet(0, n, docs, words) }
+func (t *scaleText) queries(n, docs, words int) []string {
+	qs, _ := t.querySet(0, n, docs, words)
+	return qs
+}
 
 // warmUpQueries returns n queries drawn as queries' are, none of them
 // theirs: from other documents of a corpus, with other draws otherwise.
 func (t *scaleText) warmUpQueries(n, docs, words int) []string {
-	return t.querySet(1, n, docs, words)
+	qs, _ := t.querySet(1, n, docs, words)
+	return qs
 }
 
-// querySet is queries (set 0) or warmUpQueries (set 1).
-func (t *scaleText) querySet(set, n, docs, words int) []string {
+// querySet is queries (set 0) or warmUpQueries (set 1), with the number
+// of the document each was drawn from.
+func (t *scaleText) querySet(set, n, docs, words int) ([]string, []int) {
+	qs, from := make([]string, n), make([]int, n)
 	if t.corpus != nil {
 		// Set 0 opens even documents, set 1 odd ones, spread over the
 		// corpus: distinct within a set while it has half the corpus's
 		// documents or fewer, and never the other set's.
 		half := max(len(t.corpus)/2, 1)
-		qs := make([]string, n)
 		for i := range qs {
-			ws := strings.Fields(t.corpus[min(2*(i*half/n)+set, len(t.corpus)-1)].Text)
+			from[i] = min(2*(i*half/n)+set, len(t.corpus)-1)
+			ws := strings.Fields(t.corpus[from[i]].Text)
 			qs[i] = strings.Join(ws[:min(len(ws), 6)], " ")
 		}
-		return qs
+		return qs, from
 	}
 	idf := t.idf(words)
 	rng := rand.New(rand.NewPCG(t.seed, 0x9e77+uint64(set)))
-	qs := make([]string, n)
 	for i := range qs {
 		var ws []string
 		var weights []float64
 		for len(ws) == 0 { // a document of a few words may hold only function words
 			seen := map[int]bool{}
-			for _, sentence := range t.sentences(rng.IntN(max(docs, 1)), words) {
+			from[i] = rng.IntN(max(docs, 1))
+			for _, sentence := range t.sentences(from[i], words) {
 				for _, w := range sentence {
 					if w >= len(functionWords) && !seen[w] {
 						seen[w] = true
@@ -1012,7 +1087,7 @@ func (t *scaleText) querySet(set, n, docs, words int) []string {
 		}
 		qs[i] = strings.Join(q, " ")
 	}
-	return qs
+	return qs, from
 }
 
 // idf returns each word's inverse document frequency, ln(1/df), among

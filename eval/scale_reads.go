@@ -31,7 +31,7 @@ const (
 	scaleSessionUploads = 5
 )
 
-// ownerReads measures OwnerReads on the server's project.
+// ownerReads measures OwnerReads on the server's first owner.
 func (s *childServer) ownerReads(ctx context.Context) (OwnerReads, error) {
 	var r OwnerReads
 	timed := func(times *[]float64, do func() error) error {
@@ -41,8 +41,9 @@ func (s *childServer) ownerReads(ctx context.Context) (OwnerReads, error) {
 		return err
 	}
 
+	owner := s.owners[0]
 	var pages []float64
-	path := "/documents?owner_id=" + url.QueryEscape(s.project)
+	path := "/documents?owner_id=" + url.QueryEscape(owner)
 	for range scaleListPages {
 		var page struct {
 			Documents  []json.RawMessage `json:"documents"`
@@ -57,16 +58,21 @@ func (s *childServer) ownerReads(ctx context.Context) (OwnerReads, error) {
 		if page.NextCursor == "" {
 			break
 		}
-		path = "/documents?owner_id=" + url.QueryEscape(s.project) + "&cursor=" + url.QueryEscape(page.NextCursor)
+		path = "/documents?owner_id=" + url.QueryEscape(owner) + "&cursor=" + url.QueryEscape(page.NextCursor)
 	}
 	r.ListPageMs = percentile(pages, 0.5)
 
-	body, _ := json.Marshal(map[string]any{"project_id": s.project, "services": []string{"file_upload"},
-		"success_url": "http://127.0.0.1/done", "cancel_url": "http://127.0.0.1/cancelled"})
+	session := map[string]any{"project_id": s.project, "services": []string{"file_upload"},
+		"success_url": "http://127.0.0.1/done", "cancel_url": "http://127.0.0.1/cancelled"}
+	route := "/session/single-tenant"
+	if owner != s.project {
+		session["customer_id"], route = owner, "/session/multi-tenant"
+	}
+	body, _ := json.Marshal(session)
 	var sess struct {
 		URL string `json:"url"`
 	}
-	if err := s.call(ctx, http.MethodPost, "/session/single-tenant", body, &sess); err != nil {
+	if err := s.call(ctx, http.MethodPost, route, body, &sess); err != nil {
 		return r, fmt.Errorf("eval: scale: create an upload session: %w", err)
 	}
 	u, err := url.Parse(sess.URL)

@@ -86,7 +86,7 @@ func TestBenchScale(t *testing.T) {
 	if res.Query8.Clients != 8 {
 		t.Errorf("second run had %d clients", res.Query8.Clients)
 	}
-	for name, s := range map[string]float64{"kill -9": res.FirstQueryAfterKillSeconds, "restart": res.FirstQueryAfterRestartSeconds} {
+	for name, s := range map[string]float64{"kill -9": res.FirstQueryAfterKillSeconds, "restart": res.FirstQueryAfterRestartSeconds, "clean stop": res.StopSeconds} {
 		if s <= 0 || s > 60 {
 			t.Errorf("first query after %s: %.2f s", name, s)
 		}
@@ -107,13 +107,18 @@ func TestBenchScale(t *testing.T) {
 	if want := []string{"codes", "documents", "entries", "graph", "postings", "slots", "terms", "vectors"}; !slices.Equal(parts, want) {
 		t.Errorf("memory parts %v, want %v", parts, want)
 	}
+	// The snapshot read in place, the runtime's own: a few dozen.
+	if res.MemoryMaps < 10 || res.MemoryMaps > 10000 {
+		t.Errorf("%d memory maps", res.MemoryMaps)
+	}
 	if res.GoHeapInusePerChunk <= 0 || res.GoHeapInuseAfterIngestPerChunk <= 0 {
 		t.Errorf("Go heap in use %.0f bytes/chunk after restart, %.0f after ingest", res.GoHeapInusePerChunk, res.GoHeapInuseAfterIngestPerChunk)
 	}
 }
 
 // With a corpus, each of its documents is uploaded once, whatever its
-// length, and the queries are its documents' opening words.
+// length, and the queries are its documents' opening words; with
+// customers, the documents go to each in turn, and so do the queries.
 func TestBenchScaleCorpus(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "docsift")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/docsift/docsift").CombinedOutput(); err != nil {
@@ -133,15 +138,31 @@ func TestBenchScaleCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "kept")
-	res, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Chunks: 5, Binary: bin, Dir: dir})
+	res, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Chunks: 5, Binary: bin, Dir: dir, Customers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Documents != 40 || res.Chunks <= 40 {
-		t.Errorf("%d chunks in %d documents; want every one of the 40 documents once, one of them several chunks", res.Chunks, res.Documents)
+	if res.Documents != 40 || res.Chunks <= 40 || res.Customers != 3 {
+		t.Errorf("%d chunks in %d documents of %d customers; want every one of the 40 documents once, one of them several chunks, over 3", res.Chunks, res.Documents, res.Customers)
 	}
-	if res.Query1.Errors != 0 || res.Query1.P50Ms <= 0 {
-		t.Errorf("queries: %+v", res.Query1)
+	for _, q := range []QueryLatency{res.Query1, res.Query8} {
+		if q.Errors != 0 || q.P50Ms <= 0 {
+			t.Errorf("queries: %+v", q)
+		}
+	}
+	// Each customer has an index of its own, the project none.
+	if owners, err := filepath.Glob(filepath.Join(dir, "data", "index", "*.idx")); len(owners) != 3 || err != nil {
+		t.Errorf("snapshots %v (%v), want one of each of 3 customers", owners, err)
+	} else {
+		for _, o := range owners {
+			if !strings.HasPrefix(filepath.Base(o), "cus_") {
+				t.Errorf("a snapshot of %s, not of a customer", filepath.Base(o))
+			}
+		}
+	}
+	// No upload or query went to an owner that does not exist.
+	if log, err := os.ReadFile(filepath.Join(dir, "server.log")); err != nil || strings.Contains(string(log), "status=404") {
+		t.Errorf("server log (%v) holds a 404", err)
 	}
 	// The kept directory holds the data and a log that says how the
 	// restarts loaded the owner.
