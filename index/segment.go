@@ -767,18 +767,29 @@ func (l *lexicon) extend(k termKey, ps []posting, fresh *termPostings) bool {
 }
 
 // postingBlock hands out postings lists with a list's capacity for n
-// (postingsCap) from shared blocks.
-type postingBlock struct{ free []posting }
+// (postingsCap) from shared blocks, which double from postingBlockMin to
+// postingBlockMax postings: the segments of a customer's owner of a
+// hundred chunks hold a few thousand, and blocks of the largest size from
+// the first were 512 KiB an owner, most of the heap of a thousand such
+// owners loaded with a segment each (320 MB of 430).
+type postingBlock struct {
+	free []posting
+	size int // of the last block
+}
 
-const postingBlockLen = 64 << 10 // postings, 512 KiB
+const (
+	postingBlockMin = 1 << 10  // postings, 8 KiB
+	postingBlockMax = 64 << 10 // postings, 512 KiB
+)
 
 func (b *postingBlock) take(n int) []posting {
 	c := int(postingsCap(uint32(n)))
-	if c > postingBlockLen/8 {
+	if c > postingBlockMax/8 {
 		return make([]posting, n, c) // a long list is a block of its own
 	}
 	if c > cap(b.free) {
-		b.free = make([]posting, postingBlockLen)
+		b.size = min(max(2*b.size, postingBlockMin), postingBlockMax)
+		b.free = make([]posting, max(b.size, c))
 	}
 	ps := b.free[:n:c]
 	b.free = b.free[c:]
