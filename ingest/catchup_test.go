@@ -127,6 +127,39 @@ func TestSnapshotWhenGrown(t *testing.T) {
 	}
 }
 
+// TestSnapshotWhenOwnersGrown: owners that gain snapshotGrowth entries
+// together, none of them alone, are all snapshotted at once.
+func TestSnapshotWhenOwnersGrown(t *testing.T) {
+	r := testIndexes(t)
+	r.snapshotGrowth = 10
+	r.grownSnapshots = make(chan error, 1)
+	owners := []string{"cus_a", "cus_b", "cus_c", "cus_d"}
+	for i, owner := range owners {
+		must(t, r.Update(owner, func(x *index.OwnerIndex) (uint64, error) {
+			return 0, x.Add(chunkEntries(uint64(1+3*i), 3, "walrus")...)
+		}))
+		// A pass is marked running before it starts, and sends its
+		// outcome before it is marked done.
+		if i < 3 && (r.growing.Load() || len(r.grownSnapshots) > 0) {
+			t.Fatalf("saved when the owners had gained %d entries", 3*(i+1))
+		}
+	}
+	select {
+	case err := <-r.grownSnapshots:
+		must(t, err)
+	case <-time.After(stuckLimit):
+		t.Fatal("no save once the owners had gained 12 entries")
+	}
+	for _, owner := range owners {
+		if x, _, err := index.ReadSnapshot(r.path(owner)); err != nil || x.Len() != 3 {
+			t.Fatalf("%s's snapshot: %v", owner, err)
+		}
+	}
+	if n := r.unsaved.Load(); n != 0 {
+		t.Errorf("%d entries counted as unsaved after every owner was saved", n)
+	}
+}
+
 // TestRestartReadsSegment: a periodic save of an owner that changed
 // little since its snapshot writes a segment and leaves the snapshot as
 // it was, and a restart after a crash then finds the chunks the segment

@@ -50,9 +50,15 @@ type Indexes struct {
 	// catchUpStarts, in tests, holds a catch-up until it is received from.
 	catchUpStarts chan struct{}
 	// snapshotGrowth is the const of that name; tests lower it, and
-	// receive the outcome of each snapshot it caused from grownSnapshots.
+	// receive the outcome of each pass of saves it caused from
+	// grownSnapshots.
 	snapshotGrowth int
 	grownSnapshots chan error
+	// unsaved is how many entries the owners gained since their last
+	// saves, all together (the sum of their ownerIndex.unsaved); growing
+	// is set while the saves it caused run (see saveWhenGrown).
+	unsaved atomic.Int64
+	growing atomic.Bool
 	// saveWriting, in tests, runs while a snapshot or a segment is
 	// written, with mu left to commits.
 	saveWriting func()
@@ -94,9 +100,9 @@ type ownerIndex struct {
 	dirty   bool   // changed since the last snapshot
 	lastSeq uint64 // highest chunk sequence the index holds
 	// saved is how many entries the index had at its last snapshot (or
-	// load); snapshotting is set while a snapshot for its growth runs.
-	saved        int
-	snapshotting atomic.Bool
+	// load), and unsaved how many it has gained since, as last counted in
+	// Indexes.unsaved.
+	saved, unsaved int
 }
 
 // set makes x the owner's index for commits and searches; the caller holds
@@ -217,32 +223,55 @@ func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uin
 	})
 	e.dirty = true
 	e.lastSeq = max(e.lastSeq, seq)
-	if x.Len()-e.saved >= r.snapshotGrowth && e.snapshotting.CompareAndSwap(false, true) {
-		go func() {
-			defer e.snapshotting.Store(false)
-			saved, err := r.snapshot(owner, e, false)
-			if err != nil {
-				r.log.Error("index snapshot failed", "owner", owner, "err", err)
-			}
-			if saved != nil && saved.Whole {
-				debug.FreeOSMemory() // see snapshot
-			}
-			if r.grownSnapshots != nil {
-				r.grownSnapshots <- err
-			}
-		}()
-	}
+	r.counted(e)
+	r.saveWhenGrown()
 	return err
 }
 
-// snapshotGrowth is how many entries an owner's index may gain after it
-// was last saved before it is saved at once instead of at the next
-// period: this bounds what a crash leaves to catch up from the store
-// (0.3-0.6 ms a chunk at a million). A save appends a segment of the
-// changes since the last, so saving often costs what changed, not the
-// owner's size, until the index writes the whole snapshot again, which
-// moves its heap onto the file (see index.OwnerIndex.Save).
+// snapshotGrowth is how many entries the owners' indexes may gain, all
+// together, after they were last saved before they are saved at once
+// instead of at the next period (see saveWhenGrown): this bounds what a
+// crash leaves to catch up from the store (0.3-0.6 ms a chunk at a
+// million) and what the heap holds beyond the snapshots. A save appends a
+// segment of the changes since the last, so saving often costs what
+// changed, not the owner's size, until the index writes the whole
+// snapshot again, which moves its heap onto the file (see
+// index.OwnerIndex.Save); an owner never saved is saved whole.
 const snapshotGrowth = 10000
+
+// counted brings Indexes.unsaved up to date with what e gained since its
+// last save; the caller holds e.mu.
+func (r *Indexes) counted(e *ownerIndex) {
+	gained := 0
+	if e.x != nil {
+		gained = max(e.x.Len()-e.saved, 0)
+	}
+	r.unsaved.Add(int64(gained - e.unsaved))
+	e.unsaved = gained
+}
+
+// saveWhenGrown saves every changed owner, in the background, once the
+// owners gained snapshotGrowth entries since their saves, all together:
+// a thousand customers' owners of a hundred chunks each stay far below
+// it, and counted one by one, they held 1.5 GB of heap for their 100,000
+// chunks until the period came (15 KB a chunk, most of it the terms of a
+// lexicon not yet on its file); a million chunks over ten thousand
+// customers would not have fitted a small machine. A pass runs at a time.
+func (r *Indexes) saveWhenGrown() {
+	if r.unsaved.Load() < int64(r.snapshotGrowth) || !r.growing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer r.growing.Store(false)
+		err := r.Snapshot()
+		if err != nil {
+			r.log.Error("index snapshot failed", "err", err)
+		}
+		if r.grownSnapshots != nil {
+			r.grownSnapshots <- err
+		}
+	}()
+}
 
 // updateElsewhere is Update for an owner whose index another node holds
 // and this one has not loaded (a document deleted through this node, a job
@@ -348,6 +377,8 @@ func (r *Indexes) Evict() {
 			delete(r.owners, owner)
 		}
 		r.mu.Unlock()
+		r.unsaved.Add(-int64(e.unsaved)) // no longer counted
+		e.unsaved = 0
 		e.mu.Unlock()
 		e.saveMu.Unlock()
 		r.setWaiting(owner, nil)
@@ -488,6 +519,8 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 		}
 		e.dirty = e.dirty || len(missing) > 0
 		e.set(x)
+		r.counted(e)
+		r.saveWhenGrown()
 		r.setCatchingUp(owner, 0) // counted by a preview
 		return nil
 	}
@@ -517,6 +550,8 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 			e.loaded = false
 			e.ready.Store(nil)
 		}
+		r.counted(e)
+		r.saveWhenGrown()
 		r.setCatchingUp(owner, 0)
 	}()
 	return nil
@@ -908,6 +943,7 @@ func (r *Indexes) save(owner string, e *ownerIndex, whole bool) (*index.Saved, i
 	x := e.x
 	w := x.StartSave(r.path(owner), e.lastSeq, whole)
 	e.dirty, e.saved = false, x.Len()
+	r.counted(e)
 	e.mu.Unlock()
 	if r.saveWriting != nil {
 		r.saveWriting()
