@@ -131,8 +131,9 @@ type ScaleResult struct {
 	FirstQueryAfterKillSeconds    float64 `json:"first_query_after_kill_seconds"`
 	SnapshotAtKill                bool    `json:"snapshot_at_kill"`
 	FirstQueryAfterRestartSeconds float64 `json:"first_query_after_restart_seconds"`
-	// How long the clean stop took: from SIGTERM to the process's exit,
-	// writing the whole snapshot of every owner changed since its last.
+	// How long the clean stop after kill -9 took, once the start had
+	// loaded every owner: from SIGTERM to the process's exit, writing the
+	// whole snapshot of every owner changed since its last.
 	StopSeconds float64 `json:"stop_seconds"`
 	// The server's memory maps after the latency runs (snapshots read in
 	// place, scratch files of vectors, the Go runtime's): the kernel
@@ -291,6 +292,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	res.SnapshotAtKill = filesBytes(dir, "*.idx") > 0
 	srv.kill()
 	fmt.Fprintln(cfg.Progress, "killed with SIGKILL; restarting")
+	restarted := fileSize(serverLog)
 	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
 		return nil, err
 	}
@@ -302,7 +304,11 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if res.CaughtUpAfterKillSeconds, err = srv.firstQuery(ctx, first, queries[0], true); err != nil {
 		return nil, err
 	}
-	// A clean stop writes the snapshot the next start loads.
+	// A clean stop writes the snapshot the next start loads, of every
+	// owner the catch-up changed once the start has loaded them all.
+	if err := waitLogged(ctx, serverLog, restarted, `msg="indexes loaded"`); err != nil {
+		return nil, err
+	}
 	stopping := time.Now()
 	if err := srv.stop(); err != nil {
 		return nil, err
@@ -838,6 +844,21 @@ func indexSaves(log string, from int64) (bytes int64, heldSeconds float64) {
 
 // logSince returns what a log holds past offset from: a million-chunk
 // ingest logs about a gigabyte before it.
+// waitLogged waits until a server's log holds line past offset from.
+func waitLogged(ctx context.Context, log string, from int64, line string) error {
+	deadline := time.Now().Add(scaleStartWait)
+	for {
+		b, err := logSince(log, from)
+		if err == nil && bytes.Contains(b, []byte(line)) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("eval: scale: the server did not log %s", line)
+		}
+		time.Sleep(scalePoll)
+	}
+}
+
 func logSince(log string, from int64) ([]byte, error) {
 	f, err := os.Open(log)
 	if err != nil {
