@@ -3,7 +3,6 @@ package index
 import (
 	"slices"
 	"sync"
-	"sync/atomic"
 )
 
 // generation is one lifetime of an owner's slot numbering: its slots are
@@ -95,9 +94,7 @@ func (g *generation) ownLast(p int) *page {
 	}
 	if g.graph != nil {
 		copy(pg.levels, old.levels)
-		for i := range old.links0 {
-			atomic.StoreUint32(&pg.links0[i], atomic.LoadUint32(&old.links0[i]))
-		}
+		copy(pg.links0, old.links0) // the writer's own: only it rewrites them
 		copy(pg.upper, old.upper)
 	}
 	g.pages = append(slices.Clone(g.pages[:p]), pg)

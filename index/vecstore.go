@@ -57,10 +57,10 @@ func allocVectors(pg *page, n int) []float32 {
 // scratch hands out the pages' vectors from a few large scratch files,
 // not one a page: each file is a memory map of the process, and the
 // kernel allows a process 65,530 of them unless told otherwise, past
-// which the Go runtime cannot grow the heap and the process dies. A page
-// a file made 5,000 customers' owners of 100 chunks, just uploaded, some
-// 20,000 maps; a crash with 30,000 of them left a server that died again
-// rebuilding them as it started.
+// which the Go runtime cannot grow the heap and the process dies. With a
+// file a page, 5,000 customers of 20 chunks just uploaded held 10,000;
+// with the limit lowered to 5,000, 3,000 such customers killed the
+// server, which died again rebuilding them at each start.
 var scratch scratchArena
 
 // scratchFileFloats is the size of each scratch file: 64 MB, 43,690

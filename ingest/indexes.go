@@ -255,8 +255,8 @@ func (r *Indexes) counted(e *ownerIndex) {
 // a thousand customers' owners of a hundred chunks each stay far below
 // it, and counted one by one, they held 1.5 GB of heap for their 100,000
 // chunks until the period came (15 KB a chunk, most of it the terms of a
-// lexicon not yet on its file); a million chunks over ten thousand
-// customers would not have fitted a small machine. A pass runs at a time.
+// lexicon not yet on its file: 15 GB at that rate for a million chunks
+// over ten thousand customers). A pass runs at a time.
 func (r *Indexes) saveWhenGrown() {
 	if r.unsaved.Load() < int64(r.snapshotGrowth) || !r.growing.CompareAndSwap(false, true) {
 		return
