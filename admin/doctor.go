@@ -40,7 +40,8 @@ type Finding struct {
 
 // Doctor checks a data dir: the store's schema and contents, original files
 // against the records that refer to them, every owner's index snapshot
-// against the store, leftovers of interrupted writes, and free disk space.
+// against the store, leftovers of interrupted writes, the kernel's limit
+// on memory maps against the owners, and free disk space.
 // serverRunning says whether a server holds the dir (the report then comes
 // from inside it).
 func Doctor(st *store.Store, dataDir string, serverRunning bool) []Finding {
@@ -78,7 +79,22 @@ func Doctor(st *store.Store, dataDir string, serverRunning bool) []Finding {
 	}
 
 	out = append(out, checkSnapshots(filepath.Join(dataDir, indexDirName), in.Owners)...)
+	out = append(out, checkMaps(len(in.Owners), index.MaxMapCount()))
 	return append(out, checkDisk(dataDir))
+}
+
+// checkMaps compares the memory maps a server needs to hold owners'
+// indexes loaded, a snapshot each, with the kernel's limit on them.
+func checkMaps(owners, limit int) Finding {
+	if limit <= 0 {
+		return Finding{Check: "memory maps", Status: StatusOK, Detail: fmt.Sprintf("%d owners; the kernel's limit is unknown here", owners)}
+	}
+	if need := index.MapsNeeded(owners, limit); need > 0 {
+		return Finding{Check: "memory maps", Status: StatusFail,
+			Detail: fmt.Sprintf("%d owners' snapshots and the rest of a server need about %d memory maps; the kernel allows %d (vm.max_map_count), past which the server dies as it loads them", owners, need, limit),
+			Fix:    fmt.Sprintf("raise it: sysctl -w vm.max_map_count=%d, and the same line in /etc/sysctl.d/ to keep it", max(need, 2*limit))}
+	}
+	return Finding{Check: "memory maps", Status: StatusOK, Detail: fmt.Sprintf("%d owners, within the %d memory maps the kernel allows", owners, limit)}
 }
 
 // checkSnapshots reads every owner's snapshot. A missing, corrupt or stale

@@ -10,10 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -289,9 +286,9 @@ func (e *Engine) preload() {
 		e.log.Warn("listing owners to preload their indexes failed; they load on first use", "err", err)
 		return
 	}
-	if limit := maxMapCount(); mapsNeeded(len(owners), limit) > 0 {
+	if limit := index.MaxMapCount(); index.MapsNeeded(len(owners), limit) > 0 {
 		e.log.Warn("the kernel lets a process hold fewer memory maps than these owners' snapshots need once loaded (one each), past which the server dies: raise vm.max_map_count (sysctl -w vm.max_map_count=N, and in /etc/sysctl.d to keep it)",
-			"owners", len(owners), "vm.max_map_count", limit, "need", mapsNeeded(len(owners), limit))
+			"owners", len(owners), "vm.max_map_count", limit, "need", index.MapsNeeded(len(owners), limit))
 	}
 	start := time.Now()
 	for owner := range owners {
@@ -310,32 +307,6 @@ func (e *Engine) preload() {
 	if len(owners) > 0 {
 		e.log.Info("indexes loaded", "owners", len(owners), "ms", time.Since(start).Milliseconds())
 	}
-}
-
-// mapsReserve is the memory maps a server needs besides its owners'
-// snapshots, one each: the Go runtime's heap, the scratch files of
-// vectors, the database, the libraries, with room to spare.
-const mapsReserve = 5000
-
-// maxMapCount is the kernel's limit on a process's memory maps, 0 when
-// unknown.
-func maxMapCount() int {
-	b, err := os.ReadFile("/proc/sys/vm/max_map_count")
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n
-}
-
-// mapsNeeded returns the vm.max_map_count that owners' snapshots need
-// when the kernel's limit is below it, and 0 when it is not (or is
-// unknown).
-func mapsNeeded(owners, limit int) int {
-	if need := owners + mapsReserve; limit > 0 && need > limit {
-		return need
-	}
-	return 0
 }
 
 // Shutdown stops taking jobs, lets running ones finish until ctx ends, then

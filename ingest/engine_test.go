@@ -100,22 +100,3 @@ func TestDescribeNoTextNamesFormat(t *testing.T) {
 		t.Errorf("describe(PDF without text) = %q", got)
 	}
 }
-
-// TestMapsNeeded: the start warns when the owners' snapshots, one memory
-// map each, and the rest the process maps exceed the kernel's limit.
-func TestMapsNeeded(t *testing.T) {
-	for _, c := range []struct{ owners, limit, want int }{
-		{100, 65530, 0},
-		{60530, 65530, 0},
-		{60531, 65530, 65531},
-		{200000, 262144, 0},
-		{200000, 0, 0}, // the limit unknown
-	} {
-		if got := mapsNeeded(c.owners, c.limit); got != c.want {
-			t.Errorf("mapsNeeded(%d, %d) = %d, want %d", c.owners, c.limit, got, c.want)
-		}
-	}
-	if n := maxMapCount(); n <= 0 {
-		t.Errorf("the kernel's limit read as %d", n)
-	}
-}
