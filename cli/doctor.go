@@ -18,7 +18,8 @@ func doctorCmd() *cobra.Command {
 		Short: "Check a data directory and say what to do about what is wrong",
 		Long: `Check a data directory: the store's schema and records, the original files
 against the documents that refer to them, every owner's index snapshot
-against the store, leftovers of interrupted writes, and free disk space.
+against the store, leftovers of interrupted writes, the kernel's limit on
+memory maps against the owners (one each once loaded), and free disk space.
 Each finding is ok, warn or fail, with what to do; the exit status is 1
 when any fails. With a server running on the directory, the server does the
 checking.`,
