@@ -118,6 +118,65 @@ func TestCreateAndListCustomers(t *testing.T) {
 		{name: "no key", key: "-", body: ok("x"), status: 401},
 		{name: "revoked key", key: revoked, body: ok("x"), status: 401},
 	}.defaults(a.key, "/customer/create"))
+
+	runBad(t, e, badCases{
+		{name: "list/limit 0", method: "GET", path: "/customers?limit=0", status: 400, want: []string{"limit", "1000"}},
+		{name: "list/limit over 1000", method: "GET", path: "/customers?limit=1001", status: 400, want: []string{"limit", "1000"}},
+		{name: "list/limit not a number", method: "GET", path: "/customers?limit=ten", status: 400, want: []string{"limit"}},
+		{name: "list/cursor not a customer", method: "GET", path: "/customers?cursor=" + a.customers[0][len(store.PrefixCustomer):], status: 400, want: []string{"cursor", "next_cursor"}},
+		{name: "list/cursor of a document", method: "GET", path: "/customers?cursor=doc_0000000000000000000000000", status: 400, want: []string{"cursor"}},
+	}.defaults(a.key, ""))
+}
+
+// TestCustomerPages: GET /customers lists a project's customers oldest
+// first, a page at a time, each page's next_cursor leading to the next,
+// and none after the last; another project's customers are not listed.
+func TestCustomerPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p, key, err := e.store.CreateProject("many customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 5 {
+		c, err := e.store.CreateCustomer(p.ID, fmt.Sprint("customer ", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, c.ID)
+	}
+	var got []string
+	path := "/customers?limit=2"
+	for pages := 1; ; pages++ {
+		r := e.get(t, path, key)
+		page := decodeAs[struct {
+			Customers []struct {
+				ID        string `json:"customer_id"`
+				ProjectID string `json:"project_id"`
+			} `json:"customers"`
+			NextCursor *string `json:"next_cursor"`
+		}](t, r)
+		for _, c := range page.Customers {
+			if c.ProjectID != p.ID {
+				t.Fatalf("project %s lists customer %s of project %s", p.ID, c.ID, c.ProjectID)
+			}
+			got = append(got, c.ID)
+		}
+		if page.NextCursor == nil {
+			if pages != 3 {
+				t.Fatalf("%d pages of at most 2 for 5 customers", pages)
+			}
+			break
+		}
+		if len(page.Customers) != 2 || *page.NextCursor != page.Customers[1].ID || pages == 3 {
+			t.Fatalf("page %d: %s", pages, r)
+		}
+		path = "/customers?limit=2&cursor=" + *page.NextCursor
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("customers in pages %v, want oldest first %v", got, want)
+	}
 }
 
 type apiSession struct {

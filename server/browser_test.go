@@ -511,6 +511,34 @@ func TestBrowserSessionXSSFileName(t *testing.T) {
 	b.noProblems()
 }
 
+// The console's owners are every customer of the project, however many
+// pages of GET /customers they take.
+func TestBrowserConsoleListsEveryCustomer(t *testing.T) {
+	e := newUIEnv(t)
+	want := []string{e.project.ID, e.customer.ID}
+	for i := range 1500 {
+		c, err := e.store.CreateCustomer(e.project.ID, fmt.Sprint("customer ", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, c.ID)
+	}
+	b := newBrowser(t)
+	b.do("open the console", chromedp.Navigate(e.base+"/console"), chromedp.WaitVisible(chromedp.ID("api-key")))
+	b.do("paste the key",
+		chromedp.SendKeys(chromedp.ID("api-key"), e.key),
+		chromedp.Click(chromedp.ID("connect")),
+		chromedp.WaitVisible(chromedp.ID("workspace")),
+	)
+	if got := evaluate[[]string](b, `[...document.querySelectorAll('#owner option')].map(o => o.value)`); !slices.Equal(got, want) {
+		t.Errorf("%d owners listed, want the project and its %d customers in order", len(got), len(want)-1)
+	}
+	if got := evaluate[string](b, `document.getElementById('customer-count').textContent`); got != "1501 customers" {
+		t.Errorf("customer count %q", got)
+	}
+	b.noProblems()
+}
+
 // Flow 5: the console. Paste a key, upload, query, see the answer and the
 // chunks, and open a chunk's subpage.
 func TestBrowserConsole(t *testing.T) {

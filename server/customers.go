@@ -49,8 +49,24 @@ func (s *Server) createCustomer(c echo.Context) error {
 	return c.JSON(http.StatusOK, customerOf(cus))
 }
 
+// The pages of GET /customers, as GET /documents's.
+const (
+	defaultCustomerPage = 100
+	maxCustomerPage     = 1000
+)
+
+// listCustomers lists the key's project's customers, oldest first, a page
+// at a time: a project may have tens of thousands.
 func (s *Server) listCustomers(c echo.Context) error {
-	cs, err := s.store.Customers(project(c).ID)
+	limit, err := queryLimit(c, defaultCustomerPage, maxCustomerPage)
+	if err != nil {
+		return err
+	}
+	cursor := c.QueryParam("cursor")
+	if c.QueryParams().Has("cursor") && !store.IsID(cursor, store.PrefixCustomer) {
+		return badRequest("cursor is not a next_cursor this API gave: leave it out for the first page")
+	}
+	cs, next, err := s.store.Customers(project(c).ID, cursor, limit)
 	if err != nil {
 		return err
 	}
@@ -58,5 +74,13 @@ func (s *Server) listCustomers(c echo.Context) error {
 	for i := range cs {
 		out[i] = customerOf(&cs[i])
 	}
-	return c.JSON(http.StatusOK, map[string]any{"customers": out})
+	return c.JSON(http.StatusOK, customerPage{Customers: out, NextCursor: next})
+}
+
+// customerPage is a page of GET /customers.
+type customerPage struct {
+	Customers []customerResponse `json:"customers"`
+	// NextCursor, when set, is the cursor of the next page; the last page
+	// has none.
+	NextCursor string `json:"next_cursor,omitempty"`
 }

@@ -520,7 +520,12 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 	call("GET", "/me", "/me", nil, 200)
 	cus := call("POST", "/customer/create", "/customer/create", map[string]any{"project_id": f.projectID, "name": "Acme"}, 200)
 	customerID, _ := cus["customer_id"].(string)
+	call("POST", "/customer/create", "/customer/create", map[string]any{"project_id": f.projectID, "name": "Globex"}, 200)
 	call("GET", "/customers", "/customers", nil, 200)
+	if page := call("GET", "/customers", "/customers?limit=1", nil, 200); page["next_cursor"] == nil {
+		t.Fatalf("a page of one of two customers has no next_cursor: %v", page)
+	}
+	call("GET", "/customers", "/customers?limit=0", nil, 400)
 	sess := call("POST", "/session/multi-tenant", "/session/multi-tenant", map[string]any{
 		"project_id": f.projectID, "customer_id": customerID, "services": []string{"all"},
 		"success_url": "https://example.com/done", "cancel_url": "https://example.com/cancel",

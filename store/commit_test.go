@@ -500,3 +500,61 @@ func TestSessionDocumentsIndexedOnUpgrade(t *testing.T) {
 		t.Fatalf("session documents after the upgrade: %v (%v), want %v", got, err, want)
 	}
 }
+
+// A file of schema 5, from before customers were indexed by their
+// project, gets the index on open: every customer, in order, a page at a
+// time.
+func TestProjectCustomersIndexedOnUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var project string
+	var want []string
+	for _, p := range []string{"a", "b"} {
+		prj, _, err := s.CreateProject(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		project, want = prj.ID, nil
+		for i := range 5 {
+			c, err := s.CreateCustomer(prj.ID, fmt.Sprint(p, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, c.ID)
+		}
+	}
+	// As a build of schema 5 left it: no index.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketProjectCustomers); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(5))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []string
+	for after := ""; ; {
+		cs, next, err := s.Customers(project, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			got = append(got, c.ID)
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("customers after the upgrade: %v, want %v", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
@@ -209,6 +210,9 @@ func (s *Store) CreateCustomer(projectID, name string) (*Customer, error) {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
 			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
 		}
+		if err := tx.Bucket(bucketProjectCustomers).Put(ownerKey(projectID, []byte(c.ID)), nil); err != nil {
+			return err
+		}
 		return put(tx.Bucket(bucketCustomers), c.ID, c)
 	})
 	if err != nil {
@@ -222,22 +226,51 @@ func (s *Store) Customer(id string) (*Customer, error) {
 	return record[Customer](s, bucketCustomers, id)
 }
 
-// Customers lists a project's customers, oldest first.
-func (s *Store) Customers(projectID string) ([]Customer, error) {
+// Customers lists a project's customers, oldest first, limit at a time:
+// those after the customer with id after (none: from the first), and the
+// id to pass as after for the next page, empty after the last. Ids begin
+// with their time (see NewID), so the order is the order they were made.
+func (s *Store) Customers(projectID, after string, limit int) ([]Customer, string, error) {
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("store: list customers: limit %d, want at least 1", limit)
+	}
 	var cs []Customer
+	next := ""
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketCustomers)
-		return b.ForEach(func(k, _ []byte) error {
-			c, err := get[Customer](b, string(k))
+		prefix := ownerKey(projectID, nil)
+		c := tx.Bucket(bucketProjectCustomers).Cursor()
+		k, _ := c.Seek(ownerKey(projectID, []byte(after)))
+		if after != "" && bytes.Equal(k, ownerKey(projectID, []byte(after))) {
+			k, _ = c.Next()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(cs) == limit {
+				next = cs[len(cs)-1].ID
+				return nil
+			}
+			cus, err := get[Customer](tx.Bucket(bucketCustomers), string(k[len(prefix):]))
 			if err != nil {
 				return err
 			}
-			if c.ProjectID == projectID {
-				cs = append(cs, *c)
-			}
-			return nil
-		})
+			cs = append(cs, *cus)
+		}
+		return nil
 	})
-	sort.Slice(cs, func(i, j int) bool { return cs[i].CreatedAt.Before(cs[j].CreatedAt) })
-	return cs, err
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list customers: %w", err)
+	}
+	return cs, next, nil
+}
+
+// indexProjectCustomers fills bucketProjectCustomers from the customers
+// of a store written before it (schema 5).
+func indexProjectCustomers(tx *bolt.Tx) error {
+	index := tx.Bucket(bucketProjectCustomers)
+	return tx.Bucket(bucketCustomers).ForEach(func(k, v []byte) error {
+		var c Customer
+		if err := decode(v, &c); err != nil {
+			return fmt.Errorf("%w (customer %s)", err, k)
+		}
+		return index.Put(ownerKey(c.ProjectID, []byte(c.ID)), nil)
+	})
 }

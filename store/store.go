@@ -35,45 +35,49 @@ import (
 // document's id (see files.go), where a build of version 3 would look for
 // it under its content's hash in vain. Version 5 indexes documents by the
 // upload session they came through, which a build of version 4 would not
-// keep up as it adds and deletes documents. Older files are upgraded on
-// open: the buckets are added, the running jobs listed from a scan of the
-// jobs and the session index filled from one of the documents; their
-// small originals stay where they are, and are read there.
-const schemaVersion = 5
+// keep up as it adds and deletes documents. Version 6 indexes customers by
+// their project, for listing them a page at a time, which a build of
+// version 5 would not keep up as it adds customers. Older files are
+// upgraded on open: the buckets are added, the running jobs listed from a
+// scan of the jobs, the session index from one of the documents and the
+// customer index from one of the customers; their small originals stay
+// where they are, and are read there.
+const schemaVersion = 6
 
 // openTimeout bounds the wait for bbolt's file lock, so that a second process
 // on the same data dir fails with a clear error instead of hanging.
 const openTimeout = 2 * time.Second
 
 var (
-	bucketMeta       = []byte("meta")
-	bucketProjects   = []byte("projects")
-	bucketKeys       = []byte("keys")       // sha256(key) hex → APIKey
-	bucketCustomers  = []byte("customers")  // customer id → Customer
-	bucketSessions   = []byte("sessions")   // sha256(token) hex → Session
-	bucketDocuments  = []byte("documents")  // document id → Document
-	bucketOwnerDocs  = []byte("ownerdocs")  // owner \x00 document id → nil
-	bucketJobs       = []byte("jobs")       // job id → Job
-	bucketQueue      = []byte("queue")      // 8-byte due time, 8-byte sequence → job id: the next due first
-	bucketRunning    = []byte("running")    // job id → nil: the jobs PROCESSING (see putJob)
-	bucketChunks     = []byte("chunks")     // chunk id → Chunk
-	bucketSeqs       = []byte("seqs")       // 8-byte chunk sequence → chunk id
-	bucketOwnerSeqs  = []byte("ownerseqs")  // owner \x00 8-byte sequence → nil
-	bucketVectors    = []byte("vectors")    // model \x00 8-byte chunk sequence → little-endian float32s
-	bucketOwners     = []byte("owners")     // owner id → OwnerModel
-	bucketFileRefs   = []byte("filerefs")   // owner \x00 sha256 hex → reference count
-	bucketOriginals  = []byte("originals")  // owner \x00 document id (or, from older versions, sha256 hex) → a small original's bytes (see files.go)
-	bucketSubpages   = []byte("subpages")   // subpage id → Subpage
-	bucketWebhooks   = []byte("webhooks")   // webhook id → Webhook
-	bucketDeliveries = []byte("deliveries") // delivery id → Delivery
-	bucketOutbox     = []byte("outbox")     // 8-byte due time, 8-byte sequence → delivery id: the next due first
-	bucketWebhookLog = []byte("webhooklog") // webhook id \x00 8-byte time delivery id → nil: a webhook's deliveries in order
+	bucketMeta             = []byte("meta")
+	bucketProjects         = []byte("projects")
+	bucketKeys             = []byte("keys")             // sha256(key) hex → APIKey
+	bucketCustomers        = []byte("customers")        // customer id → Customer
+	bucketProjectCustomers = []byte("projectcustomers") // project id \x00 customer id → nil
+	bucketSessions         = []byte("sessions")         // sha256(token) hex → Session
+	bucketDocuments        = []byte("documents")        // document id → Document
+	bucketOwnerDocs        = []byte("ownerdocs")        // owner \x00 document id → nil
+	bucketJobs             = []byte("jobs")             // job id → Job
+	bucketQueue            = []byte("queue")            // 8-byte due time, 8-byte sequence → job id: the next due first
+	bucketRunning          = []byte("running")          // job id → nil: the jobs PROCESSING (see putJob)
+	bucketChunks           = []byte("chunks")           // chunk id → Chunk
+	bucketSeqs             = []byte("seqs")             // 8-byte chunk sequence → chunk id
+	bucketOwnerSeqs        = []byte("ownerseqs")        // owner \x00 8-byte sequence → nil
+	bucketVectors          = []byte("vectors")          // model \x00 8-byte chunk sequence → little-endian float32s
+	bucketOwners           = []byte("owners")           // owner id → OwnerModel
+	bucketFileRefs         = []byte("filerefs")         // owner \x00 sha256 hex → reference count
+	bucketOriginals        = []byte("originals")        // owner \x00 document id (or, from older versions, sha256 hex) → a small original's bytes (see files.go)
+	bucketSubpages         = []byte("subpages")         // subpage id → Subpage
+	bucketWebhooks         = []byte("webhooks")         // webhook id → Webhook
+	bucketDeliveries       = []byte("deliveries")       // delivery id → Delivery
+	bucketOutbox           = []byte("outbox")           // 8-byte due time, 8-byte sequence → delivery id: the next due first
+	bucketWebhookLog       = []byte("webhooklog")       // webhook id \x00 8-byte time delivery id → nil: a webhook's deliveries in order
 
 	allBuckets = [][]byte{bucketMeta, bucketProjects, bucketKeys, bucketCustomers,
 		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue, bucketRunning,
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
 		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
-		bucketEmbedCache, bucketExternalIDs, bucketOriginals, bucketSessionDocs}
+		bucketEmbedCache, bucketExternalIDs, bucketOriginals, bucketSessionDocs, bucketProjectCustomers}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -148,6 +152,11 @@ func (s *Store) init() error {
 			}
 			if got < 5 {
 				if err := indexSessionDocuments(tx); err != nil {
+					return err
+				}
+			}
+			if got < 6 {
+				if err := indexProjectCustomers(tx); err != nil {
 					return err
 				}
 			}

@@ -220,20 +220,30 @@ func (s *Store) Customer(id string) (*store.Customer, error) {
 	return &c, nil
 }
 
-// Customers lists a project's customers, oldest first.
-func (s *Store) Customers(projectID string) ([]store.Customer, error) {
+// Customers lists a project's customers, oldest first, limit at a time,
+// as the bbolt store does: by id, which begins with its time.
+func (s *Store) Customers(projectID, after string, limit int) ([]store.Customer, string, error) {
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("store: list customers: limit %d, want at least 1", limit)
+	}
 	ctx, cancel := opContext()
 	defer cancel()
+	// One more than the page, to know whether another follows.
 	rows, err := s.pool.Query(ctx, `SELECT id, project_id, name, created_at FROM customers
-		WHERE project_id = $1 ORDER BY created_at, id`, projectID)
+		WHERE project_id = $1 AND id COLLATE "C" > $2
+		ORDER BY id COLLATE "C" LIMIT $3`, projectID, after, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("store: list customers: %w", err)
+		return nil, "", fmt.Errorf("store: list customers: %w", err)
 	}
 	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Customer, error) { return scanCustomer(row) })
 	if err != nil {
-		return nil, fmt.Errorf("store: list customers: %w", err)
+		return nil, "", fmt.Errorf("store: list customers: %w", err)
 	}
-	return cs, nil
+	if len(cs) <= limit {
+		return cs, "", nil
+	}
+	cs = cs[:limit]
+	return cs, cs[limit-1].ID, nil
 }
 
 // CreateSession stores a session valid for ttl and returns its token.

@@ -8,6 +8,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +30,7 @@ type Projects interface {
 	Authenticate(secret string) (*store.Project, string, error)
 	CreateCustomer(projectID, name string) (*store.Customer, error)
 	Customer(id string) (*store.Customer, error)
-	Customers(projectID string) ([]store.Customer, error)
+	Customers(projectID, after string, limit int) ([]store.Customer, string, error)
 	CreateSession(sess store.Session, ttl time.Duration) (*store.Session, string, error)
 	SessionByToken(token string) (*store.Session, error)
 	SetClock(now func() time.Time)
@@ -171,8 +173,8 @@ func unknownProject(t *testing.T, s Projects) {
 	if _, err := s.CreateCustomer("prj_nope", "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateCustomer: err = %v, want ErrNotFound", err)
 	}
-	if cs, err := s.Customers("prj_nope"); err != nil || len(cs) != 0 {
-		t.Fatalf("Customers = %+v, %v; want none", cs, err)
+	if cs, next, err := s.Customers("prj_nope", "", 10); err != nil || len(cs) != 0 || next != "" {
+		t.Fatalf("Customers = %+v, %q, %v; want none", cs, next, err)
 	}
 	if ps, err := s.Projects(); err != nil || len(ps) != 0 {
 		t.Fatalf("Projects = %+v, %v; want none: a refused call wrote something", ps, err)
@@ -199,9 +201,50 @@ func customers(t *testing.T, s Projects) {
 	if err != nil || !sameCustomer(*got, *b) {
 		t.Fatalf("Customer = %+v, %v; want %+v", got, err, b)
 	}
-	cs, err := s.Customers(p.ID)
-	if err != nil || len(cs) != 2 || !sameCustomer(cs[0], *a) || !sameCustomer(cs[1], *b) {
-		t.Fatalf("Customers = %+v, %v; want alice then bob", cs, err)
+	cs, next, err := s.Customers(p.ID, "", 10)
+	if err != nil || len(cs) != 2 || !sameCustomer(cs[0], *a) || !sameCustomer(cs[1], *b) || next != "" {
+		t.Fatalf("Customers = %+v, %q, %v; want alice then bob", cs, next, err)
+	}
+
+	// A page at a time, oldest first, the other project's left out; the
+	// last page full, with no cursor after it.
+	want := []string{a.ID, b.ID}
+	for i := range 4 {
+		c.Advance(time.Second)
+		cus, err := s.CreateCustomer(p.ID, fmt.Sprint("customer ", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, cus.ID)
+		if _, err := s.CreateCustomer(other.ID, fmt.Sprint("other ", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var listed []string
+	for after, pages := "", 0; ; pages++ {
+		cs, next, err := s.Customers(p.ID, after, 2)
+		if err != nil || len(cs) != 2 || pages == 3 {
+			t.Fatalf("page %d after %q: %d customers, %v", pages, after, len(cs), err)
+		}
+		for _, cus := range cs {
+			listed = append(listed, cus.ID)
+		}
+		if next == "" {
+			break
+		}
+		if next != cs[1].ID {
+			t.Fatalf("next cursor %q, want the page's last customer %q", next, cs[1].ID)
+		}
+		after = next
+	}
+	if !slices.Equal(listed, want) {
+		t.Fatalf("customers page by page: %v, want %v", listed, want)
+	}
+	if cs, next, err := s.Customers(p.ID, want[len(want)-1], 2); err != nil || len(cs) != 0 || next != "" {
+		t.Fatalf("Customers after the last = %+v, %q, %v; want none", cs, next, err)
+	}
+	if _, _, err := s.Customers(p.ID, "", 0); err == nil {
+		t.Fatal("Customers with limit 0: no error")
 	}
 	if _, err := s.Customer("cus_nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Customer(unknown): err = %v, want ErrNotFound", err)

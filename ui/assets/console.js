@@ -36,6 +36,7 @@
   var MAX_PAGE = 1000;
   var shown = PAGE;
   var nextCursor = null;
+  var CUSTOMER_PAGE = 1000; // GET /customers's largest
 
   // Talking to the API
 
@@ -104,16 +105,25 @@
       .then(function (me) {
         project = me;
         $('project-name').textContent = me.name + ' (' + me.project_id + ')';
-        return api('GET', '/customers');
+        return listCustomers('', []);
       })
-      .then(function (body) {
-        fillOwners(body.customers || []);
+      .then(function (customers) {
+        fillOwners(customers);
         signin.hidden = true;
         workspace.hidden = false;
         whoami.hidden = false;
         return loadDocuments();
       })
       .catch(showError);
+  }
+
+  // Every customer of the project, a page of the API's largest at a time.
+  function listCustomers(cursor, got) {
+    var path = '/customers?limit=' + CUSTOMER_PAGE + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+    return api('GET', path).then(function (body) {
+      got = got.concat(body.customers || []);
+      return body.next_cursor ? listCustomers(body.next_cursor, got) : got;
+    });
   }
 
   function fillOwners(customers) {
