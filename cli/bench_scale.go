@@ -26,7 +26,8 @@ ingest chunks/s, the CPU each document cost the server and the
 uploaders and what the server wrote to disk per chunk (and how much of
 that the index's saves, and how long they kept chunks waiting to be
 added), the server's anonymous memory (RssAnon: what it
-holds itself, not the database's file mapping) and per chunk, the
+holds itself, not the database's file mapping) and per chunk, and the
+most of it sampled during the ingest, the
 snapshot's and its segments' sizes, query p50/p99 with 1 and 8
 clients after 1,000 other queries (each query 2–4 words of one document,
 the rarer the likelier, so that its terms occur in as many chunks as
@@ -64,7 +65,7 @@ hosted page and that page's list of its uploads).`,
 				{"CPU per document", fmt.Sprintf("%.3f ms in the server, %.3f ms in the uploaders", res.IngestServerCPUMsPerDoc, res.IngestUploaderCPUMsPerDoc)},
 				{"written during ingest", fmt.Sprintf("%.1f KB/chunk, of which index saves %.1f KB", res.IngestWrittenBytesPerChunk/1024, res.IngestIndexWrittenBytesPerChunk/1024)},
 				{"index saves during ingest", fmt.Sprintf("held chunks %.1f s of the %.1f s (moments of each save, and a whole snapshot's move)", res.IngestIndexSaveSeconds, res.IngestSeconds)},
-				{"memory after ingest", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk", mb(res.RSSAnonAfterIngestBytes), res.RSSAnonAfterIngestPerChunk)},
+				{"memory after ingest", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk (during it, at most %.0f MB)", mb(res.RSSAnonAfterIngestBytes), res.RSSAnonAfterIngestPerChunk, mb(res.RSSAnonPeakIngestBytes))},
 				{"memory after restart", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk (and %.0f MB file-backed)", mb(res.RSSAnonBytes), res.RSSAnonPerChunk, mb(res.RSSFileBytes))},
 				{"database", fmt.Sprintf("%.1f MB, %.0f bytes/chunk", mb(res.DatabaseBytes), float64(res.DatabaseBytes)/float64(max(res.Chunks, 1)))},
 				{"snapshot", fmt.Sprintf("%.1f MB, and segments of %.1f MB", mb(res.SnapshotBytes), mb(res.SegmentBytes))},

@@ -105,7 +105,11 @@ type ScaleResult struct {
 	// RSS (the database's mapping, which the kernel may drop and read
 	// back). After ingest, and after a restart that loaded the owner from
 	// its snapshot and answered the latency runs.
-	RSSAnonAfterIngestBytes    int64   `json:"rss_anon_after_ingest_bytes"`
+	RSSAnonAfterIngestBytes int64 `json:"rss_anon_after_ingest_bytes"`
+	// The most anonymous RSS sampled during the ingest, every
+	// peakSampleEvery: the heap of what owners gained since their last
+	// save, and the collector's headroom over it, peak between saves.
+	RSSAnonPeakIngestBytes     int64   `json:"rss_anon_peak_ingest_bytes"`
 	RSSAnonAfterIngestPerChunk float64 `json:"rss_anon_after_ingest_per_chunk"`
 	RSSAnonBytes               int64   `json:"rss_anon_bytes"`
 	RSSAnonPerChunk            float64 `json:"rss_anon_per_chunk"`
@@ -253,7 +257,10 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	serverLog := filepath.Join(dir, "server.log")
 	logFrom := fileSize(serverLog)
 	start, serverCPU, ownCPU, written := time.Now(), cpuTime(srv.pid()), selfCPUTime(), writtenBytes(srv.pid())
-	if err := srv.ingest(ctx, gen, cfg, res); err != nil {
+	stopSampling := samplePeak(srv.pid(), &res.RSSAnonPeakIngestBytes)
+	err = srv.ingest(ctx, gen, cfg, res)
+	stopSampling()
+	if err != nil {
 		return nil, err
 	}
 	secs := time.Since(start).Seconds()
@@ -755,6 +762,41 @@ func (s *childServer) waitJob(ctx context.Context, id string) (int, error) {
 			return 0, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// peakSampleEvery is how often samplePeak reads the server's memory.
+const peakSampleEvery = 100 * time.Millisecond
+
+// samplePeak keeps in peak the most anonymous memory process pid holds,
+// read every peakSampleEvery until the returned stop is called (which
+// takes a last sample). A sample, not the peak itself: the kernel keeps
+// no high-water mark of anonymous memory alone (VmHWM counts the
+// mapped files too).
+func samplePeak(pid int, peak *int64) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	sample := func() {
+		if anon, _, err := rss(pid); err == nil {
+			*peak = max(*peak, anon)
+		}
+	}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(peakSampleEvery)
+		defer t.Stop()
+		for {
+			sample()
+			select {
+			case <-done:
+				sample()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
 	}
 }
 

@@ -52,6 +52,11 @@ func TestBenchScale(t *testing.T) {
 			t.Errorf("anonymous RSS %s: %d bytes", name, b)
 		}
 	}
+	// The peak was sampled until the ingest's end, when the memory after
+	// it was read.
+	if res.RSSAnonPeakIngestBytes < res.RSSAnonAfterIngestBytes*3/4 || res.RSSAnonPeakIngestBytes > 4<<30 {
+		t.Errorf("anonymous RSS at most %d bytes during the ingest, %d after it", res.RSSAnonPeakIngestBytes, res.RSSAnonAfterIngestBytes)
+	}
 	if res.RSSAnonPerChunk != float64(res.RSSAnonBytes)/float64(res.Chunks) {
 		t.Errorf("per chunk %.0f is not %d / %d", res.RSSAnonPerChunk, res.RSSAnonBytes, res.Chunks)
 	}
