@@ -883,15 +883,37 @@ func (r *Indexes) snapshotAll(whole bool) error {
 		owners[o] = e
 	}
 	r.mu.Unlock()
-	var errs []error
-	moved := false
-	for owner, e := range owners {
-		saved, err := r.snapshot(owner, e, whole)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		moved = moved || saved != nil && saved.Whole
+	// The periodic passes save one owner at a time, beside searches and
+	// uploads (four at a time made a multi-tenant ingest slower and its
+	// heap larger). A stop (whole) has nothing else to do, and much of a
+	// small owner's save is waiting for its fsyncs: eight at a time took
+	// the stop of 3,000 customers from 7.5-8.6 s to 5.6-5.7.
+	workers := 1
+	if whole {
+		workers = stopSaveWorkers
 	}
+	var (
+		mu    sync.Mutex
+		errs  []error
+		moved bool
+		wg    sync.WaitGroup
+	)
+	slots := make(chan struct{}, workers)
+	for owner, e := range owners {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			saved, err := r.snapshot(owner, e, whole)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			moved = moved || saved != nil && saved.Whole
+		}()
+	}
+	wg.Wait()
 	if moved {
 		// Once for all of them: a collection after each owner made a
 		// stop with a thousand customers take 12-37 s, one a second.
@@ -899,6 +921,9 @@ func (r *Indexes) snapshotAll(whole bool) error {
 	}
 	return errors.Join(errs...)
 }
+
+// stopSaveWorkers is how many owners a stop saves at once.
+const stopSaveWorkers = 8
 
 // snapshot saves an owner's index to disk if it changed since it was
 // last saved: a segment of the changes since the last save, unless whole
