@@ -511,6 +511,16 @@ func TestBrowserSessionXSSFileName(t *testing.T) {
 	b.noProblems()
 }
 
+// signIn opens e's console in b and pastes e's key.
+func signIn(b *browser, e *uiEnv) {
+	b.do("open the console", chromedp.Navigate(e.base+"/console"), chromedp.WaitVisible(chromedp.ID("api-key")))
+	b.do("paste the key",
+		chromedp.SendKeys(chromedp.ID("api-key"), e.key),
+		chromedp.Click(chromedp.ID("connect")),
+		chromedp.WaitVisible(chromedp.ID("workspace")),
+	)
+}
+
 // The console's owners are every customer of the project, however many
 // pages of GET /customers they take.
 func TestBrowserConsoleListsEveryCustomer(t *testing.T) {
@@ -524,12 +534,7 @@ func TestBrowserConsoleListsEveryCustomer(t *testing.T) {
 		want = append(want, c.ID)
 	}
 	b := newBrowser(t)
-	b.do("open the console", chromedp.Navigate(e.base+"/console"), chromedp.WaitVisible(chromedp.ID("api-key")))
-	b.do("paste the key",
-		chromedp.SendKeys(chromedp.ID("api-key"), e.key),
-		chromedp.Click(chromedp.ID("connect")),
-		chromedp.WaitVisible(chromedp.ID("workspace")),
-	)
+	signIn(b, e)
 	if got := evaluate[[]string](b, `[...document.querySelectorAll('#owner option')].map(o => o.value)`); !slices.Equal(got, want) {
 		t.Errorf("%d owners listed, want the project and its %d customers in order", len(got), len(want)-1)
 	}
@@ -545,12 +550,7 @@ func TestBrowserConsole(t *testing.T) {
 	e := newUIEnv(t)
 	b := newBrowser(t)
 
-	b.do("open the console", chromedp.Navigate(e.base+"/console"), chromedp.WaitVisible(chromedp.ID("api-key")))
-	b.do("paste the key",
-		chromedp.SendKeys(chromedp.ID("api-key"), e.key),
-		chromedp.Click(chromedp.ID("connect")),
-		chromedp.WaitVisible(chromedp.ID("workspace")),
-	)
+	signIn(b, e)
 	if got := evaluate[string](b, `sessionStorage.getItem('docsift.apiKey')`); got != e.key {
 		t.Errorf("sessionStorage holds %q", got)
 	}

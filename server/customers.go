@@ -58,13 +58,9 @@ const (
 // listCustomers lists the key's project's customers, oldest first, a page
 // at a time: a project may have tens of thousands.
 func (s *Server) listCustomers(c echo.Context) error {
-	limit, err := queryLimit(c, defaultCustomerPage, maxCustomerPage)
+	limit, cursor, err := queryPage(c, defaultCustomerPage, maxCustomerPage, store.PrefixCustomer)
 	if err != nil {
 		return err
-	}
-	cursor := c.QueryParam("cursor")
-	if c.QueryParams().Has("cursor") && !store.IsID(cursor, store.PrefixCustomer) {
-		return badRequest("cursor is not a next_cursor this API gave: leave it out for the first page")
 	}
 	cs, next, err := s.store.Customers(project(c).ID, cursor, limit)
 	if err != nil {

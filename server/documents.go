@@ -104,13 +104,9 @@ func (s *Server) listDocuments(c echo.Context) error {
 	if c.QueryParams().Has("external_id") {
 		return s.documentByExternalID(c, owner, c.QueryParam("external_id"))
 	}
-	limit, err := queryLimit(c, defaultDocumentPage, maxDocumentPage)
+	limit, cursor, err := queryPage(c, defaultDocumentPage, maxDocumentPage, store.PrefixDocument)
 	if err != nil {
 		return err
-	}
-	cursor := c.QueryParam("cursor")
-	if c.QueryParams().Has("cursor") && !store.IsID(cursor, store.PrefixDocument) {
-		return badRequest("cursor is not a next_cursor this API gave: leave it out for the first page")
 	}
 	docs, next, err := s.store.Documents(owner, cursor, limit)
 	if err != nil {

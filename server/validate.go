@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
 )
 
@@ -273,4 +274,18 @@ func queryLimit(c echo.Context, def, max int) (int, error) {
 		return 0, badRequest("limit must be a whole number from 1 to %d", max)
 	}
 	return n, nil
+}
+
+// queryPage reads the query parameters of a list a page at a time: limit,
+// as queryLimit does, and cursor, which must be an id with prefix (the
+// next_cursor of the page before) when given.
+func queryPage(c echo.Context, def, max int, prefix string) (limit int, cursor string, err error) {
+	if limit, err = queryLimit(c, def, max); err != nil {
+		return 0, "", err
+	}
+	cursor = c.QueryParam("cursor")
+	if c.QueryParams().Has("cursor") && !store.IsID(cursor, prefix) {
+		return 0, "", badRequest("cursor is not a next_cursor this API gave: leave it out for the first page")
+	}
+	return limit, cursor, nil
 }

@@ -459,6 +459,27 @@ func TestRunningJobsListed(t *testing.T) {
 	}
 }
 
+// reopenAsLeftBy closes s, in dir, as a build of schema version left it,
+// without the bucket that version lacked, and opens it again.
+func reopenAsLeftBy(t *testing.T, s *Store, dir string, version uint64, lacked []byte) *Store {
+	t.Helper()
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(lacked); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(version))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // A file of schema 4, from before documents were indexed by the upload
 // session they came through, gets the index on open.
 func TestSessionDocumentsIndexedOnUpgrade(t *testing.T) {
@@ -477,20 +498,7 @@ func TestSessionDocumentsIndexedOnUpgrade(t *testing.T) {
 		want = append(want, d.ID)
 		newDoc(t, s, "prj_x", "not through a session")
 	}
-	// As a build of schema 4 left it: no index.
-	if err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketSessionDocs); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(4))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if s, err = Open(dir); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopenAsLeftBy(t, s, dir, 4, bucketSessionDocs)
 	docs, err := s.SessionDocuments("prj_x", "ses_1")
 	var got []string
 	for _, d := range docs {
@@ -526,20 +534,7 @@ func TestProjectCustomersIndexedOnUpgrade(t *testing.T) {
 			want = append(want, c.ID)
 		}
 	}
-	// As a build of schema 5 left it: no index.
-	if err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketProjectCustomers); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(5))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if s, err = Open(dir); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopenAsLeftBy(t, s, dir, 5, bucketProjectCustomers)
 	var got []string
 	for after := ""; ; {
 		cs, next, err := s.Customers(project, after, 2)
