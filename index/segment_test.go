@@ -368,19 +368,19 @@ func TestSegmentWriteKeepsWritersChanges(t *testing.T) {
 	defer func() { segmentWriteStarted = nil }()
 	for round, firstID := range []uint64{10000, 20000} {
 		// Changes before the save, which its segment holds.
-		qs = append(qs, segmentChanges(t, x, firstID, 300, firstID)...)
-		segmentChanges(t, ref, firstID, 300, firstID)
+		qs = append(qs, segmentChanges(t, x, firstID, 150, firstID)...)
+		segmentChanges(t, ref, firstID, 150, firstID)
 		ids, before := x.IDs(), results(x, qs)
 		var changes []Query
 		during := firstID + 30000
-		segmentWriteStarted = func() { changes = segmentChanges(t, x, during, 300, during) }
+		segmentWriteStarted = func() { changes = segmentChanges(t, x, during, 150, during) }
 		saved, err := x.Save(path, uint64(round+2))
 		segmentWriteStarted = nil
 		must(t, err)
 		if saved.Whole || saved.Segment != 2*round+1 || changes == nil {
 			t.Fatalf("round %d: saved %+v; changes while it was written: %v", round, saved, changes != nil)
 		}
-		qs = append(qs, segmentChanges(t, ref, during, 300, during)...)
+		qs = append(qs, segmentChanges(t, ref, during, 150, during)...)
 		same(t, x, ref, qs)
 
 		y, seq, err := ReadSnapshot(path)
