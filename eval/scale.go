@@ -105,15 +105,15 @@ type ScaleResult struct {
 	// RSS (the database's mapping, which the kernel may drop and read
 	// back). After ingest, and after a restart that loaded the owner from
 	// its snapshot and answered the latency runs.
-	RSSAnonAfterIngestBytes int64 `json:"rss_anon_after_ingest_bytes"`
-	// The most anonymous RSS sampled during the ingest, every
-	// peakSampleEvery: the heap of what owners gained since their last
-	// save, and the collector's headroom over it, peak between saves.
-	RSSAnonPeakIngestBytes     int64   `json:"rss_anon_peak_ingest_bytes"`
+	RSSAnonAfterIngestBytes    int64   `json:"rss_anon_after_ingest_bytes"`
 	RSSAnonAfterIngestPerChunk float64 `json:"rss_anon_after_ingest_per_chunk"`
 	RSSAnonBytes               int64   `json:"rss_anon_bytes"`
 	RSSAnonPerChunk            float64 `json:"rss_anon_per_chunk"`
 	RSSFileBytes               int64   `json:"rss_file_bytes"`
+	// The most anonymous RSS sampled during the ingest, every
+	// peakSampleEvery: the heap of what owners gained since their last
+	// saves, and the collector's headroom over it, peaks between saves.
+	RSSAnonPeakIngestBytes int64 `json:"rss_anon_peak_ingest_bytes"`
 
 	// The database file after a clean stop (records, small originals and
 	// free pages; larger originals are files beside it).
@@ -884,8 +884,6 @@ func indexSaves(log string, from int64) (bytes int64, heldSeconds float64) {
 	return int64(mbs * (1 << 20)), ms / 1000
 }
 
-// logSince returns what a log holds past offset from: a million-chunk
-// ingest logs about a gigabyte before it.
 // waitLogged waits until a server's log holds line past offset from.
 func waitLogged(ctx context.Context, log string, from int64, line string) error {
 	deadline := time.Now().Add(scaleStartWait)
@@ -901,6 +899,8 @@ func waitLogged(ctx context.Context, log string, from int64, line string) error 
 	}
 }
 
+// logSince returns what a log holds past offset from: a million-chunk
+// ingest logs about a gigabyte before it.
 func logSince(log string, from int64) ([]byte, error) {
 	f, err := os.Open(log)
 	if err != nil {

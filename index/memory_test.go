@@ -66,9 +66,9 @@ func TestMemoryAccountsForTheHeap(t *testing.T) {
 }
 
 // TestSmallOwnersLoadSmall loads the snapshot of an owner of 100 chunks,
-// each a document of its own, then with a segment of 24 more (a quarter
-// of them is written whole instead), many times over, as a server with
-// many customers loads theirs, and checks what each load adds to the
+// each a document of its own, then with a segment of 24 more (at 25 the
+// save writes the snapshot whole instead), many times over, as a server
+// with many customers loads theirs, and checks what each load adds to the
 // heap: the IDs' bytes were copied into a 64 KB block an owner (88 KB in
 // all for the snapshot alone, now 21 KB), and the segment's postings into
 // a 512 KiB one (765 KB with a segment of 40, then 300 KB).

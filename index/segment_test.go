@@ -601,7 +601,7 @@ func TestRemoveSegmentsByName(t *testing.T) {
 
 // TestSmallWritesShareBuffers: saves of small owners, a few kilobytes
 // each, do not allocate a write buffer of a megabyte apiece (half of what
-// a server of a thousand customers allocated), and a write that failed
+// a server of 3,000 customers allocated), and a write that failed
 // midway leaves nothing of its bytes to the next.
 func TestSmallWritesShareBuffers(t *testing.T) {
 	dir := t.TempDir()

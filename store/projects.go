@@ -239,8 +239,9 @@ func (s *Store) Customers(projectID, after string, limit int) ([]Customer, strin
 	err := s.db.View(func(tx *bolt.Tx) error {
 		prefix := ownerKey(projectID, nil)
 		c := tx.Bucket(bucketProjectCustomers).Cursor()
-		k, _ := c.Seek(ownerKey(projectID, []byte(after)))
-		if after != "" && bytes.Equal(k, ownerKey(projectID, []byte(after))) {
+		from := ownerKey(projectID, []byte(after))
+		k, _ := c.Seek(from)
+		if after != "" && bytes.Equal(k, from) {
 			k, _ = c.Next()
 		}
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
