@@ -1,9 +1,12 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	"github.com/docsift/docsift/analysis"
 )
@@ -112,29 +115,45 @@ func (b *Builtin) EmbedQueryFor(ctx context.Context, query string, likely analys
 	return embedText(query, lang), nil
 }
 
-// feature is one hashed feature of a text: how often it occurs and how
-// much one occurrence weighs.
+// feature is one occurrence of a hashed feature of a text: its hash, how
+// much it weighs, and the order it was found in.
 type feature struct {
-	tf     int
+	hash   uint64
 	weight float64
+	order  int
 }
 
+// embedScratch is what embedText works in, kept between calls: a
+// passage's few hundred features would otherwise be a map allocated for
+// each text, and a map's order, which Go varies from run to run, would
+// decide the order of the vector's float sums, and so its last bits.
+type embedScratch struct {
+	terms []string
+	alt   []bool
+	feats []feature
+	gram  []byte
+}
+
+var embedScratches = sync.Pool{New: func() any { return new(embedScratch) }}
+
 // embedText hashes the features of one text, analysed in lang, into a
-// unit vector.
+// unit vector. The same text in the same language gives the same vector,
+// bit for bit: features are summed in the order of their hashes.
 func embedText(text string, lang analysis.Lang) []float32 {
-	var terms []string
-	var alt []bool
-	feats := make(map[uint64]feature, len(text)/2)
+	sc := embedScratches.Get().(*embedScratch)
+	defer func() {
+		clear(sc.terms) // the pool must not keep texts alive
+		sc.terms, sc.alt, sc.feats = sc.terms[:0], sc.alt[:0], sc.feats[:0]
+		embedScratches.Put(sc)
+	}()
 	add := func(h uint64, w float64) {
-		f := feats[h]
-		feats[h] = feature{f.tf + 1, w}
+		sc.feats = append(sc.feats, feature{h, w, len(sc.feats)})
 	}
 	// The words' character grams are added as the pass finds them, the
-	// terms' features after it: a feature keeps the weight of the last
-	// one added with its hash.
+	// terms' features after it.
 	analysis.AnalyzeWords(text, lang, func(t analysis.Term) {
-		terms = append(terms, t.Text)
-		alt = append(alt, t.Alt)
+		sc.terms = append(sc.terms, t.Text)
+		sc.alt = append(sc.alt, t.Alt)
 	}, func(w string) {
 		// A run of CJK text is already cut into character bigrams.
 		if len(w) < charGramLen || !analysis.Spaced(w) {
@@ -142,15 +161,20 @@ func embedText(text string, lang analysis.Lang) []float32 {
 		}
 		// Boundary marks make a word's first and last grams distinct
 		// from the same letters inside another word.
-		m := "<" + w + ">"
+		m := append(append(append(sc.gram[:0], '<'), w...), '>')
+		sc.gram = m
 		for i := 0; i+charGramLen <= len(m); i++ {
-			add(fnvString(fnvByte(fnvOffset, 1), m[i:i+charGramLen]), charGramWeight)
+			h := fnvByte(fnvOffset, 1)
+			for _, b := range m[i : i+charGramLen] {
+				h = fnvByte(h, b)
+			}
+			add(h, charGramWeight)
 		}
 	})
 	prev := ""
-	for i, t := range terms {
+	for i, t := range sc.terms {
 		add(fnvString(fnvOffset, t), unigramWeight)
-		if alt[i] {
+		if sc.alt[i] {
 			continue // a compound's joined form pairs with nothing
 		}
 		if prev != "" {
@@ -159,13 +183,24 @@ func embedText(text string, lang analysis.Lang) []float32 {
 		}
 		prev = t
 	}
+	// Occurrences of one feature end up side by side, the last found last.
+	feats := sc.feats
+	slices.SortFunc(feats, func(a, b feature) int {
+		return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.order, b.order))
+	})
 	v := make([]float32, builtinDim)
-	for h, f := range feats {
-		// Sublinear term frequency: the tenth repeat of a word says far
-		// less than the first.
-		val := f.weight
-		if f.tf > 1 { // most features occur once, and log 1 is 0
-			val *= 1 + math.Log(float64(f.tf))
+	for i := 0; i < len(feats); {
+		j := i + 1
+		for j < len(feats) && feats[j].hash == feats[i].hash {
+			j++
+		}
+		// A feature weighs what its last occurrence does (two kinds of
+		// feature share a hash only by a collision). Sublinear term
+		// frequency: the tenth repeat of a word says far less than the
+		// first.
+		h, val := feats[i].hash, feats[j-1].weight
+		if tf := j - i; tf > 1 { // most features occur once, and log 1 is 0
+			val *= 1 + math.Log(float64(tf))
 		}
 		// Signed hashing: colliding features cancel on average instead of
 		// piling up, so dot products stay unbiased.
@@ -173,6 +208,7 @@ func embedText(text string, lang analysis.Lang) []float32 {
 			val = -val
 		}
 		v[h%builtinDim] += float32(val)
+		i = j
 	}
 	var norm float64
 	for _, x := range v {

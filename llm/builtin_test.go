@@ -84,6 +84,37 @@ func TestBuiltinCanceled(t *testing.T) {
 	}
 }
 
+// TestBuiltinDeterministic checks that a text's vector is the same bit
+// for bit every time it is embedded: summed in a map's order, which Go
+// varies from run to run, most passages' vectors differed in their last
+// bits.
+func TestBuiltinDeterministic(t *testing.T) {
+	texts := []string{
+		"Bash is the shell, or command language interpreter, for the GNU operating system. " +
+			"The name is an acronym for the Bourne-Again SHell, a pun on Stephen Bourne, the author " +
+			"of the direct ancestor of the current Unix shell sh, which appeared in the Seventh Edition " +
+			"Bell Labs Research version of Unix.",
+		"Die Donaudampfschifffahrtsgesellschaft betrieb Dampfschiffe auf der Donau; ihre Kapitäne " +
+			"trugen Uniformen, und die Schiffe fuhren von Passau bis zum Schwarzen Meer.",
+		"北京是中国的首都，也是政治和文化中心。",
+	}
+	e := NewBuiltin()
+	for _, text := range texts {
+		first, err := e.Embed(context.Background(), []string{text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			again, _ := e.Embed(context.Background(), []string{text})
+			for i := range first[0] {
+				if math.Float32bits(again[0][i]) != math.Float32bits(first[0][i]) {
+					t.Fatalf("%.20q...: component %d is %v once and %v another time", text, i, first[0][i], again[0][i])
+				}
+			}
+		}
+	}
+}
+
 func BenchmarkBuiltinEmbed(b *testing.B) {
 	e := NewBuiltin()
 	text := "Bash is the shell, or command language interpreter, for the GNU operating system. " +
