@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -113,7 +114,7 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.googleClientSecret, "google-client-secret", "", "that OAuth client's secret (prefer DOCSIFT_GOOGLE_CLIENT_SECRET: a flag shows in the process list)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on, at /metrics (unset: off); keep it private, e.g. 127.0.0.1:9464")
 	f.DurationVar(&o.webhookFirstRetry, "webhook-first-retry", webhook.DefaultFirstRetry, "wait before a failed webhook delivery is tried again; it doubles up to an hour, for three days")
-	f.StringVar(&o.memoryLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, e.g. 2GiB or 1500MiB (0: off); near it the garbage collector runs more often, trading CPU for the headroom it otherwise leaves")
+	f.StringVar(&o.memoryLimit, "memory-limit", "auto", "soft limit of the Go runtime's memory: auto (three quarters of the memory the process may use, its cgroup's limit or else the machine's; GOMEMLIMIT in the environment wins), off, or a size such as 2GiB or 1500MiB. Without one the heap grows to about twice its live data; near it the garbage collector runs more often, trading CPU for that headroom")
 	f.BoolVar(&o.heapVectors, "heap-vectors", false, "keep the indexes' float vectors in memory instead of in memory-mapped scratch files under DATA/index (faster re-scoring when memory is plentiful, 1.5 KB more anonymous memory per chunk at 384 dimensions)")
 	o.models.register(f, true, llm.ModeAuto)
 	return cmd
@@ -154,15 +155,17 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if o.baseURL == "" {
 		o.baseURL = defaultBaseURL(o.addr)
 	}
-	limit, err := parseByteSize(o.memoryLimit)
+	memLimit, err := resolveMemoryLimit(o.memoryLimit, os.LookupEnv, availableMemory)
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
 	}
-	if limit > 0 {
-		// A soft limit: the collector works harder as the heap nears it
-		// instead of letting the heap grow to twice the live data (GOGC),
-		// which is about half of the process's anonymous memory.
-		debug.SetMemoryLimit(limit)
+	if !memLimit.keep {
+		debug.SetMemoryLimit(memLimit.bytes)
+	}
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		log.Info("Go memory limit", "limit", sizeLabel(limit), "from", memLimit.from)
+	} else {
+		log.Info("Go memory limit is off", "from", memLimit.from)
 	}
 	ocr, err := o.ocrConfig(ctx, log)
 	if err != nil {
