@@ -41,7 +41,8 @@ type Finding struct {
 // Doctor checks a data dir: the store's schema and contents, original files
 // against the records that refer to them, every owner's index snapshot
 // against the store, leftovers of interrupted writes, the kernel's limit
-// on memory maps against the owners, and free disk space.
+// on memory maps against the owners, the snapshots against the memory
+// there is to hold them, and free disk space.
 // serverRunning says whether a server holds the dir (the report then comes
 // from inside it).
 func Doctor(st *store.Store, dataDir string, serverRunning bool) []Finding {
@@ -78,8 +79,11 @@ func Doctor(st *store.Store, dataDir string, serverRunning bool) []Finding {
 		add("jobs", StatusOK, fmt.Sprintf("%d pending, %d processing, %d succeeded, %d failed", pending, processing, in.Jobs[store.StatusSucceeded], failed), "")
 	}
 
-	out = append(out, checkSnapshots(filepath.Join(dataDir, indexDirName), in.Owners)...)
+	indexDir := filepath.Join(dataDir, indexDirName)
+	out = append(out, checkSnapshots(indexDir, in.Owners)...)
 	out = append(out, checkMaps(len(in.Owners), index.MaxMapCount()))
+	available, where := AvailableMemory()
+	out = append(out, checkMemory(snapshotBytes(indexDir), available, where))
 	return append(out, checkDisk(dataDir))
 }
 

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // autoMemoryShare is the share of the memory the process may use that
@@ -60,19 +58,4 @@ func resolveMemoryLimit(flag string, lookupEnv func(string) (string, bool), avai
 		return goMemoryLimit{bytes: math.MaxInt64, from: "off"}, nil
 	}
 	return goMemoryLimit{bytes: n, from: "--memory-limit"}, nil
-}
-
-// availableMemory is the memory this process may use: the least of its
-// cgroup's limit (a container's) and the machine's memory, and which of
-// the two that is.
-func availableMemory() (uint64, string) {
-	machine, err := memlimit.FromSystem()
-	if err != nil {
-		machine = 0
-	}
-	group, err := memlimit.FromCgroup()
-	if err == nil && group > 0 && (machine == 0 || group < machine) {
-		return group, "cgroup"
-	}
-	return machine, "machine"
 }

@@ -155,7 +155,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if o.baseURL == "" {
 		o.baseURL = defaultBaseURL(o.addr)
 	}
-	memLimit, err := resolveMemoryLimit(o.memoryLimit, os.LookupEnv, availableMemory)
+	memLimit, err := resolveMemoryLimit(o.memoryLimit, os.LookupEnv, admin.AvailableMemory)
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
 	}
