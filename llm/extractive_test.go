@@ -221,6 +221,11 @@ func TestExtractiveSplitSentences(t *testing.T) {
 		{"He said \"stop.\" Then left.", []string{"He said \"stop.\"", "Then left."}},
 		{"Intro:\n- first item\n- second item", []string{"Intro:", "- first item", "- second item"}},
 		{"para one\n\npara two", []string{"para one", "para two"}},
+		// Words apart by more than one space, or other spaces, are joined
+		// by one; the cut does not move.
+		{"Tabs\tand  two spaces.\u00a0Then\u2003wide ones. End .", []string{"Tabs and two spaces.", "Then wide ones.", "End ."}},
+		{"  Leading and trailing.  ", []string{"Leading and trailing."}},
+		{"Bad \xff byte. Next", []string{"Bad \xff byte.", "Next"}},
 	}
 	for _, tt := range tests {
 		if got := splitSentences(tt.in); !reflect.DeepEqual(got, tt.want) {
