@@ -5,17 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gen2brain/go-fitz"
 )
 
 // MuPDF (through go-fitz) reads every paged format: PDF, XPS, EPUB, FB2,
-// MOBI and the Office formats. It runs in a worker process (worker.go).
-// Inside it, each document gets its own MuPDF context, so documents could
-// also be read in parallel in one process; one document must not be used
-// from two goroutines at once, which is why each extraction owns its
-// *fitz.Document from open to close.
+// MOBI and the Office formats. It runs in a worker process (worker.go),
+// one document a process, so documents are read in parallel by running
+// several workers, never by several goroutines in one process: see fitzMu.
 
 const (
 	// pdfTrailerWindow is how far from the end of a PDF the "%%EOF" marker
@@ -131,7 +130,7 @@ func readDocument(ctx context.Context, data []byte, opts workerOptions, send fun
 	if n < 0 {
 		return fmt.Errorf("pdf: count pages: %w", ErrCorrupt)
 	}
-	title, outline := readOutline(doc)
+	title, outline := readOutline(doc.Document)
 	send(workerMessage{PageCount: n, Title: title, Outline: outline})
 	var ocr *pageOCR
 	if opts.OCR != nil {
@@ -211,20 +210,48 @@ func readPageCount(data []byte) (n int, err error) {
 	return n, nil
 }
 
-// openFitz opens data with MuPDF, mapping go-fitz errors onto the package's
+// fitzMu lets one document at a time be open with MuPDF in a process.
+// go-fitz gives each document a context of its own but no lock functions,
+// and MuPDF guards some state shared by the whole process only with those
+// locks: its HarfBuzz allocator, for one, finds its context in a global
+// set under the FreeType lock, so two EPUBs laid out at once crashed the
+// process on a NULL context. A worker reads one document, so only this
+// package's tests, which read in process, ever wait for it.
+var fitzMu sync.Mutex
+
+// fitzDoc is a document open with MuPDF, holding fitzMu until it is closed.
+type fitzDoc struct{ *fitz.Document }
+
+// Close closes the document and lets the next one be opened.
+func (d fitzDoc) Close() {
+	defer fitzMu.Unlock()
+	d.Document.Close()
+}
+
+// openFitz opens data with MuPDF once no other document is open in this
+// process (see fitzMu), mapping go-fitz errors onto the package's
 // sentinels and releasing the MuPDF context when opening fails.
-func openFitz(data []byte) (*fitz.Document, error) {
+func openFitz(data []byte) (fitzDoc, error) {
+	fitzMu.Lock()
+	opened := false
+	defer func() {
+		// Unlocked on a panic too, which the callers recover from.
+		if !opened {
+			fitzMu.Unlock()
+		}
+	}()
 	doc, err := fitz.NewFromMemory(data)
 	if err == nil {
-		return doc, nil
+		opened = true
+		return fitzDoc{doc}, nil
 	}
 	if doc != nil {
 		doc.Close()
 	}
 	if errors.Is(err, fitz.ErrNeedsPassword) {
-		return nil, fmt.Errorf("pdf: open document: %w", ErrEncrypted)
+		return fitzDoc{}, fmt.Errorf("pdf: open document: %w", ErrEncrypted)
 	}
-	return nil, fmt.Errorf("pdf: open document: %v: %w", err, ErrCorrupt)
+	return fitzDoc{}, fmt.Errorf("pdf: open document: %v: %w", err, ErrCorrupt)
 }
 
 // fitzInput trims what go-fitz's own sniffing would trip over: junk before
