@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,6 +134,10 @@ func TestRealOllamaStandInParity(t *testing.T) {
 				for _, m := range r.Models {
 					facts = append(facts, fmt.Sprintf("%s digest=%t", m.Name, regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(m.Digest)))
 				}
+				// The order is no fact: the real server lists the newest
+				// first by the second, and models of the same second in
+				// a Go map's order (one CI run listed them the other way).
+				slices.Sort(facts)
 				return strings.Join(facts, " "), nil
 			},
 		},
