@@ -522,24 +522,70 @@ func signIn(b *browser, e *uiEnv) {
 }
 
 // The console's owners are every customer of the project, however many
-// pages of GET /customers they take.
-func TestBrowserConsoleListsEveryCustomer(t *testing.T) {
+// pages of GET /customers they take: the owner list shows the first 500,
+// and the find box finds any of them by name or id.
+func TestBrowserConsoleFindsEveryCustomer(t *testing.T) {
 	e := newUIEnv(t)
-	want := []string{e.project.ID, e.customer.ID}
+	ids := []string{e.customer.ID}
 	for i := range 1500 {
 		c, err := e.store.CreateCustomer(e.project.ID, fmt.Sprint("customer ", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = append(want, c.ID)
+		ids = append(ids, c.ID)
 	}
 	b := newBrowser(t)
 	signIn(b, e)
-	if got := evaluate[[]string](b, `[...document.querySelectorAll('#owner option')].map(o => o.value)`); !slices.Equal(got, want) {
-		t.Errorf("%d owners listed, want the project and its %d customers in order", len(got), len(want)-1)
+	listed := func() []string {
+		return evaluate[[]string](b, `[...document.querySelectorAll('#owner option:not([disabled])')].map(o => o.value)`)
 	}
-	if got := evaluate[string](b, `document.getElementById('customer-count').textContent`); got != "1501 customers" {
+	count := func() string { return evaluate[string](b, `document.getElementById('customer-count').textContent`) }
+	find := func(text string) {
+		b.t.Helper()
+		evaluate[string](b, `document.getElementById('owner-find').value = ''`)
+		b.do("find "+text, chromedp.SendKeys(chromedp.ID("owner-find"), text))
+	}
+	if got, want := listed(), append([]string{e.project.ID}, ids[:500]...); !slices.Equal(got, want) {
+		t.Errorf("%d owners listed, want the project and the first 500 customers in order", len(got))
+	}
+	if got := evaluate[string](b, `document.querySelector('#owner option[disabled]').textContent`); got != "1001 more: find one by name or id" {
+		t.Errorf("the last option says %q", got)
+	}
+	if got := count(); got != "1501 customers" {
 		t.Errorf("customer count %q", got)
+	}
+
+	// The last customer, on the second page of GET /customers, by its name
+	// in other case; chosen, it is the owner the console keeps.
+	find("CUSTOMER 1499")
+	if got := listed(); !slices.Equal(got, []string{e.project.ID, ids[1500]}) {
+		t.Errorf("finding customer 1499 lists %q", got)
+	}
+	if got := count(); got != "1 of 1501 customers match" {
+		t.Errorf("customer count %q", got)
+	}
+	b.do("choose it", chromedp.SetValue(chromedp.ID("owner"), ids[1500]))
+	evaluate[bool](b, `document.getElementById('owner').dispatchEvent(new Event('change'))`)
+	if got := evaluate[string](b, `sessionStorage.getItem('docsift.owner')`); got != ids[1500] {
+		t.Errorf("the chosen owner saved is %q", got)
+	}
+
+	// Another find keeps the chosen owner listed, and chosen, even where
+	// it does not match: customer 7, 70-79 and 700-799.
+	find("customer 7")
+	got := listed()
+	if len(got) != 2+111 || got[1] != ids[1500] || got[2] != ids[1+7] {
+		t.Errorf("finding customer 7 lists %d owners beginning %q", len(got), got[:min(3, len(got))])
+	}
+	if got := evaluate[string](b, `document.getElementById('owner').value`); got != ids[1500] {
+		t.Errorf("the find changed the owner to %q", got)
+	}
+	if got := count(); got != "111 of 1501 customers match" {
+		t.Errorf("customer count %q", got)
+	}
+	find(ids[1000])
+	if got := listed(); !slices.Equal(got, []string{e.project.ID, ids[1500], ids[1000]}) {
+		t.Errorf("finding by id lists %q", got)
 	}
 	b.noProblems()
 }

@@ -21,6 +21,7 @@
   var workspace = $('workspace');
   var whoami = $('whoami');
   var ownerSelect = $('owner');
+  var ownerFind = $('owner-find');
   var docsBody = $('documents');
   var docsEmpty = $('documents-empty');
   var moreDocs = $('more-documents');
@@ -37,6 +38,12 @@
   var shown = PAGE;
   var nextCursor = null;
   var CUSTOMER_PAGE = 1000; // GET /customers's largest
+  // A project's customers can be thousands: the owner list shows at most
+  // OWNERS_LISTED of them, and from FIND_FROM customers a find box narrows
+  // it to those whose name or id holds what is typed.
+  var OWNERS_LISTED = 500;
+  var FIND_FROM = 10;
+  var customers = [];
 
   // Talking to the API
 
@@ -126,21 +133,49 @@
     });
   }
 
-  function fillOwners(customers) {
-    ownerSelect.textContent = '';
-    var opt = el('option', null, 'Project: ' + project.name);
-    opt.value = project.project_id;
-    ownerSelect.appendChild(opt);
-    customers.forEach(function (c) {
-      var o = el('option', null, 'Customer: ' + c.name + ' (' + c.customer_id + ')');
-      o.value = c.customer_id;
-      ownerSelect.appendChild(o);
-    });
+  function fillOwners(list) {
+    customers = list;
+    ownerFind.value = '';
+    ownerFind.hidden = list.length < FIND_FROM;
     var saved = sessionStorage.getItem(OWNER_STORAGE);
-    if (saved && Array.prototype.some.call(ownerSelect.options, function (o) { return o.value === saved; })) {
-      ownerSelect.value = saved;
+    listOwners(saved && customerOf(saved) ? saved : project.project_id);
+  }
+
+  function customerOf(id) {
+    for (var i = 0; i < customers.length; i++) {
+      if (customers[i].customer_id === id) { return customers[i]; }
     }
-    $('customer-count').textContent = customers.length === 1 ? '1 customer' : customers.length + ' customers';
+    return null;
+  }
+
+  // listOwners lists the project and the customers the find box matches,
+  // at most OWNERS_LISTED of them, with selected among them even when
+  // the find does not match it, so that finding never changes the owner.
+  function listOwners(selected) {
+    var find = ownerFind.value.trim().toLowerCase();
+    var matches = !find ? customers : customers.filter(function (c) {
+      return c.name.toLowerCase().indexOf(find) >= 0 || c.customer_id.indexOf(find) >= 0;
+    });
+    var listed = matches.slice(0, OWNERS_LISTED);
+    var chosen = customerOf(selected);
+    if (chosen && listed.indexOf(chosen) < 0) { listed.unshift(chosen); }
+    ownerSelect.textContent = '';
+    addOwner(project.project_id, 'Project: ' + project.name);
+    listed.forEach(function (c) { addOwner(c.customer_id, 'Customer: ' + c.name + ' (' + c.customer_id + ')'); });
+    if (matches.length > OWNERS_LISTED) {
+      var more = el('option', null, (matches.length - OWNERS_LISTED) + ' more: find one by name or id');
+      more.disabled = true;
+      ownerSelect.appendChild(more);
+    }
+    ownerSelect.value = selected;
+    var total = customers.length === 1 ? '1 customer' : customers.length + ' customers';
+    $('customer-count').textContent = find ? matches.length + ' of ' + total + ' match' : total;
+  }
+
+  function addOwner(id, label) {
+    var o = el('option', null, label);
+    o.value = id;
+    ownerSelect.appendChild(o);
   }
 
   function owner() { return ownerSelect.value; }
@@ -155,6 +190,8 @@
   });
 
   $('sign-out').addEventListener('click', function () { signOut(); });
+
+  ownerFind.addEventListener('input', function () { listOwners(owner()); });
 
   ownerSelect.addEventListener('change', function () {
     sessionStorage.setItem(OWNER_STORAGE, owner());
