@@ -31,8 +31,7 @@ func snapshotBytes(dir string) int64 {
 	}
 	var total int64
 	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".idx") && !strings.Contains(name, ".idx.seg") {
+		if !isSnapshotFile(e.Name()) {
 			continue
 		}
 		if info, err := e.Info(); err == nil {
@@ -40,6 +39,16 @@ func snapshotBytes(dir string) int64 {
 		}
 	}
 	return total
+}
+
+// isSnapshotFile reports whether name is an owner's snapshot (OWNER.idx)
+// or one of its segments (OWNER.idx.seg1, …), not a write's leftover.
+func isSnapshotFile(name string) bool {
+	if strings.HasSuffix(name, ".idx") {
+		return true
+	}
+	_, k, ok := strings.Cut(name, ".idx.seg")
+	return ok && k != "" && strings.Trim(k, "0123456789") == ""
 }
 
 // checkMemory compares the index snapshots, which searches read in place

@@ -26,7 +26,7 @@ func TestCheckMemory(t *testing.T) {
 // of the index directory.
 func TestSnapshotBytes(t *testing.T) {
 	dir := t.TempDir()
-	for name, size := range map[string]int{"prj_a.idx": 1000, "prj_a.idx.seg1": 200, "cus_b.idx": 30, "prj_a.idx.tmp123": 5000, "notes": 7} {
+	for name, size := range map[string]int{"prj_a.idx": 1000, "prj_a.idx.seg1": 200, "cus_b.idx": 30, "prj_a.idx.tmp123": 5000, "prj_a.idx.seg2.tmp45": 600, "notes": 7} {
 		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, size), 0o600); err != nil {
 			t.Fatal(err)
 		}
