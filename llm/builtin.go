@@ -165,22 +165,18 @@ func embedText(text string, lang analysis.Lang) []float32 {
 		m := append(append(append(sc.gram[:0], '<'), w...), '>')
 		sc.gram = m
 		for i := 0; i+charGramLen <= len(m); i++ {
-			h := fnvByte(fnvOffset, 1)
-			for _, b := range m[i : i+charGramLen] {
-				h = fnvByte(h, b)
-			}
-			add(h, charGramWeight)
+			add(fnvText(fnvByte(fnvOffset, 1), m[i:i+charGramLen]), charGramWeight)
 		}
 	})
 	prev := ""
 	for i, t := range sc.terms {
-		add(fnvString(fnvOffset, t), unigramWeight)
+		add(fnvText(fnvOffset, t), unigramWeight)
 		if sc.alt[i] {
 			continue // a compound's joined form pairs with nothing
 		}
 		if prev != "" {
 			// A separator byte keeps ("ab","c") and ("a","bc") apart.
-			add(fnvString(fnvByte(fnvString(fnvOffset, prev), 0), t), bigramWeight)
+			add(fnvText(fnvByte(fnvText(fnvOffset, prev), 0), t), bigramWeight)
 		}
 		prev = t
 	}
@@ -235,7 +231,7 @@ const (
 
 func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
 
-func fnvString(h uint64, s string) uint64 {
+func fnvText[T string | []byte](h uint64, s T) uint64 {
 	for i := 0; i < len(s); i++ {
 		h = fnvByte(h, s[i])
 	}
