@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -115,13 +114,11 @@ func (b *Builtin) EmbedQueryFor(ctx context.Context, query string, likely analys
 	return embedText(query, lang), nil
 }
 
-// feature is one occurrence of a hashed feature of a text: its hash, how
-// much it weighs, and the order it was found in (sorting by it too beat
-// a stable sort by hash alone: 11.4 µs a passage against 14.0).
+// feature is one occurrence of a hashed feature of a text: its hash and
+// how much it weighs.
 type feature struct {
 	hash   uint64
 	weight float64
-	order  int
 }
 
 // embedScratch is what embedText works in, kept between calls: a
@@ -132,6 +129,7 @@ type embedScratch struct {
 	terms []string
 	alt   []bool
 	feats []feature
+	byDim []feature
 	gram  []byte
 }
 
@@ -144,11 +142,11 @@ func embedText(text string, lang analysis.Lang) []float32 {
 	sc := embedScratches.Get().(*embedScratch)
 	defer func() {
 		clear(sc.terms) // the pool must not keep texts alive
-		sc.terms, sc.alt, sc.feats = sc.terms[:0], sc.alt[:0], sc.feats[:0]
+		sc.terms, sc.alt, sc.feats, sc.byDim = sc.terms[:0], sc.alt[:0], sc.feats[:0], sc.byDim[:0]
 		embedScratches.Put(sc)
 	}()
 	add := func(h uint64, w float64) {
-		sc.feats = append(sc.feats, feature{h, w, len(sc.feats)})
+		sc.feats = append(sc.feats, feature{h, w})
 	}
 	// The words' character grams are added as the pass finds them, the
 	// terms' features after it.
@@ -180,32 +178,57 @@ func embedText(text string, lang analysis.Lang) []float32 {
 		}
 		prev = t
 	}
-	// Occurrences of one feature end up side by side, the last found last.
-	feats := sc.feats
-	slices.SortFunc(feats, func(a, b feature) int {
-		return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.order, b.order))
-	})
+	// Each dimension sums its features in the order of their hashes, the
+	// occurrences of one feature side by side, the last found last. They
+	// are grouped by dimension with a counting sort, which keeps the order
+	// they were found in, and then each dimension's few are sorted: the
+	// same sums as one sort of them all by hash and order, bit for bit,
+	// at 7.1 µs a passage against 11.0 (BenchmarkBuiltinEmbed).
+	var start [builtinDim + 1]int
+	for _, f := range sc.feats {
+		start[f.hash%builtinDim+1]++
+	}
+	for d := range builtinDim {
+		start[d+1] += start[d]
+	}
+	next := start
+	byDim := slices.Grow(sc.byDim, len(sc.feats))[:len(sc.feats)]
+	sc.byDim = byDim
+	for _, f := range sc.feats {
+		d := f.hash % builtinDim
+		byDim[next[d]] = f
+		next[d]++
+	}
 	v := make([]float32, builtinDim)
-	for i := 0; i < len(feats); {
-		j := i + 1
-		for j < len(feats) && feats[j].hash == feats[i].hash {
-			j++
+	for d := range builtinDim {
+		feats := byDim[start[d]:start[d+1]]
+		// Insertion sort: stable, and quick for the few a dimension has.
+		for i := 1; i < len(feats); i++ {
+			for j := i; j > 0 && feats[j].hash < feats[j-1].hash; j-- {
+				feats[j], feats[j-1] = feats[j-1], feats[j]
+			}
 		}
-		// A feature weighs what its last occurrence does (two kinds of
-		// feature share a hash only by a collision). Sublinear term
-		// frequency: the tenth repeat of a word says far less than the
-		// first.
-		h, val := feats[i].hash, feats[j-1].weight
-		if tf := j - i; tf > 1 { // most features occur once, and log 1 is 0
-			val *= 1 + math.Log(float64(tf))
+		for i := 0; i < len(feats); {
+			j := i + 1
+			for j < len(feats) && feats[j].hash == feats[i].hash {
+				j++
+			}
+			// A feature weighs what its last occurrence does (two kinds of
+			// feature share a hash only by a collision). Sublinear term
+			// frequency: the tenth repeat of a word says far less than the
+			// first.
+			h, val := feats[i].hash, feats[j-1].weight
+			if tf := j - i; tf > 1 { // most features occur once, and log 1 is 0
+				val *= 1 + math.Log(float64(tf))
+			}
+			// Signed hashing: colliding features cancel on average instead of
+			// piling up, so dot products stay unbiased.
+			if h>>63 == 1 {
+				val = -val
+			}
+			v[d] += float32(val)
+			i = j
 		}
-		// Signed hashing: colliding features cancel on average instead of
-		// piling up, so dot products stay unbiased.
-		if h>>63 == 1 {
-			val = -val
-		}
-		v[h%builtinDim] += float32(val)
-		i = j
 	}
 	var norm float64
 	for _, x := range v {
