@@ -125,6 +125,8 @@ func TestCreateAndListCustomers(t *testing.T) {
 		{name: "list/limit not a number", method: "GET", path: "/customers?limit=ten", status: 400, want: []string{"limit"}},
 		{name: "list/cursor not a customer", method: "GET", path: "/customers?cursor=" + a.customers[0][len(store.PrefixCustomer):], status: 400, want: []string{"cursor", "next_cursor"}},
 		{name: "list/cursor of a document", method: "GET", path: "/customers?cursor=doc_0000000000000000000000000", status: 400, want: []string{"cursor"}},
+		{name: "list/find too long", method: "GET", path: "/customers?find=" + strings.Repeat("x", 201), status: 400, want: []string{"find", "200"}},
+		{name: "list/find with a control character", method: "GET", path: "/customers?find=a%00b", status: 400, want: []string{"find", "control"}},
 	}.defaults(a.key, ""))
 }
 
@@ -176,6 +178,35 @@ func TestCustomerPages(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("customers in pages %v, want oldest first %v", got, want)
+	}
+
+	// find: the customers whose name or id holds it, case aside; another
+	// project's, named alike, never.
+	other, _, err := e.store.CreateProject("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.CreateCustomer(other.ID, "customer 3"); err != nil {
+		t.Fatal(err)
+	}
+	for find, want := range map[string][]string{
+		"CUSTOMER%203":                       {want[3]},
+		strings.ToUpper(want[1]):             {want[1]},
+		"customer&limit=2&cursor=" + want[3]: {want[4]},
+		"nobody":                             nil,
+	} {
+		page := decodeAs[struct {
+			Customers []struct {
+				ID string `json:"customer_id"`
+			} `json:"customers"`
+		}](t, e.get(t, "/customers?find="+find, key))
+		var ids []string
+		for _, c := range page.Customers {
+			ids = append(ids, c.ID)
+		}
+		if !slices.Equal(ids, want) {
+			t.Errorf("find=%s lists %v, want %v", find, ids, want)
+		}
 	}
 }
 

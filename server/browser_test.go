@@ -521,9 +521,10 @@ func signIn(b *browser, e *uiEnv) {
 	)
 }
 
-// The console's owners are every customer of the project, however many
-// pages of GET /customers they take: the owner list shows the first 500,
-// and the find box finds any of them by name or id.
+// The console's owners are every customer of the project, however many:
+// the owner list shows the first 500 (a page of GET /customers), and the
+// find box finds any of them by name or id, asking the API when the first
+// page does not hold them all, and among them when it does.
 func TestBrowserConsoleFindsEveryCustomer(t *testing.T) {
 	e := newUIEnv(t)
 	ids := []string{e.customer.ID}
@@ -540,29 +541,29 @@ func TestBrowserConsoleFindsEveryCustomer(t *testing.T) {
 		return evaluate[[]string](b, `[...document.querySelectorAll('#owner option:not([disabled])')].map(o => o.value)`)
 	}
 	count := func() string { return evaluate[string](b, `document.getElementById('customer-count').textContent`) }
-	find := func(text string) {
+	// find types text and waits for the count it should end with, then
+	// for the answer to what was typed to be the one shown.
+	find := func(text, wantCount string) {
 		b.t.Helper()
 		evaluate[string](b, `document.getElementById('owner-find').value = ''`)
 		b.do("find "+text, chromedp.SendKeys(chromedp.ID("owner-find"), text))
+		b.waitFor("find "+text, fmt.Sprintf(`document.getElementById('customer-count').textContent === %q`, wantCount), 5*time.Second)
 	}
 	if got, want := listed(), append([]string{e.project.ID}, ids[:500]...); !slices.Equal(got, want) {
 		t.Errorf("%d owners listed, want the project and the first 500 customers in order", len(got))
 	}
-	if got := evaluate[string](b, `document.querySelector('#owner option[disabled]').textContent`); got != "1001 more: find one by name or id" {
+	if got := evaluate[string](b, `document.querySelector('#owner option[disabled]').textContent`); got != "More customers: find one by name or id" {
 		t.Errorf("the last option says %q", got)
 	}
-	if got := count(); got != "1501 customers" {
+	if got := count(); got != "More than 500 customers" {
 		t.Errorf("customer count %q", got)
 	}
 
-	// The last customer, on the second page of GET /customers, by its name
-	// in other case; chosen, it is the owner the console keeps.
-	find("CUSTOMER 1499")
+	// The last customer, past the first page, by its name in other case;
+	// chosen, it is the owner the console keeps.
+	find("CUSTOMER 1499", "1 customer matches")
 	if got := listed(); !slices.Equal(got, []string{e.project.ID, ids[1500]}) {
 		t.Errorf("finding customer 1499 lists %q", got)
-	}
-	if got := count(); got != "1 of 1501 customers match" {
-		t.Errorf("customer count %q", got)
 	}
 	b.do("choose it", chromedp.SetValue(chromedp.ID("owner"), ids[1500]))
 	evaluate[bool](b, `document.getElementById('owner').dispatchEvent(new Event('change'))`)
@@ -572,7 +573,7 @@ func TestBrowserConsoleFindsEveryCustomer(t *testing.T) {
 
 	// Another find keeps the chosen owner listed, and chosen, even where
 	// it does not match: customer 7, 70-79 and 700-799.
-	find("customer 7")
+	find("customer 7", "111 customers match")
 	got := listed()
 	if len(got) != 2+111 || got[1] != ids[1500] || got[2] != ids[1+7] {
 		t.Errorf("finding customer 7 lists %d owners beginning %q", len(got), got[:min(3, len(got))])
@@ -580,13 +581,45 @@ func TestBrowserConsoleFindsEveryCustomer(t *testing.T) {
 	if got := evaluate[string](b, `document.getElementById('owner').value`); got != ids[1500] {
 		t.Errorf("the find changed the owner to %q", got)
 	}
-	if got := count(); got != "111 of 1501 customers match" {
-		t.Errorf("customer count %q", got)
-	}
-	find(ids[1000])
+	find("customer 1", "More than 500 customers match")
+	find(ids[1000], "1 customer matches")
 	if got := listed(); !slices.Equal(got, []string{e.project.ID, ids[1500], ids[1000]}) {
 		t.Errorf("finding by id lists %q", got)
 	}
+
+	// Opened again, the console finds the chosen customer by its id, past
+	// the first page, and keeps it chosen.
+	b.do("open the console again", chromedp.Navigate(e.base+"/console"), chromedp.WaitVisible(chromedp.ID("workspace")))
+	b.waitFor("the chosen owner", fmt.Sprintf(`document.getElementById('owner').value === %q`, ids[1500]), 5*time.Second)
+	if got := listed(); len(got) != 502 || got[1] != ids[1500] || got[2] != ids[0] {
+		t.Errorf("opened again, %d owners listed, beginning %q", len(got), got[:min(3, len(got))])
+	}
+	b.noProblems()
+
+	// A project whose customers all fit the first page finds among them.
+	p, key, err := e.store.CreateProject("few customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var few []string
+	for _, name := range []string{"Harbour Office", "Ferry Line", "harbour master", "Tide Watch", "Quay", "Lock", "Pier", "Dock", "Buoy", "Mooring"} {
+		c, err := e.store.CreateCustomer(p.ID, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		few = append(few, c.ID)
+	}
+	e.key = key
+	b.do("sign out", chromedp.Click(chromedp.ID("sign-out")))
+	signIn(b, e)
+	if got := count(); got != "10 customers" {
+		t.Errorf("customer count %q", got)
+	}
+	find("HARBOUR", "2 customers match")
+	if got := listed(); !slices.Equal(got, []string{p.ID, few[0], few[2]}) {
+		t.Errorf("finding harbour lists %q", got)
+	}
+	find("nothing", "0 customers match")
 	b.noProblems()
 }
 

@@ -56,13 +56,19 @@ const (
 )
 
 // listCustomers lists the key's project's customers, oldest first, a page
-// at a time: a project may have tens of thousands.
+// at a time: a project may have tens of thousands. find, when given, keeps
+// those whose name or id holds it, case aside, so that a console finds one
+// without reading them all.
 func (s *Server) listCustomers(c echo.Context) error {
 	limit, cursor, err := queryPage(c, defaultCustomerPage, maxCustomerPage, store.PrefixCustomer)
 	if err != nil {
 		return err
 	}
-	cs, next, err := s.store.Customers(project(c).ID, cursor, limit)
+	find := c.QueryParam("find")
+	if err := checkName("find", find, false); err != nil {
+		return err
+	}
+	cs, next, err := s.store.Customers(project(c).ID, find, cursor, limit)
 	if err != nil {
 		return err
 	}

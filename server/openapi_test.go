@@ -526,6 +526,10 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 		t.Fatalf("a page of one of two customers has no next_cursor: %v", page)
 	}
 	call("GET", "/customers", "/customers?limit=0", nil, 400)
+	if page := call("GET", "/customers", "/customers?find=GLOB", nil, 200); len(page["customers"].([]any)) != 1 {
+		t.Fatalf("find=GLOB: %v, want Globex alone", page)
+	}
+	call("GET", "/customers", "/customers?find="+strings.Repeat("x", 201), nil, 400)
 	sess := call("POST", "/session/multi-tenant", "/session/multi-tenant", map[string]any{
 		"project_id": f.projectID, "customer_id": customerID, "services": []string{"all"},
 		"success_url": "https://example.com/done", "cancel_url": "https://example.com/cancel",

@@ -22,7 +22,7 @@ type Backend interface {
 	Authenticate(secret string) (*Project, string, error)
 	CreateCustomer(projectID, name string) (*Customer, error)
 	Customer(id string) (*Customer, error)
-	Customers(projectID, after string, limit int) ([]Customer, string, error)
+	Customers(projectID, find, after string, limit int) ([]Customer, string, error)
 	CreateSession(sess Session, ttl time.Duration) (*Session, string, error)
 	SessionByToken(token string) (*Session, error)
 

@@ -537,7 +537,7 @@ func TestProjectCustomersIndexedOnUpgrade(t *testing.T) {
 	s = reopenAsLeftBy(t, s, dir, 5, bucketProjectCustomers)
 	var got []string
 	for after := ""; ; {
-		cs, next, err := s.Customers(project, after, 2)
+		cs, next, err := s.Customers(project, "", after, 2)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,6 +38,15 @@ type Customer struct {
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
 }
+
+// Matches reports whether c's name or id holds find, folded by FoldFind,
+// case aside: how GET /customers?find= finds a customer among thousands.
+func (c *Customer) Matches(find string) bool {
+	return find == "" || strings.Contains(FoldFind(c.Name), find) || strings.Contains(FoldFind(c.ID), find)
+}
+
+// FoldFind is text as Customer.Matches compares it: in lower case.
+func FoldFind(text string) string { return strings.ToLower(text) }
 
 // keyHintLen is how much of a key's secret is kept in clear to tell keys
 // apart in listings: the prefix plus 4 random characters, 20 bits.
@@ -226,14 +236,17 @@ func (s *Store) Customer(id string) (*Customer, error) {
 	return record[Customer](s, bucketCustomers, id)
 }
 
-// Customers lists a project's customers, oldest first, limit at a time:
-// those after the customer with id after (none: from the first), and the
-// id to pass as after for the next page, empty after the last. Ids begin
-// with their time (see NewID), so the order is the order they were made.
-func (s *Store) Customers(projectID, after string, limit int) ([]Customer, string, error) {
+// Customers lists a project's customers that find matches (see
+// Customer.Matches; an empty find matches every one), oldest first, limit
+// at a time: those after the customer with id after (none: from the
+// first), and the id to pass as after for the next page, empty after the
+// last. Ids begin with their time (see NewID), so the order is the order
+// they were made.
+func (s *Store) Customers(projectID, find, after string, limit int) ([]Customer, string, error) {
 	if limit <= 0 {
 		return nil, "", fmt.Errorf("store: list customers: limit %d, want at least 1", limit)
 	}
+	find = FoldFind(find)
 	var cs []Customer
 	next := ""
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -245,13 +258,16 @@ func (s *Store) Customers(projectID, after string, limit int) ([]Customer, strin
 			k, _ = c.Next()
 		}
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			if len(cs) == limit {
-				next = cs[len(cs)-1].ID
-				return nil
-			}
 			cus, err := get[Customer](tx.Bucket(bucketCustomers), string(k[len(prefix):]))
 			if err != nil {
 				return err
+			}
+			if !cus.Matches(find) {
+				continue
+			}
+			if len(cs) == limit {
+				next = cs[len(cs)-1].ID
+				return nil
 			}
 			cs = append(cs, *cus)
 		}

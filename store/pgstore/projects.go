@@ -220,24 +220,48 @@ func (s *Store) Customer(id string) (*store.Customer, error) {
 	return &c, nil
 }
 
-// Customers lists a project's customers, oldest first, limit at a time,
-// as the bbolt store does: by id, which begins with its time.
-func (s *Store) Customers(projectID, after string, limit int) ([]store.Customer, string, error) {
+// customersScan is how many customers a find reads from the database at a
+// time: the find is made here, not in SQL, so that it folds case as the
+// bbolt store's does whatever the database's locale. A variable for the
+// tests, which make it small to find across reads.
+var customersScan = 1000
+
+// Customers lists a project's customers that find matches, oldest first,
+// limit at a time, as the bbolt store does: by id, which begins with its
+// time.
+func (s *Store) Customers(projectID, find, after string, limit int) ([]store.Customer, string, error) {
 	if limit <= 0 {
 		return nil, "", fmt.Errorf("store: list customers: limit %d, want at least 1", limit)
 	}
+	find = store.FoldFind(find)
 	ctx, cancel := opContext()
 	defer cancel()
 	// One more than the page, to know whether another follows.
-	rows, err := s.pool.Query(ctx, `SELECT id, project_id, name, created_at FROM customers
-		WHERE project_id = $1 AND id COLLATE "C" > $2
-		ORDER BY id COLLATE "C" LIMIT $3`, projectID, after, limit+1)
-	if err != nil {
-		return nil, "", fmt.Errorf("store: list customers: %w", err)
-	}
-	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Customer, error) { return scanCustomer(row) })
-	if err != nil {
-		return nil, "", fmt.Errorf("store: list customers: %w", err)
+	var cs []store.Customer
+	for len(cs) <= limit {
+		batch := limit + 1 - len(cs)
+		if find != "" {
+			batch = customersScan
+		}
+		rows, err := s.pool.Query(ctx, `SELECT id, project_id, name, created_at FROM customers
+			WHERE project_id = $1 AND id COLLATE "C" > $2
+			ORDER BY id COLLATE "C" LIMIT $3`, projectID, after, batch)
+		if err != nil {
+			return nil, "", fmt.Errorf("store: list customers: %w", err)
+		}
+		read, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Customer, error) { return scanCustomer(row) })
+		if err != nil {
+			return nil, "", fmt.Errorf("store: list customers: %w", err)
+		}
+		for _, c := range read {
+			if c.Matches(find) && len(cs) <= limit {
+				cs = append(cs, c)
+			}
+		}
+		if len(read) < batch {
+			break
+		}
+		after = read[len(read)-1].ID
 	}
 	if len(cs) <= limit {
 		return cs, "", nil

@@ -30,7 +30,7 @@ type Projects interface {
 	Authenticate(secret string) (*store.Project, string, error)
 	CreateCustomer(projectID, name string) (*store.Customer, error)
 	Customer(id string) (*store.Customer, error)
-	Customers(projectID, after string, limit int) ([]store.Customer, string, error)
+	Customers(projectID, find, after string, limit int) ([]store.Customer, string, error)
 	CreateSession(sess store.Session, ttl time.Duration) (*store.Session, string, error)
 	SessionByToken(token string) (*store.Session, error)
 	SetClock(now func() time.Time)
@@ -60,6 +60,7 @@ func RunProjects(t *testing.T, open func(t *testing.T) Projects) {
 	t.Run("KeysCreateListRevoke", func(t *testing.T) { keysCreateListRevoke(t, open(t)) })
 	t.Run("UnknownProject", func(t *testing.T) { unknownProject(t, open(t)) })
 	t.Run("Customers", func(t *testing.T) { customers(t, open(t)) })
+	t.Run("FindCustomers", func(t *testing.T) { findCustomers(t, open(t)) })
 	t.Run("SessionsEndWithTheirKey", func(t *testing.T) { sessionsEndWithTheirKey(t, open(t)) })
 }
 
@@ -173,7 +174,7 @@ func unknownProject(t *testing.T, s Projects) {
 	if _, err := s.CreateCustomer("prj_nope", "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateCustomer: err = %v, want ErrNotFound", err)
 	}
-	if cs, next, err := s.Customers("prj_nope", "", 10); err != nil || len(cs) != 0 || next != "" {
+	if cs, next, err := s.Customers("prj_nope", "", "", 10); err != nil || len(cs) != 0 || next != "" {
 		t.Fatalf("Customers = %+v, %q, %v; want none", cs, next, err)
 	}
 	if ps, err := s.Projects(); err != nil || len(ps) != 0 {
@@ -201,7 +202,7 @@ func customers(t *testing.T, s Projects) {
 	if err != nil || !sameCustomer(*got, *b) {
 		t.Fatalf("Customer = %+v, %v; want %+v", got, err, b)
 	}
-	cs, next, err := s.Customers(p.ID, "", 10)
+	cs, next, err := s.Customers(p.ID, "", "", 10)
 	if err != nil || len(cs) != 2 || !sameCustomer(cs[0], *a) || !sameCustomer(cs[1], *b) || next != "" {
 		t.Fatalf("Customers = %+v, %q, %v; want alice then bob", cs, next, err)
 	}
@@ -222,7 +223,7 @@ func customers(t *testing.T, s Projects) {
 	}
 	var listed []string
 	for after, pages := "", 0; ; pages++ {
-		cs, next, err := s.Customers(p.ID, after, 2)
+		cs, next, err := s.Customers(p.ID, "", after, 2)
 		if err != nil || len(cs) != 2 || pages == 3 {
 			t.Fatalf("page %d after %q: %d customers, %v", pages, after, len(cs), err)
 		}
@@ -240,14 +241,80 @@ func customers(t *testing.T, s Projects) {
 	if !slices.Equal(listed, want) {
 		t.Fatalf("customers page by page: %v, want %v", listed, want)
 	}
-	if cs, next, err := s.Customers(p.ID, want[len(want)-1], 2); err != nil || len(cs) != 0 || next != "" {
+	if cs, next, err := s.Customers(p.ID, "", want[len(want)-1], 2); err != nil || len(cs) != 0 || next != "" {
 		t.Fatalf("Customers after the last = %+v, %q, %v; want none", cs, next, err)
 	}
-	if _, _, err := s.Customers(p.ID, "", 0); err == nil {
+	if _, _, err := s.Customers(p.ID, "", "", 0); err == nil {
 		t.Fatal("Customers with limit 0: no error")
 	}
 	if _, err := s.Customer("cus_nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Customer(unknown): err = %v, want ErrNotFound", err)
+	}
+}
+
+// findCustomers: a find lists the customers whose name or id holds it,
+// case aside, a page at a time as every customer is, and never another
+// project's.
+func findCustomers(t *testing.T, s Projects) {
+	c := newClock(s)
+	p, _, _ := s.CreateProject("acme")
+	other, _, _ := s.CreateProject("other")
+	var ids []string
+	for _, name := range []string{"Ålborg Harbour", "north wind", "Harbor Lights", "ålborg south", "HARBOUR master", "quay"} {
+		c.Advance(time.Second)
+		cus, err := s.CreateCustomer(p.ID, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cus.ID)
+		if _, err := s.CreateCustomer(other.ID, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	find := func(text, after string, limit int) ([]string, string) {
+		t.Helper()
+		cs, next, err := s.Customers(p.ID, text, after, limit)
+		if err != nil {
+			t.Fatalf("find %q: %v", text, err)
+		}
+		var got []string
+		for _, cus := range cs {
+			if cus.ProjectID != p.ID {
+				t.Fatalf("find %q lists another project's customer %+v", text, cus)
+			}
+			got = append(got, cus.ID)
+		}
+		return got, next
+	}
+	for _, tc := range []struct {
+		find string
+		want []string
+	}{
+		{"harbour", []string{ids[0], ids[4]}},
+		{"ÅLBORG", []string{ids[0], ids[3]}},
+		{"r li", []string{ids[2]}},
+		{strings.ToUpper(ids[5]), []string{ids[5]}},
+		{"", ids},
+		{"nowhere", nil},
+	} {
+		if got, next := find(tc.find, "", 10); !slices.Equal(got, tc.want) || next != "" {
+			t.Errorf("find %q: %v, next %q; want %v and no next", tc.find, got, next, tc.want)
+		}
+	}
+
+	// A page at a time: the cursor is the page's last match, and the last
+	// page, full, has none.
+	if got, next := find("o", "", 2); !slices.Equal(got, ids[:2]) || next != ids[1] {
+		t.Fatalf("find o, first page: %v, next %q", got, next)
+	}
+	if got, next := find("o", ids[1], 2); !slices.Equal(got, []string{ids[2], ids[3]}) || next != ids[3] {
+		t.Fatalf("find o, second page: %v, next %q", got, next)
+	}
+	if got, next := find("o", ids[3], 2); !slices.Equal(got, []string{ids[4]}) || next != "" {
+		t.Fatalf("find o, last page: %v, next %q", got, next)
+	}
+	if got, next := find("harbour", ids[0], 1); !slices.Equal(got, []string{ids[4]}) || next != "" {
+		t.Fatalf("find harbour after the first: %v, next %q; want the last match and no next", got, next)
 	}
 }
 

@@ -37,13 +37,20 @@
   var MAX_PAGE = 1000;
   var shown = PAGE;
   var nextCursor = null;
-  var CUSTOMER_PAGE = 1000; // GET /customers's largest
-  // A project's customers can be thousands: the owner list shows at most
-  // OWNERS_LISTED of them, and from FIND_FROM customers a find box narrows
-  // it to those whose name or id holds what is typed.
+  // A project's customers can be tens of thousands: the owner list shows
+  // the first OWNERS_LISTED of them (a page of GET /customers), and from
+  // FIND_FROM customers a find box narrows it to those whose name or id
+  // holds what is typed: among the first page when it holds them all,
+  // else by asking the API (GET /customers?find=), FIND_DELAY_MS after
+  // the typing stops.
   var OWNERS_LISTED = 500;
   var FIND_FROM = 10;
-  var customers = [];
+  var FIND_DELAY_MS = 200;
+  var firstPage = { customers: [], more: false };
+  var listed = firstPage; // the page the owner list shows, with its find
+  var chosen = null; // the chosen customer: listed whatever the find
+  var findTimer = null;
+  var finds = 0; // finds asked for: an answer to an older one is dropped
 
   // Talking to the API
 
@@ -112,10 +119,18 @@
       .then(function (me) {
         project = me;
         $('project-name').textContent = me.name + ' (' + me.project_id + ')';
-        return listCustomers('', []);
+        return api('GET', '/customers?limit=' + OWNERS_LISTED);
       })
-      .then(function (customers) {
-        fillOwners(customers);
+      .then(function (body) {
+        firstPage = { customers: body.customers || [], more: !!body.next_cursor };
+        return savedCustomer();
+      })
+      .then(function (saved) {
+        chosen = saved;
+        ownerFind.value = '';
+        ownerFind.hidden = firstPage.customers.length < FIND_FROM && !firstPage.more;
+        listed = firstPage;
+        listOwners(chosen ? chosen.customer_id : project.project_id);
         signin.hidden = true;
         workspace.hidden = false;
         whoami.hidden = false;
@@ -124,52 +139,68 @@
       .catch(showError);
   }
 
-  // Every customer of the project, a page of the API's largest at a time.
-  function listCustomers(cursor, got) {
-    var path = '/customers?limit=' + CUSTOMER_PAGE + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
-    return api('GET', path).then(function (body) {
-      got = got.concat(body.customers || []);
-      return body.next_cursor ? listCustomers(body.next_cursor, got) : got;
-    });
+  // savedCustomer is the customer this tab chose before, if it is still
+  // one of the project's: from the first page, or else found by its id.
+  function savedCustomer() {
+    var id = sessionStorage.getItem(OWNER_STORAGE);
+    var c = id ? byID(firstPage.customers, id) : null;
+    if (!id || c || !firstPage.more) { return Promise.resolve(c); }
+    return api('GET', '/customers?limit=' + OWNERS_LISTED + '&find=' + encodeURIComponent(id))
+      .then(function (body) { return byID(body.customers || [], id); });
   }
 
-  function fillOwners(list) {
-    customers = list;
-    ownerFind.value = '';
-    ownerFind.hidden = list.length < FIND_FROM;
-    var saved = sessionStorage.getItem(OWNER_STORAGE);
-    listOwners(saved && customerOf(saved) ? saved : project.project_id);
-  }
-
-  function customerOf(id) {
+  function byID(customers, id) {
     for (var i = 0; i < customers.length; i++) {
       if (customers[i].customer_id === id) { return customers[i]; }
     }
     return null;
   }
 
-  // listOwners lists the project and the customers the find box matches,
-  // at most OWNERS_LISTED of them, with selected among them even when
-  // the find does not match it, so that finding never changes the owner.
+  // listOwners lists the project and the customers of the page listed,
+  // with the chosen customer among them even when the find does not
+  // match it, so that finding never changes the owner.
   function listOwners(selected) {
-    var find = ownerFind.value.trim().toLowerCase();
-    var matches = !find ? customers : customers.filter(function (c) {
-      return c.name.toLowerCase().indexOf(find) >= 0 || c.customer_id.indexOf(find) >= 0;
-    });
-    var listed = matches.slice(0, OWNERS_LISTED);
-    var chosen = customerOf(selected);
-    if (chosen && listed.indexOf(chosen) < 0) { listed.unshift(chosen); }
+    var customers = listed.customers.slice();
+    if (chosen && chosen.customer_id === selected && !byID(customers, selected)) { customers.unshift(chosen); }
     ownerSelect.textContent = '';
     addOwner(project.project_id, 'Project: ' + project.name);
-    listed.forEach(function (c) { addOwner(c.customer_id, 'Customer: ' + c.name + ' (' + c.customer_id + ')'); });
-    if (matches.length > OWNERS_LISTED) {
-      var more = el('option', null, (matches.length - OWNERS_LISTED) + ' more: find one by name or id');
+    customers.forEach(function (c) { addOwner(c.customer_id, 'Customer: ' + c.name + ' (' + c.customer_id + ')'); });
+    if (listed.more) {
+      var more = el('option', null, 'More customers: find one by name or id');
       more.disabled = true;
       ownerSelect.appendChild(more);
     }
     ownerSelect.value = selected;
-    var total = customers.length === 1 ? '1 customer' : customers.length + ' customers';
-    $('customer-count').textContent = find ? matches.length + ' of ' + total + ' match' : total;
+    var n = listed.customers.length;
+    var count = listed.more ? 'More than ' + n + ' customers' : n === 1 ? '1 customer' : n + ' customers';
+    if (listed.find) { count += n === 1 && !listed.more ? ' matches' : ' match'; }
+    $('customer-count').textContent = count;
+  }
+
+  // findOwners lists the customers whose name or id holds what the find
+  // box holds, case aside, as GET /customers?find= finds them.
+  function findOwners() {
+    var find = ownerFind.value.trim();
+    var asked = ++finds;
+    clearTimeout(findTimer);
+    if (!find || !firstPage.more) {
+      var lower = find.toLowerCase();
+      listed = !find ? firstPage : {
+        find: find,
+        customers: firstPage.customers.filter(function (c) {
+          return c.name.toLowerCase().indexOf(lower) >= 0 || c.customer_id.toLowerCase().indexOf(lower) >= 0;
+        })
+      };
+      listOwners(owner());
+      return;
+    }
+    findTimer = setTimeout(function () {
+      api('GET', '/customers?limit=' + OWNERS_LISTED + '&find=' + encodeURIComponent(find)).then(function (body) {
+        if (asked !== finds) { return; }
+        listed = { find: find, customers: body.customers || [], more: !!body.next_cursor };
+        listOwners(owner());
+      }).catch(showError);
+    }, FIND_DELAY_MS);
   }
 
   function addOwner(id, label) {
@@ -191,9 +222,10 @@
 
   $('sign-out').addEventListener('click', function () { signOut(); });
 
-  ownerFind.addEventListener('input', function () { listOwners(owner()); });
+  ownerFind.addEventListener('input', findOwners);
 
   ownerSelect.addEventListener('change', function () {
+    chosen = byID(listed.customers, owner()) || (chosen && chosen.customer_id === owner() ? chosen : null);
     sessionStorage.setItem(OWNER_STORAGE, owner());
     $('result').hidden = true;
     shown = PAGE;
