@@ -13,6 +13,7 @@ import (
 
 // Reindexer re-embeds owners; *ingest.Engine is one.
 type Reindexer interface {
+	CheckOwner(owner string) error
 	StaleOwners() ([]string, error)
 	Reindex(ctx context.Context, owner string, progress func(done, total int)) (int, error)
 }
@@ -21,6 +22,11 @@ type Reindexer interface {
 // reporting to w and to the progress bars progress makes per owner.
 func RunReindex(ctx context.Context, r Reindexer, owner string, w io.Writer, progress func(owner string) func(done, total int)) error {
 	owners := []string{owner}
+	if owner != "" {
+		if err := r.CheckOwner(owner); err != nil {
+			return err
+		}
+	}
 	if owner == "" {
 		var err error
 		if owners, err = r.StaleOwners(); err != nil {

@@ -154,6 +154,13 @@ func handler(st store.Backend, dataDir string, reindexer Reindexer) http.Handler
 	return mux
 }
 
+// notFoundError is the server's message for a store.ErrNotFound, which
+// already says "not found".
+type notFoundError string
+
+func (e notFoundError) Error() string        { return string(e) }
+func (e notFoundError) Is(target error) bool { return target == store.ErrNotFound }
+
 // Client talks to a running server's admin socket.
 type Client struct{ http *http.Client }
 
@@ -197,7 +204,7 @@ func (c *Client) call(method, path string, body, out any) error {
 		var e errorReply
 		json.NewDecoder(resp.Body).Decode(&e)
 		if resp.StatusCode == http.StatusNotFound {
-			return fmt.Errorf("%s: %w", e.Error, store.ErrNotFound)
+			return notFoundError(e.Error)
 		}
 		return errors.New(e.Error)
 	}

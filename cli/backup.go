@@ -29,6 +29,9 @@ directory is opened directly. Restore it with docsift restore.`,
 			if out == "" {
 				return errors.New("--out is required")
 			}
+			if st, err := os.Stat(out); err == nil && st.IsDir() {
+				return fmt.Errorf("--out %s is a directory: name the file to write, like %s", out, filepath.Join(out, "docsift-backup.tar"))
+			}
 			start := time.Now()
 			m, err := writeFileAtomic(out, func(w io.Writer) (*admin.Manifest, error) {
 				if c, err := admin.Dial(data); err == nil {

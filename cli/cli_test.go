@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -201,6 +202,8 @@ func TestProjectCreateWithoutServer(t *testing.T) {
 func TestCLIRefusals(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	createProject(t, dir, "acme")
+	missing := filepath.Join(t.TempDir(), "typo")
 	cases := []struct {
 		name string
 		args []string
@@ -208,18 +211,46 @@ func TestCLIRefusals(t *testing.T) {
 	}{
 		{"project without name", []string{"project", "create", "--json", "--data", dir}, "--name"},
 		{"project with blank name", []string{"project", "create", "--name", "  ", "--data", dir}, "--name"},
-		{"key for a project that does not exist", []string{"key", "create", "--project", "prj_nope", "--data", dir}, "prj_nope"},
-		{"revoke a key that does not exist", []string{"key", "revoke", "key_nope", "--data", dir}, "key_nope"},
+		{"project with a long name", []string{"project", "create", "--name", strings.Repeat("x", 201), "--data", dir}, "--name is longer than 200 characters"},
+		{"project in a store that is not a database", []string{"project", "create", "--name", "x", "--store", "mysql://x", "--data", dir}, `--store must be empty (the data directory's own file) or a postgres:// URL, not "mysql://x"`},
+		{"key for a project that does not exist", []string{"key", "create", "--project", "prj_nope", "--data", dir}, `no project has the id "prj_nope"`},
+		{"keys of a project that does not exist", []string{"key", "list", "--project", "prj_nope", "--data", dir}, `no project has the id "prj_nope"`},
+		{"revoke a key that does not exist", []string{"key", "revoke", "key_nope", "--data", dir}, `no API key has the id "key_nope"`},
 		{"key list without project", []string{"key", "list", "--data", dir}, "project"},
+		{"webhooks of a project that does not exist", []string{"webhook", "list", "--project", "prj_nope", "--data", dir}, `no project has the id "prj_nope"`},
+		{"delete a webhook that does not exist", []string{"webhook", "delete", "whk_nope", "--data", dir}, `no webhook has the id "whk_nope"`},
+		{"reindex an owner that is not an id", []string{"reindex", "--owner", "garbage", "--data", dir}, `"garbage" is not an owner's id`},
+		{"reindex an owner that does not exist", []string{"reindex", "--owner", "cus_nope", "--data", dir}, "owner cus_nope: no project or customer has that id"},
+		{"key in a data dir that does not exist", []string{"key", "create", "--project", "prj_nope", "--data", missing}, "no docsift data in " + missing},
+		{"webhooks in a data dir that does not exist", []string{"webhook", "list", "--project", "prj_nope", "--data", missing}, "no docsift data in " + missing},
+		{"reindex a data dir that does not exist", []string{"reindex", "--data", missing}, "no docsift data in " + missing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := runCLI(t, c.args...)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("docsift %s: error %v, want one mentioning %q (output %q)", strings.Join(c.args, " "), err, c.want, out)
+				t.Errorf("docsift %s: error %v, want one saying %q (output %q)", strings.Join(c.args, " "), err, c.want, out)
 			}
 		})
 	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a command on a data dir that does not exist made it: %v", err)
+	}
+
+	// project create may be a new install's first command: it makes the
+	// store, and says so.
+	cmd := rootCmd("test")
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs([]string{"project", "create", "--name", "first", "--data", missing})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("project create in a new data dir: %v", err)
+	}
+	if !strings.Contains(errOut.String(), "no docsift data in "+missing+": made a new store there") || !strings.Contains(out.String(), "API key:") {
+		t.Errorf("project create in a new data dir printed %q and %q", out.String(), errOut.String())
+	}
+	mustCLI(t, "key", "list", "--project", strings.Fields(strings.SplitAfter(out.String(), "project id:")[1])[0], "--data", missing)
 }
 
 // TestCLIWithRunningServer runs the admin commands while `docsift serve`
@@ -291,6 +322,15 @@ func TestCLIWithRunningServer(t *testing.T) {
 	}
 	if k := listKeys()[created.KeyID]; k.RevokedAt == nil {
 		t.Errorf("key list does not show %s as revoked: %+v", created.KeyID, k)
+	}
+	// What the socket did not find is said as without a server.
+	for args, want := range map[string]string{
+		"key revoke key_nope":             `no API key has the id "key_nope"`,
+		"webhook list --project prj_nope": `no project has the id "prj_nope"`,
+	} {
+		if _, err := runCLI(t, append(strings.Fields(args), "--data", dir)...); err == nil || err.Error() != want {
+			t.Errorf("docsift %s through the socket: %v, want %q", args, err, want)
+		}
 	}
 
 	if err := srv.stop(); err != nil {
@@ -548,6 +588,10 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Error("backing up a missing data dir created it")
+	}
+	outDir := t.TempDir()
+	if _, err := runCLI(t, "backup", "--data", restored, "--out", outDir); err == nil || !strings.Contains(err.Error(), "--out "+outDir+" is a directory") {
+		t.Errorf("a backup to a directory: %v", err)
 	}
 }
 

@@ -26,7 +26,7 @@ func keyCmd() *cobra.Command {
 		RunE: withAdmin(func(a admin.Store, w io.Writer) error {
 			secret, k, err := a.CreateKey(projectID)
 			if err != nil {
-				return err
+				return notFound(err, "project", projectID)
 			}
 			return printKey(w, asJSON, admin.CreatedKey{ProjectID: k.ProjectID, KeyID: k.ID, APIKey: secret})
 		}),
@@ -36,7 +36,7 @@ func keyCmd() *cobra.Command {
 		RunE: withAdmin(func(a admin.Store, w io.Writer) error {
 			keys, err := a.Keys(projectID)
 			if err != nil {
-				return err
+				return notFound(err, "project", projectID)
 			}
 			if asJSON {
 				if keys == nil {
@@ -66,7 +66,7 @@ func keyCmd() *cobra.Command {
 			return withAdmin(func(a admin.Store, w io.Writer) error {
 				k, err := a.RevokeKey(keyID)
 				if err != nil {
-					return err
+					return notFound(err, "API key", keyID)
 				}
 				if asJSON {
 					return json.NewEncoder(w).Encode(k)

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/docsift/docsift/store/pgstore"
 	"github.com/spf13/pflag"
@@ -31,34 +34,54 @@ func (a *adminTarget) register(flags *pflag.FlagSet) {
 
 // open returns the running server's admin socket on the data dir, or the
 // store itself when no server runs there. close releases what it opened.
-func (a *adminTarget) open() (st admin.Store, close func(), err error) {
+// A data dir without a store is refused (a mistyped --data must not make
+// an empty one) unless create is set, for `project create`, which may be
+// a new install's first command; made then says a new store was made.
+func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool, err error) {
+	if a.store != "" && !isDatabaseURL(a.store) {
+		return nil, nil, false, fmt.Errorf("--store must be empty (the data directory's own file) or a postgres:// URL, not %q", a.store)
+	}
 	if c, err := admin.Dial(a.data); err == nil {
-		return c, func() {}, nil
+		return c, func() {}, false, nil
 	}
 	if isDatabaseURL(a.store) {
 		pg, err := pgstore.Open(a.store)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
-		return pg, func() { pg.Close() }, nil
+		return pg, func() { pg.Close() }, false, nil
 	}
 	if _, err := os.Stat(filepath.Join(a.data, nodeLockFile)); err == nil {
 		// A cluster node's dir has no records: do not make an empty
 		// bbolt file beside its snapshots.
-		return nil, nil, fmt.Errorf("%s is a cluster node's data directory and its node is not running: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE)", a.data)
+		return nil, nil, false, fmt.Errorf("%s is a cluster node's data directory and its node is not running: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE)", a.data)
+	}
+	_, err = os.Stat(filepath.Join(a.data, store.DBFileName))
+	made = errors.Is(err, fs.ErrNotExist)
+	if made && !create {
+		return nil, nil, false, fmt.Errorf("no docsift data in %s: give the --data of a server (or start `docsift serve --data %s` once)", a.data, a.data)
 	}
 	bolt, err := store.Open(a.data)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return bolt, func() { bolt.Close() }, nil
+	return bolt, func() { bolt.Close() }, made, nil
+}
+
+// notFound says which record an admin command did not find, for an err
+// that is store.ErrNotFound (whose own text names the store's call).
+func notFound(err error, what, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no %s has the id %q", what, id)
+	}
+	return err
 }
 
 // withAdminOf runs fn with the admin of a (read when the command runs,
 // after its flags are parsed).
 func withAdminOf(a *adminTarget, fn func(admin.Store, io.Writer) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
-		st, done, err := a.open()
+		st, done, _, err := a.open(false)
 		if err != nil {
 			return err
 		}
@@ -66,6 +89,9 @@ func withAdminOf(a *adminTarget, fn func(admin.Store, io.Writer) error) func(*co
 		return fn(st, cmd.OutOrStdout())
 	}
 }
+
+// maxProjectName bounds a project's name as the API bounds a customer's.
+const maxProjectName = 200
 
 func projectCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "project", Short: "Manage projects"}
@@ -77,15 +103,23 @@ func projectCmd() *cobra.Command {
 		Short: "Create a project and print its id and first API key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if strings.TrimSpace(name) == "" {
+			switch name = strings.TrimSpace(name); {
+			case name == "":
 				return errors.New("--name is required")
+			case utf8.RuneCountInString(name) > maxProjectName:
+				return fmt.Errorf("--name is longer than %d characters", maxProjectName)
+			case strings.ContainsFunc(name, unicode.IsControl):
+				return errors.New("--name must not contain control characters")
 			}
-			a, done, err := target.open()
+			a, done, made, err := target.open(true)
 			if err != nil {
 				return err
 			}
 			defer done()
-			p, secret, err := a.CreateProject(strings.TrimSpace(name))
+			if made {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no docsift data in %s: made a new store there\n", target.data)
+			}
+			p, secret, err := a.CreateProject(name)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/internal/progress"
 	"github.com/docsift/docsift/llm"
-	"github.com/docsift/docsift/store"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +43,7 @@ until each owner switches over; otherwise the data dir is opened directly.`,
 				return c.Reindex(cmd.Context(), owner, cmd.OutOrStdout(), progress)
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			st, err := store.Open(data)
+			st, err := openExisting(data)
 			if err != nil {
 				return err
 			}

@@ -36,7 +36,7 @@ func webhookCmd() *cobra.Command {
 			}
 			wh, err := a.CreateWebhook(projectID, url, evs)
 			if err != nil {
-				return err
+				return notFound(err, "project", projectID)
 			}
 			if asJSON {
 				return json.NewEncoder(w).Encode(wh)
@@ -52,7 +52,7 @@ func webhookCmd() *cobra.Command {
 		RunE: withAdminOf(&target, func(a admin.Store, w io.Writer) error {
 			ws, err := a.Webhooks(projectID)
 			if err != nil {
-				return err
+				return notFound(err, "project", projectID)
 			}
 			for i := range ws {
 				ws[i].Secret = ""
@@ -80,7 +80,7 @@ func webhookCmd() *cobra.Command {
 			id = args[0]
 			return withAdminOf(&target, func(a admin.Store, w io.Writer) error {
 				if err := a.DeleteWebhook(id); err != nil {
-					return err
+					return notFound(err, "webhook", id)
 				}
 				fmt.Fprintf(w, "deleted %s\n", id)
 				return nil

@@ -2,9 +2,12 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/store"
 )
 
 // reindexBatch is how many chunks are read and embedded per step.
@@ -156,4 +159,22 @@ func (e *Engine) reembed(ctx context.Context, owner string, x *index.OwnerIndex,
 		entries[i] = index.Entry{ID: found[i], Vector: vecs[i], Text: c.Text, Doc: docOf[i], Name: docName(docs[d]), Title: chunkTitle(titles[d], c)}
 	}
 	return x.Add(entries...)
+}
+
+// CheckOwner checks that owner is a project or a customer in the store:
+// `docsift reindex --owner` asks before Reindex records anything about it.
+func (e *Engine) CheckOwner(owner string) error {
+	var err error
+	switch {
+	case strings.HasPrefix(owner, store.PrefixProject):
+		_, err = e.store.Project(owner)
+	case strings.HasPrefix(owner, store.PrefixCustomer):
+		_, err = e.store.Customer(owner)
+	default:
+		return fmt.Errorf("%q is not an owner's id: a project's begins with %s, a customer's with %s", owner, store.PrefixProject, store.PrefixCustomer)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("owner %s: no project or customer has that id", owner)
+	}
+	return err
 }

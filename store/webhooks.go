@@ -104,6 +104,9 @@ func (s *Store) Webhook(id string) (*Webhook, error) { return record[Webhook](s,
 func (s *Store) Webhooks(projectID string) ([]Webhook, error) {
 	var out []Webhook
 	err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
+			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+		}
 		out = projectWebhooks(tx, projectID)
 		return nil
 	})

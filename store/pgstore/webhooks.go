@@ -57,6 +57,13 @@ func (s *Store) Webhook(id string) (*store.Webhook, error) {
 func (s *Store) Webhooks(projectID string) ([]store.Webhook, error) {
 	ctx, cancel := opContext()
 	defer cancel()
+	var exists bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1)", projectID).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("store: list webhooks: %w", err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("project %s: %w", projectID, store.ErrNotFound)
+	}
 	rows, err := s.pool.Query(ctx, "SELECT "+webhookColumns+" FROM webhooks WHERE project_id = $1 ORDER BY created_at, id", projectID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list webhooks: %w", err)

@@ -139,8 +139,8 @@ func webhooksCreateListDelete(t *testing.T, s Webhooks) {
 	if err != nil || len(ws) != 2 || ws[0].ID != a.ID || ws[1].ID != b.ID || ws[0].Secret != a.Secret {
 		t.Fatalf("Webhooks = %+v, %v; want a then b", ws, err)
 	}
-	if ws, err := s.Webhooks("prj_nope"); err != nil || len(ws) != 0 {
-		t.Fatalf("Webhooks(unknown project) = %+v, %v; want none", ws, err)
+	if ws, err := s.Webhooks("prj_nope"); !errors.Is(err, store.ErrNotFound) || len(ws) != 0 {
+		t.Fatalf("Webhooks(unknown project) = %+v, %v; want none and ErrNotFound", ws, err)
 	}
 	if _, err := s.CreateWebhook("prj_nope", "https://x.example.test", allEvents); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateWebhook(unknown project): err = %v, want ErrNotFound", err)
