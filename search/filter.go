@@ -418,7 +418,7 @@ const maxJSONDepth = 4*maxFilterDepth + 8
 // object.
 func readValue(dec *json.Decoder, depth int) (any, error) {
 	if depth > maxJSONDepth {
-		return nil, fmt.Errorf("is nested more than %d levels deep", maxJSONDepth)
+		return nil, fmt.Errorf(`is nested deeper than a filter may be ("and" and "or" at most %d deep)`, maxFilterDepth)
 	}
 	tok, err := dec.Token()
 	if err != nil {

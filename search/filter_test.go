@@ -90,7 +90,7 @@ func TestFilterErrorsNameThePart(t *testing.T) {
 		{`{"created_at": {"gt": "2026-01-01T00:00:00Z", "lt": "2026-01-01T00:00:00Z"}}`, "filter.created_at", "range is empty"},
 		{`{"metadata.a": {"eq": "1"}} {}`, "filter", "more than one JSON value"},
 		{`{"metadata.a": {"eq": "1", "eq": "1"}}`, "filter", `key "eq" twice`},
-		{strings.Repeat(`{"and": [`, 30) + `{}` + strings.Repeat(`]}`, 30), "filter", "nested more than"},
+		{strings.Repeat(`{"and": [`, 30) + `{}` + strings.Repeat(`]}`, 30), "filter", `nested deeper than a filter may be ("and" and "or" at most 5 deep)`},
 	} {
 		_, err := ParseFilter([]byte(c.filter))
 		var fe *FilterError

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,6 +31,36 @@ func TestHealthz(t *testing.T) {
 		if got["status"] != "ok" {
 			t.Errorf("healthz with key %q: %s", key, r)
 		}
+	}
+}
+
+// HEAD is answered as GET without the body, for health checkers; a route
+// without GET still refuses it.
+func TestHead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for path, key := range map[string]string{"/healthz": "", "/customers": e.a.key, "/openapi.json": ""} {
+		r := e.do(t, http.MethodHead, path, key, "", nil)
+		if get := e.get(t, path, key); r.status != http.StatusOK || r.header.Get("Content-Type") != get.header.Get("Content-Type") {
+			t.Errorf("HEAD %s: %d %q, want GET's 200 %q", path, r.status, r.header.Get("Content-Type"), get.header.Get("Content-Type"))
+		}
+	}
+	if r := e.do(t, http.MethodHead, "/upload/text", e.a.key, "", nil); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("HEAD /upload/text: %d, want 405", r.status)
+	}
+	// On the wire: the headers and nothing after them.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "HEAD /healthz HTTP/1.1\r\nHost: docsift\r\nConnection: close\r\n\r\n")
+	raw, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, body, _ := strings.Cut(string(raw), "\r\n\r\n"); !strings.HasPrefix(head, "HTTP/1.1 200") || body != "" {
+		t.Errorf("HEAD /healthz on the wire: %q", raw)
 	}
 }
 
@@ -426,7 +457,9 @@ func TestUploadText(t *testing.T) {
 		{name: "project of another key", body: text(b.projectID, "hello"), status: 403},
 		{name: "name is a number", body: map[string]any{"owner_id": a.projectID, "text": "x", "name": 3}, status: 400, want: []string{"name"}},
 		{name: "name too long", body: map[string]any{"owner_id": a.projectID, "text": "x", "name": strings.Repeat("n", 201)}, status: 400, want: []string{"name"}},
-		{name: "metadata value not a string", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": map[string]any{"n": 1}}, status: 400, want: []string{"metadata"}},
+		{name: "metadata value not a string", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": map[string]any{"ok": "a", "n": 1}}, status: 400, want: []string{"field metadata.n must be a string, not a number"}},
+		{name: "metadata value a boolean", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": map[string]any{"flag": true}}, status: 400, want: []string{"field metadata.flag must be a string, not true or false"}},
+		{name: "metadata not an object", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": "dept=ops"}, status: 400, want: []string{"field metadata must be an object, not a string"}},
 		{name: "metadata empty key", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": map[string]any{"": "v"}}, status: 400, want: []string{"metadata"}},
 		{name: "unknown field", body: map[string]any{"owner_id": a.projectID, "text": "x", "txt": "y"}, status: 400, want: []string{"unknown field", "txt"}},
 		{name: "text one byte over the limit", body: text(a.projectID, strings.Repeat("x", testMaxTextBytes+1)), status: 413},

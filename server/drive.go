@@ -95,7 +95,7 @@ func (s *Server) driveSession(c echo.Context) (*store.Session, error) {
 		return nil, err
 	}
 	if s.cfg.Drive == nil {
-		return nil, errorf(http.StatusServiceUnavailable, "%s", msgDriveOff)
+		return nil, featureOff(msgDriveOff)
 	}
 	if !sessionOffersDrive(sess) {
 		return nil, errorf(http.StatusForbidden, "this upload link does not allow Google Drive import")

@@ -18,12 +18,20 @@ import (
 type apiError struct {
 	status int
 	msg    string
+	// off marks a 503 for a feature this server was not set up for: the
+	// operator's choice, not a failure to log on every call.
+	off bool
 }
 
 func (e *apiError) Error() string { return e.msg }
 
 func errorf(status int, format string, args ...any) error {
 	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// featureOff is the 503 of a feature the operator has not set up.
+func featureOff(msg string) error {
+	return &apiError{status: http.StatusServiceUnavailable, msg: msg, off: true}
 }
 
 func badRequest(format string, args ...any) error {
@@ -88,16 +96,20 @@ func (s *Server) handleError(err error, c echo.Context) {
 			msg = fmt.Sprint(he.Message)
 		}
 	}
-	if status >= 500 {
+	switch {
+	case status < 500, ae != nil && ae.off:
+		// The request's own log line says enough.
+	case ae != nil:
+		// A handler's answer about the world (a model server or Google
+		// not answering, too many sign-ins at once): worth a warning.
+		s.log.Warn("request refused", "request_id", requestID(c), "method", c.Request().Method, "route", c.Path(), "status", status, "err", err)
+	default:
 		// 507 included: the operator needs to hear about a full disk.
 		s.log.Error("request failed", "request_id", requestID(c), "method", c.Request().Method, "route", c.Path(), "err", err)
 	}
-	if c.Request().Method == http.MethodHead {
-		err = c.NoContent(status)
-	} else {
-		err = c.JSON(status, errorBody{Error: msg})
-	}
-	if err != nil {
+	// A HEAD request is answered as GET (headAsGet): net/http leaves the
+	// body out.
+	if err := c.JSON(status, errorBody{Error: msg}); err != nil {
 		s.log.Error("writing an error response failed", "request_id", requestID(c), "err", err)
 	}
 }

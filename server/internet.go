@@ -41,7 +41,9 @@ func (s *Server) searchInternet(c echo.Context) error {
 	}
 	resp, err := s.search.Internet(c.Request().Context(), query, k)
 	switch {
-	case errors.Is(err, search.ErrWebNotConfigured), errors.Is(err, search.ErrWebSearch):
+	case errors.Is(err, search.ErrWebNotConfigured):
+		return featureOff(err.Error())
+	case errors.Is(err, search.ErrWebSearch):
 		return errorf(http.StatusServiceUnavailable, "%s", err)
 	case err != nil:
 		return err

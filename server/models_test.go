@@ -181,9 +181,13 @@ func TestStreamClientDisconnectCancelsModelCall(t *testing.T) {
 }
 
 func TestInternetSearch(t *testing.T) {
-	// Not configured: a clear 503.
+	// Not configured: a clear 503, which the operator chose: no warning
+	// or error logged for each call.
 	e := newEnv(t)
 	wantError(t, e.postJSON(t, "/search/internet", e.a.key, map[string]any{"query": "tides"}), http.StatusServiceUnavailable, "internet search is not configured: set --searxng-url")
+	if logs := e.logs.String(); strings.Contains(logs, "level=WARN") || strings.Contains(logs, "level=ERROR") {
+		t.Errorf("a search of a server without internet search logged:\n%s", logs)
+	}
 
 	sx := searxtest.New(t)
 	web, err := websearch.NewSearx(sx.URL, nil)
@@ -224,5 +228,8 @@ func TestInternetSearch(t *testing.T) {
 	}
 	sx.SetStatus(http.StatusBadGateway)
 	wantError(t, e.postJSON(t, "/search/internet", e.a.key, map[string]any{"query": "tides"}), http.StatusServiceUnavailable, "internet search failed")
+	if logs := e.logs.String(); !strings.Contains(logs, `level=WARN msg="request refused"`) || strings.Contains(logs, "level=ERROR") {
+		t.Errorf("a search whose search engine failed: want a warning, no error, logged:\n%s", logs)
+	}
 	wantError(t, e.postJSON(t, "/search/internet", "", map[string]any{"query": "tides"}), http.StatusUnauthorized)
 }

@@ -154,7 +154,7 @@ func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Ser
 }
 
 // Handler is the API as an http.Handler.
-func (s *Server) Handler() http.Handler { return s.echo }
+func (s *Server) Handler() http.Handler { return headAsGet(s.echo) }
 
 // Echo exposes the router, for tests that walk its routes.
 func (s *Server) Echo() *echo.Echo { return s.echo }
@@ -184,6 +184,19 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		)
 		return nil
 	}
+}
+
+// headAsGet answers a HEAD request as the GET of its path: health and
+// link checkers ask HEAD. The router sees a copy of the request saying
+// GET; net/http, which holds the original, leaves the body out.
+func headAsGet(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			r = r.WithContext(r.Context())
+			r.Method = http.MethodGet
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // metricMethod bounds the method label: a client can send any word as a

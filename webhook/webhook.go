@@ -314,6 +314,14 @@ func CheckEndpoint(rawURL string, events []string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return errors.New("url must be an absolute http or https URL without credentials, like https://app.example.com/hooks/docsift")
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("url: port %s is not a port: ports go from 1 to 65535", p)
+		}
+	}
+	if u.Hostname() == "" {
+		return errors.New("url has no host name, like app.example.com in https://app.example.com/hooks/docsift")
+	}
 	if events != nil && len(events) == 0 {
 		return fmt.Errorf("events is empty: give one or more of %s, or leave it out for all", strings.Join(Events, ", "))
 	}
