@@ -246,6 +246,59 @@ func TestSubpageClampingReuseExpiryAndErrors(t *testing.T) {
 	wantError(t, e.fetch(t, a.SubpageURL), http.StatusGone, "expired")
 }
 
+// A document's subpages go with it: deleted, or replaced through its
+// external_id, its pages are no longer served, and their files are gone.
+func TestSubpagesGoWithTheirDocument(t *testing.T) {
+	e := newEnv(t, withMaxFileBytes(1<<20))
+	owner := e.a.customers[0]
+	upload := func(externalID string) string {
+		t.Helper()
+		up := decodeAs[apiUpload](t, e.uploadFile(t, e.a.key, dataPart(map[string]string{"owner_id": owner, "external_id": externalID}), filePart("numbered.pdf", numberedPDF(3))))
+		if j := e.waitJob(t, e.a.key, up.JobID); j.Status != store.StatusSucceeded {
+			t.Fatalf("job: %+v", j)
+		}
+		return up.DocumentID
+	}
+	cut := func(doc string) string {
+		t.Helper()
+		q := e.query(t, e.a.key, "/query/customer", map[string]any{"customer_id": owner, "query": "two things", "top_k": 10})
+		for _, c := range q.Chunks {
+			if c.DocumentID == doc {
+				return decodeAs[apiSubpage](t, e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": c.ChunkID, "owner_id": owner, "varience": 1})).SubpageURL
+			}
+		}
+		t.Fatalf("no chunk of %s: %+v", doc, q.Chunks)
+		return ""
+	}
+	files := func() int {
+		entries, err := os.ReadDir(filepath.Join(e.dir, "subpages"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	kept, deleted := upload("kept"), upload("deleted")
+	keptURL, deletedURL := cut(kept), cut(deleted)
+	if n := files(); n != 2 {
+		t.Fatalf("%d subpage files, want 2", n)
+	}
+	if r := e.do(t, http.MethodDelete, "/documents/"+deleted, e.a.key, "", nil); r.status != http.StatusOK {
+		t.Fatalf("delete: %s", r)
+	}
+	wantError(t, e.fetch(t, deletedURL), http.StatusNotFound, "subpage not found")
+	if r := e.fetch(t, keptURL); r.status != http.StatusOK {
+		t.Errorf("the other document's subpage: %s", r)
+	}
+	if n := files(); n != 1 {
+		t.Errorf("%d subpage files after the delete, want 1", n)
+	}
+	upload("kept")
+	wantError(t, e.fetch(t, keptURL), http.StatusNotFound, "subpage not found")
+	if n := files(); n != 0 {
+		t.Errorf("%d subpage files after the replacement, want none", n)
+	}
+}
+
 func encryptedPDF(t *testing.T) []byte {
 	t.Helper()
 	var out bytes.Buffer

@@ -246,13 +246,16 @@ func (s *Store) DeleteDocument(id string) ([]uint64, error) {
 	return removed, nil
 }
 
-// removeDocument deletes d's record, chunks and vectors, frees its external
-// id, and ends its job with reason if it has not run. It returns the chunk
-// sequences removed and, when d was the last reference to its original
-// file, the file's hash, for the caller to remove once the transaction
-// has committed.
+// removeDocument deletes d's record, chunks, vectors and subpages, frees
+// its external id, and ends its job with reason if it has not run. It
+// returns the chunk sequences removed and, when d was the last reference
+// to its original file, the file's hash, for the caller to remove once
+// the transaction has committed.
 func (s *Store) removeDocument(tx *bolt.Tx, d *Document, reason string) (removed []uint64, orphan string, err error) {
 	if removed, err = deleteChunks(tx, d); err != nil {
+		return nil, "", err
+	}
+	if err := s.dropSubpagesOf(tx, d); err != nil {
 		return nil, "", err
 	}
 	if err := tx.Bucket(bucketDocuments).Delete([]byte(d.ID)); err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -33,8 +34,10 @@ func (sp *Subpage) Expired(t time.Time) bool { return !t.Before(sp.ExpiresAt) }
 // subpageKey indexes subpages by what they were cut from, so the same
 // chunk and varience reuse one file. It cannot collide with a subpage id.
 func subpageKey(chunkID string, varience int) string {
-	return "by-chunk/" + chunkID + "/" + strconv.Itoa(varience)
+	return subpageCuts + chunkID + "/" + strconv.Itoa(varience)
 }
+
+const subpageCuts = "by-chunk/"
 
 // NewSubpageID returns an unguessable subpage id.
 func NewSubpageID() string { return NewSecret(PrefixSubpage) }
@@ -148,6 +151,31 @@ func (s *Store) SweepSubpages() (int, error) {
 		}
 	}
 	return len(expired), nil
+}
+
+// dropSubpagesOf deletes the subpages cut from d's chunks, records and
+// files, as d is deleted: its pages are then neither served nor kept.
+// The files go before the transaction commits; should it fail, a subpage
+// whose file is gone answers "not found" and is cut again when asked for.
+func (s *Store) dropSubpagesOf(tx *bolt.Tx, d *Document) error {
+	b := tx.Bucket(bucketSubpages)
+	prefix := []byte(subpageCuts + chunkPrefix(d.ID)) // every cut of every chunk of d
+	var keys [][]byte
+	c := b.Cursor()
+	for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
+		keys = append(keys, bytes.Clone(k), bytes.Clone(id))
+	}
+	for i := 0; i < len(keys); i += 2 {
+		for _, k := range keys[i : i+2] {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		if err := os.Remove(s.subpagePath(string(keys[i+1]))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove subpage: %w", err)
+		}
+	}
+	return nil
 }
 
 func (s *Store) subpagePath(id string) string {

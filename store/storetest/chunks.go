@@ -41,6 +41,9 @@ type Chunks interface {
 	EmbedCacheEntries(owner string) (int, error)
 
 	DocumentByExternalID(ownerID, externalID string) (*store.Document, error)
+
+	CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration) (*store.Subpage, error)
+	Subpage(id string) (*store.Subpage, error)
 }
 
 // RunChunks runs every test of the Chunks slice, each on a new store.
@@ -315,9 +318,16 @@ func deleteDocumentRemovesEverything(t *testing.T, s Chunks) {
 	if _, err := s.ReplaceChunks(a.ID, "m", chunks, [][]float32{{1}}); err != nil {
 		t.Fatal(err)
 	}
+	sp, err := s.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: "prj_a", OwnerID: "cus_a", ChunkID: chunks[0].ID, FileName: "a.pdf"}, []byte("%PDF-"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	removed, err := s.DeleteDocument(a.ID)
 	if err != nil || !slices.Equal(removed, []uint64{chunks[0].Seq}) {
 		t.Fatalf("DeleteDocument = %v, %v", removed, err)
+	}
+	if _, err := s.Subpage(sp.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("subpage of a deleted chunk survived: %v", err)
 	}
 	if _, err := s.Chunk(chunks[0].ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("chunk survived: %v", err)
