@@ -156,6 +156,22 @@ func notBinary(s string) bool {
 	return float64(controls) <= maxControlRatio*float64(total)
 }
 
+// DropStrayControls removes the control characters that carry no meaning
+// in text (see isStrayControl), as extraction does: text sent as text may
+// hold a few (a terminal's colour codes) without being binary data, which
+// too many of them would otherwise say it is.
+func DropStrayControls(s string) string {
+	if !strings.ContainsFunc(s, isStrayControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isStrayControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
 // isStrayControl reports control characters that carry no meaning in text
 // (everything below space except tab, newline, carriage return, form feed).
 func isStrayControl(r rune) bool {

@@ -64,6 +64,20 @@ func TestHead(t *testing.T) {
 	}
 }
 
+// Text sent as text is indexed whatever control characters it holds
+// (a terminal's colours, a stray \x01), which too many of would make a
+// file read as binary data.
+func TestUploadTextWithControlCharacters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.uploadText(t, e.a.key, e.a.projectID, "log", "\x1b[31merror\x1b[0m the \x01 quartermaster \x02 counted \x03 apples")
+	q := e.query(t, e.a.key, "/query/project", map[string]any{"project_id": e.a.projectID, "query": "quartermaster apples", "top_k": 1})
+	if len(q.Chunks) != 1 || !strings.Contains(q.Chunks[0].Text, "quartermaster") || strings.ContainsAny(q.Chunks[0].Text, "\x01\x1b") {
+		t.Errorf("query found %+v", q.Chunks)
+	}
+	wantError(t, e.postJSON(t, "/upload/text", e.a.key, map[string]any{"owner_id": e.a.projectID, "text": "\x01\x02 \x03"}), http.StatusBadRequest, "text is empty")
+}
+
 func TestCreateAndListCustomers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -419,6 +433,7 @@ func TestUploadText(t *testing.T) {
 			"metadata": map[string]string{"source": "https://example.com/l", "dept": "ops"},
 		}, a.customers[0], "lighthouses.txt"},
 		{"text at the limit", map[string]any{"owner_id": a.customers[1], "text": strings.Repeat("word ", testMaxTextBytes/5)}, a.customers[1], "text"},
+		{"a blank name", map[string]any{"owner_id": a.projectID, "text": "Notes on buoys.", "name": " \t "}, a.projectID, "text"},
 	}
 	for _, c := range success {
 		t.Run("ok/"+c.name, func(t *testing.T) {
@@ -458,6 +473,7 @@ func TestUploadText(t *testing.T) {
 		{name: "name is a number", body: map[string]any{"owner_id": a.projectID, "text": "x", "name": 3}, status: 400, want: []string{"name"}},
 		{name: "name too long", body: map[string]any{"owner_id": a.projectID, "text": "x", "name": strings.Repeat("n", 201)}, status: 400, want: []string{"name"}},
 		{name: "metadata value not a string", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": map[string]any{"ok": "a", "n": 1}}, status: 400, want: []string{"field metadata.n must be a string, not a number"}},
+		{name: "metadata naming an upload session", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": map[string]any{"session_id": "ses_x"}}, status: 400, want: []string{"metadata.session_id is set by docsift"}},
 		{name: "metadata value a boolean", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": map[string]any{"flag": true}}, status: 400, want: []string{"field metadata.flag must be a string, not true or false"}},
 		{name: "metadata not an object", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": "dept=ops"}, status: 400, want: []string{"field metadata must be an object, not a string"}},
 		{name: "metadata empty key", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": map[string]any{"": "v"}}, status: 400, want: []string{"metadata"}},
@@ -501,6 +517,8 @@ func TestUploadFile(t *testing.T) {
 		{"name and metadata from the data part", []part{filePart("x.txt", plain), dataPart(map[string]any{"owner_id": a.customers[1], "name": "Ferry times", "metadata": map[string]string{"lang": "en"}})}, a.customers[1], "Ferry times", "text"},
 		{"type by content, not by name", []part{filePart("photo.png", markdown), dataPart(map[string]any{"owner_id": a.projectID})}, a.projectID, "photo.png", "markdown"},
 		{"file at the limit", []part{filePart("big.txt", bytes.Repeat([]byte("pier "), testMaxFileBytes/5)), dataPart(map[string]any{"owner_id": a.projectID})}, a.projectID, "big.txt", "text"},
+		{"a blank name is the file's", []part{filePart("ferry.txt", plain), dataPart(map[string]any{"owner_id": a.projectID, "name": "   "})}, a.projectID, "ferry.txt", "text"},
+		{"a long file name cut", []part{filePart(strings.Repeat("é", 250)+".txt", plain), dataPart(map[string]any{"owner_id": a.projectID})}, a.projectID, strings.Repeat("é", 200), "text"},
 	}
 	for _, c := range success {
 		t.Run("ok/"+c.name, func(t *testing.T) {
@@ -557,6 +575,8 @@ func TestUploadFile(t *testing.T) {
 		{name: "damaged zip", parts: []part{filePart("report.docx", []byte("PK\x03\x04 this is not really a zip archive")), owner(a.projectID)}, status: 400, want: []string{"damaged"}},
 		{name: "file one byte over the limit", parts: []part{filePart("big.txt", bytes.Repeat([]byte("x"), testMaxFileBytes+1)), owner(a.projectID)}, status: 413},
 		{name: "two file parts", parts: []part{txt, txt, owner(a.projectID)}, status: 400, want: []string{"file"}},
+		{name: "two data parts", parts: []part{txt, owner(a.customers[0]), owner(a.customers[1])}, status: 400, want: []string{"more than one data part"}},
+		{name: "metadata naming an upload session", parts: []part{txt, dataPart(map[string]any{"owner_id": a.projectID, "metadata": map[string]string{"session_id": "ses_x"}})}, status: 400, want: []string{"metadata.session_id is set by docsift"}},
 		{name: "unknown part", parts: []part{txt, owner(a.projectID), {name: "extra", content: []byte("x")}}, status: 400, want: []string{"extra"}},
 		{name: "no key", key: "-", parts: []part{txt, owner(a.projectID)}, status: 401},
 		{name: "revoked key", key: revoked, parts: []part{txt, owner(a.projectID)}, status: 401},

@@ -246,6 +246,26 @@ func TestSubpageClampingReuseExpiryAndErrors(t *testing.T) {
 	wantError(t, e.fetch(t, a.SubpageURL), http.StatusGone, "expired")
 }
 
+// A PDF that MuPDF repairs as it reads it, but pdfcpu cannot cut (its
+// startxref points nowhere), is indexed, and its subpages are refused in
+// words, not with a 500.
+func TestSubpageOfDamagedPDF(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join(sharedPDFDir, "libtasn1.pdf"))
+	if err != nil {
+		t.Skipf("shared PDFs not found at %s (%v): run from a checkout with ../shared beside it", sharedPDFDir, err)
+	}
+	e := newEnv(t, withMaxFileBytes(1<<20))
+	owner := e.a.customers[0]
+	at := bytes.LastIndex(good, []byte("startxref"))
+	damaged := append(bytes.Clone(good[:at]), "startxref\n12345\n%%EOF\n"...)
+	if j := e.uploadPDF(t, e.a.key, owner, "damaged.pdf", damaged); j.Status != store.StatusSucceeded {
+		t.Fatalf("job: %+v", j)
+	}
+	q := e.query(t, e.a.key, "/query/customer", map[string]any{"customer_id": owner, "query": "ASN.1 structures", "top_k": 1})
+	r := e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": q.Chunks[0].ChunkID, "owner_id": owner, "varience": 1})
+	wantError(t, r, http.StatusUnprocessableEntity, "is a damaged PDF: its text could be read, but pages")
+}
+
 // A document's subpages go with it: deleted, or replaced through its
 // external_id, its pages are no longer served, and their files are gone.
 func TestSubpagesGoWithTheirDocument(t *testing.T) {

@@ -314,7 +314,7 @@ func (s *Server) driveImport(c echo.Context) error {
 			driveMetaSource:      driveSourceName,
 			driveMetaFileID:      f.ID,
 		},
-	}, data, "")
+	}, "", data, "")
 }
 
 type driveDisconnectResponse struct {

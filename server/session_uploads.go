@@ -83,7 +83,7 @@ func (s *Server) sessionUpload(c echo.Context) error {
 		OwnerID:  sess.OwnerID,
 		Name:     uploadName(u.fileName),
 		Metadata: map[string]string{store.SessionMetaKey: sess.ID},
-	}, u.file, "")
+	}, "", u.file, "")
 }
 
 // uploadName makes a browser's file name a valid document name: an end user

@@ -82,7 +82,12 @@ func (s *Server) createSubpage(c echo.Context) error {
 		last = min(last, doc.Pages)
 	}
 	sliced, err := pdf.Slice(data, first, last)
-	if err != nil {
+	switch {
+	case errors.Is(err, pdf.ErrCorrupt):
+		// MuPDF, which read the document, repairs more than pdfcpu, which
+		// cuts it, can.
+		return errorf(http.StatusUnprocessableEntity, "document %s is a damaged PDF: its text could be read, but pages %d-%d cannot be cut from it into a new PDF", doc.ID, first, last)
+	case err != nil:
 		return fmt.Errorf("server: cut subpage of %s: %w", chunk.ID, err)
 	}
 	if doc.Pages == 0 { // documents indexed before page counts were kept

@@ -83,19 +83,21 @@ func (s *Server) uploadText(c echo.Context) error {
 	if int64(len(*req.Text)) > s.cfg.MaxTextBytes {
 		return errorf(http.StatusRequestEntityTooLarge, "text is %s, over the limit of %s", humanBytes(int64(len(*req.Text))), humanBytes(s.cfg.MaxTextBytes))
 	}
-	if strings.TrimSpace(*req.Text) == "" {
-		return badRequest("text is empty")
-	}
 	if strings.ContainsRune(*req.Text, 0) {
 		// Text with NUL bytes is binary data sent as text; it would only
 		// fail later in its job, after a 200.
 		return badRequest("text contains NUL characters, so it is not text: send files with /upload/file")
 	}
-	if req.Name == "" {
-		req.Name = "text"
+	// Text is text, whatever its first bytes look like ("%PDF-1.4 is…")
+	// and whatever control characters it holds, which indexing drops.
+	text := pdf.DropStrayControls(*req.Text)
+	if strings.TrimSpace(text) == "" {
+		return badRequest("text is empty")
 	}
-	// Text is text, whatever its first bytes look like ("%PDF-1.4 is…").
-	return s.submit(c, req, []byte(*req.Text), pdf.TextFormat(*req.Text))
+	if err := checkCallerMetadata(req.Metadata); err != nil {
+		return err
+	}
+	return s.submit(c, req, "text", []byte(text), pdf.TextFormat(text))
 }
 
 func (s *Server) uploadFile(c echo.Context) error {
@@ -106,13 +108,10 @@ func (s *Server) uploadFile(c echo.Context) error {
 	if u.data == nil {
 		return badRequest(`the data part is missing: send a part named data holding {"owner_id": "..."}`)
 	}
-	if u.data.Name == "" {
-		u.data.Name = u.fileName
+	if err := checkCallerMetadata(u.data.Metadata); err != nil {
+		return err
 	}
-	if u.data.Name == "" {
-		u.data.Name = "upload"
-	}
-	return s.submit(c, *u.data, u.file, "")
+	return s.submit(c, *u.data, uploadName(u.fileName), u.file, "")
 }
 
 // multipartUpload is what a multipart upload body held.
@@ -165,6 +164,9 @@ func (s *Server) readMultipart(c echo.Context, withData bool) (*multipartUpload,
 				return nil, errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
 			}
 		case part.FormName() == "data" && withData:
+			if u.data != nil {
+				return nil, badRequest("the body holds more than one data part: send one")
+			}
 			raw, err := io.ReadAll(io.LimitReader(part, maxJSONBytes+1))
 			if err != nil {
 				return nil, s.multipartError(err)
@@ -217,13 +219,16 @@ func parseDataPart(raw []byte) (*uploadData, error) {
 }
 
 // submit validates the owner, name and metadata and hands the upload to the
-// pipeline. An empty format is detected from the content.
-func (s *Server) submit(c echo.Context, req uploadData, content []byte, format pdf.Format) error {
+// pipeline. A name that is empty once trimmed is defaultName; an empty
+// format is detected from the content.
+func (s *Server) submit(c echo.Context, req uploadData, defaultName string, content []byte, format pdf.Format) error {
 	owner, err := s.ownerOf(c, req.OwnerID)
 	if err != nil {
 		return err
 	}
-	req.Name = strings.TrimSpace(req.Name)
+	if req.Name = strings.TrimSpace(req.Name); req.Name == "" {
+		req.Name = defaultName
+	}
 	if err := checkName("name", req.Name, false); err != nil {
 		return err
 	}

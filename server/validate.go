@@ -209,6 +209,16 @@ func checkExternalID(field, id string) error {
 	return nil
 }
 
+// checkCallerMetadata refuses metadata a caller of the API may not set:
+// the key that ties a document to the upload session it came through,
+// which the session's page lists and counts.
+func checkCallerMetadata(m map[string]string) error {
+	if _, ok := m[store.SessionMetaKey]; ok {
+		return badRequest("metadata.%s is set by docsift on uploads through a hosted page: use another key", store.SessionMetaKey)
+	}
+	return nil
+}
+
 func checkMetadata(m map[string]string) error {
 	if len(m) > maxMetadataKeys {
 		return badRequest("metadata has %d keys, over the limit of %d", len(m), maxMetadataKeys)
