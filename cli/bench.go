@@ -122,6 +122,9 @@ the embedding cache saves (a model server's: the built-in embedder has none).`,
 			if lc.APIKey == "" || lc.OwnerID == "" || queriesPath == "" {
 				return errors.New("--key, --owner and --queries are required")
 			}
+			if lc.TopK < 1 {
+				return fmt.Errorf("--top-k is %d: give at least 1", lc.TopK)
+			}
 			qs, err := eval.ReadQueries(queriesPath)
 			if err != nil {
 				return err
@@ -151,7 +154,14 @@ the embedding cache saves (a model server's: the built-in embedder has none).`,
 			if res.FirstError != "" {
 				rows = append(rows, [2]string{"first error", res.FirstError})
 			}
-			return printResult(cmd.OutOrStdout(), asJSON, res, rows)
+			if err := printResult(cmd.OutOrStdout(), asJSON, res, rows); err != nil {
+				return err
+			}
+			// Timings of failed requests would pass for a result.
+			if res.Errors > 0 {
+				return fmt.Errorf("%d of %d requests failed, the first: %s", res.Errors, res.Requests, res.FirstError)
+			}
+			return nil
 		},
 	}
 	qf := queryCmd.Flags()

@@ -251,6 +251,19 @@ func TestCLIRefusals(t *testing.T) {
 		t.Errorf("project create in a new data dir printed %q and %q", out.String(), errOut.String())
 	}
 	mustCLI(t, "key", "list", "--project", strings.Fields(strings.SplitAfter(out.String(), "project id:")[1])[0], "--data", missing)
+
+	// A benchmark whose requests failed fails, and says why.
+	queries := filepath.Join(t.TempDir(), "queries.jsonl")
+	if err := os.WriteFile(queries, []byte(`{"_id": "1", "text": "tides"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nobody := "http://" + freeAddr(t)
+	if _, err := runCLI(t, "bench", "query", "--url", nobody, "--key", "dsk_x", "--owner", "prj_x", "--queries", queries, "--requests", "2"); err == nil || !strings.Contains(err.Error(), "2 of 2 requests failed, the first: ") {
+		t.Errorf("bench query of a server that is not there: %v", err)
+	}
+	if _, err := runCLI(t, "bench", "query", "--url", nobody, "--key", "dsk_x", "--owner", "prj_x", "--queries", queries, "--top-k", "0"); err == nil || !strings.Contains(err.Error(), "--top-k is 0") {
+		t.Errorf("bench query --top-k 0: %v", err)
+	}
 }
 
 // TestCLIWithRunningServer runs the admin commands while `docsift serve`

@@ -351,7 +351,8 @@ func TestSessions(t *testing.T) {
 			{name: "services missing", body: with("services", nil), status: 400, want: []string{"services"}},
 			{name: "services empty", body: with("services", []string{}), status: 400, want: []string{"services"}},
 			{name: "services is a string", body: with("services", "all"), status: 400, want: []string{"services"}},
-			{name: "services with an unknown value", body: with("services", []string{"all", "dropbox"}), status: 400, want: []string{"services", "dropbox"}},
+			{name: "services with an unknown value", body: with("services", []string{"all", "dropbox"}), status: 400, want: []string{`services holds unknown service "dropbox": allowed are "all", "file_upload", "google_drive"`}},
+			{name: "success_url too long", body: with("success_url", "https://app.example/"+strings.Repeat("x", 2100)), status: 400, want: []string{"success_url is 2120 bytes, over the limit of 2048"}},
 			{name: "services google_drive only", body: with("services", []string{"google_drive"}), status: 400, want: []string{"services", "Google Drive"}},
 			{name: "success_url missing", body: with("success_url", nil), status: 400, want: []string{"success_url"}},
 			{name: "success_url javascript", body: with("success_url", "javascript:alert(1)"), status: 400, want: []string{"success_url"}},
@@ -646,6 +647,11 @@ func TestQuery(t *testing.T) {
 		})
 	}
 
+	t.Run("ok/a byte order mark before the JSON", func(t *testing.T) {
+		body := "\ufeff" + string(jsonBytes(map[string]any{"project_id": a.projectID, "query": word}))
+		decodeAs[apiQuery](t, s.postJSON(t, "/query/project", a.key, body))
+	})
+
 	t.Run("ok/owner with no documents", func(t *testing.T) {
 		c, err := s.store.CreateCustomer(a.projectID, "new")
 		if err != nil {
@@ -698,6 +704,7 @@ func TestQuery(t *testing.T) {
 			{name: "top_k 51", body: raw(`"top_k": 51`), status: 400, want: []string{"top_k"}},
 			{name: "top_k 2.5", body: raw(`"top_k": 2.5`), status: 400, want: []string{"top_k"}},
 			{name: "top_k 1e400", body: raw(`"top_k": 1e400`), status: 400, want: []string{"field top_k: 1e400 is out of range"}},
+			{name: "top_k 1e6", body: raw(`"top_k": 1e6`), status: 400, want: []string{"top_k must be a whole number from 1 to 50, got 1000000"}},
 			{name: "unknown field", body: q("k", 5), status: 400, want: []string{"unknown field", `"k"`}},
 			{name: ep.field + " missing", body: q(ep.field, nil), status: 400, want: []string{ep.field}},
 			{name: ep.field + " is a number", body: q(ep.field, 9), status: 400, want: []string{ep.field}},

@@ -315,6 +315,10 @@ func TestUISessionPage(t *testing.T) {
 			t.Errorf("page holds %q", unwanted)
 		}
 	}
+	// A link copied with a slash after it leads to the page.
+	if again := e.do(t, http.MethodGet, s.path()+"/", "", "", nil); again.status != http.StatusOK || string(again.body) != page {
+		t.Errorf("GET %s/: %d, not the page", s.path(), again.status)
+	}
 }
 
 func TestUISessionPageServices(t *testing.T) {

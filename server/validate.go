@@ -4,6 +4,7 @@ package server
 // a 400 (or 413) that names the field and says what is wanted.
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,7 +30,12 @@ import (
 func decodeJSON(c echo.Context, limit int64, v any) error {
 	// The Content-Type is not checked: `curl -d` sends JSON labelled as a
 	// form, and refusing it helps nobody. The body must parse, though.
-	body := http.MaxBytesReader(c.Response(), c.Request().Body, limit)
+	body := bufio.NewReader(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	// A byte order mark, which some editors and Windows tools write, is
+	// not part of the JSON (RFC 8259 lets a reader skip it).
+	if bom, err := body.Peek(3); err == nil && string(bom) == "\ufeff" {
+		body.Discard(3)
+	}
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -170,11 +176,20 @@ func checkQuery(query *string, topK *float64, defaultK, maxK int) (string, int, 
 	if topK != nil {
 		v := *topK
 		if v != math.Trunc(v) || v < 1 || v > float64(maxK) {
-			return "", 0, badRequest("top_k must be a whole number from 1 to %d, got %v", maxK, v)
+			return "", 0, badRequest("top_k must be a whole number from 1 to %d, got %s", maxK, jsonNumber(v))
 		}
 		k = int(v)
 	}
 	return text, k, nil
+}
+
+// jsonNumber writes v as JSON writers do (JavaScript's rule): without an
+// exponent below 1e21, so that 1000000 is not echoed back as 1e+06.
+func jsonNumber(v float64) string {
+	if math.Abs(v) < 1e21 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 func checkName(field, name string, required bool) error {
@@ -243,13 +258,14 @@ func checkMetadata(m map[string]string) error {
 // must set, rather than a 503, because the request can be fixed by its
 // sender at once.
 func checkServices(services []string, driveOn bool) error {
+	known := `"` + strings.Join(knownServices, `", "`) + `"`
 	if len(services) == 0 {
-		return badRequest("services is required: a non-empty list of %q", knownServices)
+		return badRequest("services is required: a non-empty list of %s", known)
 	}
 	usable := false
 	for _, sv := range services {
 		if !slices.Contains(knownServices, sv) {
-			return badRequest("services holds unknown service %q: allowed are %q", sv, knownServices)
+			return badRequest("services holds unknown service %q: allowed are %s", sv, known)
 		}
 		usable = usable || sv != serviceGoogleDrive || driveOn
 	}
@@ -259,11 +275,18 @@ func checkServices(services []string, driveOn bool) error {
 	return nil
 }
 
+// maxRedirectURLBytes bounds a session's success and cancel URLs, as
+// webhook URLs are bounded: browsers and proxies refuse longer ones.
+const maxRedirectURLBytes = 2048
+
 // checkRedirectURL accepts only absolute http(s) URLs: the end user's browser
 // is sent there, so javascript:, data: and relative URLs are refused.
 func checkRedirectURL(field, raw string) error {
 	if raw == "" {
 		return badRequest("%s is required", field)
+	}
+	if len(raw) > maxRedirectURLBytes {
+		return badRequest("%s is %d bytes, over the limit of %d", field, len(raw), maxRedirectURLBytes)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
