@@ -32,6 +32,7 @@ const SocketName = "docsift.sock"
 // running server's socket) the other.
 type Store interface {
 	CreateProject(name string) (*store.Project, string, error)
+	Projects() ([]store.Project, error)
 	CreateKey(projectID string) (string, *store.APIKey, error)
 	Keys(projectID string) ([]store.APIKey, error)
 	RevokeKey(keyID string) (*store.APIKey, error)
@@ -112,6 +113,10 @@ func handler(st store.Backend, dataDir string, reindexer Reindexer) http.Handler
 			return
 		}
 		reply(w, CreatedKey{ProjectID: p.ID, APIKey: secret}, nil)
+	})
+	mux.HandleFunc("GET /projects", func(w http.ResponseWriter, r *http.Request) {
+		ps, err := admin.Projects()
+		reply(w, ps, err)
 	})
 	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ ProjectID string }
@@ -254,6 +259,12 @@ func (c *Client) Webhooks(projectID string) ([]store.Webhook, error) {
 	var ws []store.Webhook
 	err := c.call("GET", "/webhooks?project_id="+url.QueryEscape(projectID), nil, &ws)
 	return ws, err
+}
+
+func (c *Client) Projects() ([]store.Project, error) {
+	var ps []store.Project
+	err := c.call("GET", "/projects", nil, &ps)
+	return ps, err
 }
 
 func (c *Client) DeleteWebhook(id string) error {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -192,10 +193,29 @@ func TestProjectCreateWithoutServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the command left the data dir locked: %v", err)
 	}
-	defer st.Close()
 	got, _, err := st.Authenticate(p.APIKey)
 	if err != nil || got.ID != p.ProjectID || got.Name != "acme" {
 		t.Errorf("the printed key opens %+v (%v), want project acme %s", got, err, p.ProjectID)
+	}
+	st.Close()
+	listProjects(t, dir, p.ProjectID)
+}
+
+// listProjects checks that project list names the projects with ids
+// want, oldest first.
+func listProjects(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	var ps []store.Project
+	decodeStrict(t, mustCLI(t, "project", "list", "--json", "--data", dir), &ps)
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.ID)
+	}
+	if !slices.Equal(ids, want) {
+		t.Errorf("project list: %v, want %v", ids, want)
+	}
+	if out := mustCLI(t, "project", "list", "--data", dir); !strings.Contains(out, want[len(want)-1]+"  ") {
+		t.Errorf("project list printed %q", out)
 	}
 }
 
@@ -283,6 +303,11 @@ func TestCLIWithRunningServer(t *testing.T) {
 	p := createProject(t, dir, "acme")
 	if got := statusWithKey(t, srv.base, p.APIKey); got != http.StatusOK {
 		t.Fatalf("the new project's key gets %d from the running server", got)
+	}
+	var listed []store.Project
+	decodeStrict(t, mustCLI(t, "project", "list", "--json", "--data", dir), &listed)
+	if len(listed) != 2 || listed[1].ID != p.ProjectID || listed[1].Name != "acme" {
+		t.Errorf("project list through the socket: %+v, want the default project and acme", listed)
 	}
 
 	var created struct {

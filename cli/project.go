@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -129,7 +130,30 @@ func projectCmd() *cobra.Command {
 	create.Flags().StringVar(&name, "name", "", "project name")
 	target.register(create.Flags())
 	create.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(create)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the projects, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: withAdminOf(&target, func(a admin.Store, w io.Writer) error {
+			ps, err := a.Projects()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if ps == nil {
+					ps = []store.Project{}
+				}
+				return json.NewEncoder(w).Encode(ps)
+			}
+			for _, p := range ps {
+				fmt.Fprintf(w, "%s  %s  created %s\n", p.ID, p.Name, p.CreatedAt.Format(time.RFC3339))
+			}
+			return nil
+		}),
+	}
+	target.register(list.Flags())
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(create, list)
 	return cmd
 }
 
