@@ -183,7 +183,9 @@ func unpack(r io.Reader, dir string) (*Manifest, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("the file is not a docsift backup, or is damaged: %w", err)
+			// archive/tar names itself in its errors ("archive/tar: invalid
+			// tar header"): the user needs what it found, not where.
+			return nil, fmt.Errorf("the file is not a docsift backup, or is damaged (%s)", strings.TrimPrefix(err.Error(), "archive/tar: "))
 		}
 		if m != nil {
 			return nil, fmt.Errorf("the backup has %s after its manifest: it is not one docsift wrote", hdr.Name)

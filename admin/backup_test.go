@@ -237,6 +237,11 @@ func TestRestoreRefusesWhatItShould(t *testing.T) {
 			t.Errorf("%s archive left %v", name, left)
 		}
 	}
+	// Not an archive at all: said in words, not in archive/tar's.
+	_, _, err := admin.Restore(strings.NewReader(strings.Repeat("root:x:0:0:root:/root:/bin/bash\n", 40)), filepath.Join(t.TempDir(), "d"), false)
+	if err == nil || !strings.Contains(err.Error(), "the file is not a docsift backup, or is damaged (invalid tar header)") || strings.Contains(err.Error(), "archive/tar") {
+		t.Errorf("restoring a file that is not an archive: %v", err)
+	}
 
 	// A running server's dir is never restored over, force or not.
 	if _, _, err := admin.Restore(bytes.NewReader(archive), src.dir, true); err == nil || !strings.Contains(err.Error(), "running") {
