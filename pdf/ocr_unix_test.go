@@ -57,6 +57,12 @@ func runs(t *testing.T, dir string) int {
 	return n
 }
 
+// fakePageTimeout is the OCR deadline of a page in these tests: long
+// enough for the stand-in, a shell script, to start and answer on a busy
+// machine (300 ms was not, once, under the race detector with other work
+// beside it), short enough for the pages that hang to keep a test short.
+const fakePageTimeout = 2 * time.Second
+
 // hangAfterFirstPage answers the first page and hangs on every other,
 // recording the pid of each hanging process in $DIR/pids.
 const hangAfterFirstPage = `if [ "$N" -eq 1 ]; then echo "Recognised words on the first page"; exit 0; fi
@@ -72,7 +78,7 @@ func TestOCRPageDeadline(t *testing.T) {
 	var progress progressLog
 	start := time.Now()
 	doc, err := ExtractWith(context.Background(), FormatPDF, blankScan(5), Options{
-		OCR:      OCR{Binary: bin, PageTimeout: 300 * time.Millisecond},
+		OCR:      OCR{Binary: bin, PageTimeout: fakePageTimeout},
 		Progress: progress.report,
 	})
 	if err != nil {
@@ -91,7 +97,7 @@ func TestOCRPageDeadline(t *testing.T) {
 	if len(doc.Unread) != 4 || unread[0] != 2 || unread[3] != 5 {
 		t.Fatalf("unread pages %v, want 2 to 5", doc.Unread)
 	}
-	if r := doc.Unread[0].Reason; !strings.Contains(r, "took too long") || !strings.Contains(r, "300ms") {
+	if r := doc.Unread[0].Reason; !strings.Contains(r, "took too long") || !strings.Contains(r, fakePageTimeout.String()) {
 		t.Errorf("page 2's reason %q does not name the deadline", r)
 	}
 	if r := doc.Unread[3].Reason; !strings.Contains(r, "gave up after 3 pages in a row") {
@@ -131,7 +137,7 @@ func TestOCRProblemsWhenNoPageHasText(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bin, _ := fakeTesseract(t, c.body)
-			_, err := ExtractWith(context.Background(), FormatPDF, blankScan(1), Options{OCR: OCR{Binary: bin, PageTimeout: 300 * time.Millisecond}})
+			_, err := ExtractWith(context.Background(), FormatPDF, blankScan(1), Options{OCR: OCR{Binary: bin, PageTimeout: fakePageTimeout}})
 			if !errors.Is(err, c.sentinel) || errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want %v (and not a deadline, which would be retried)", err, c.sentinel)
 			}
