@@ -81,12 +81,15 @@ func handler(st store.Backend, dataDir string, reindexer Reindexer) http.Handler
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
-			status := http.StatusInternalServerError
-			if errors.Is(err, store.ErrNotFound) {
+			status, msg := http.StatusInternalServerError, err.Error()
+			switch {
+			case errors.Is(err, store.ErrNotFound):
 				status = http.StatusNotFound
+			case store.Unavailable(err):
+				status, msg = http.StatusServiceUnavailable, "the cluster's database is unreachable right now; try again in a few seconds"
 			}
 			w.WriteHeader(status)
-			v = errorReply{Error: err.Error()}
+			v = errorReply{Error: msg}
 		}
 		json.NewEncoder(w).Encode(v)
 	}

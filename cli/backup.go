@@ -35,8 +35,11 @@ directory is opened directly. Restore it with docsift restore.`,
 			start := time.Now()
 			m, err := writeFileAtomic(out, func(w io.Writer) (*admin.Manifest, error) {
 				if c, err := admin.Dial(data); err == nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "a server runs on", data+": it writes the backup while it keeps serving")
-					return c.Backup(cmd.Context(), w)
+					m, err := c.Backup(cmd.Context(), w)
+					if err == nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), "a server runs on", data+": it wrote the backup while it kept serving")
+					}
+					return m, err
 				}
 				st, err := openExisting(data)
 				if err != nil {
@@ -129,6 +132,9 @@ func sizeLabel(n int64) string {
 // would create an empty one: a mistyped --data must not make a backup or a
 // health report of nothing.
 func openExisting(data string) (*store.Store, error) {
+	if _, err := os.Stat(filepath.Join(data, nodeLockFile)); err == nil {
+		return nil, fmt.Errorf("%s is a cluster node's data directory: its records are in PostgreSQL; back them up and check them with PostgreSQL's own tools (pg_dump, a streaming replica), see docs/cluster.md", data)
+	}
 	if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {
 		return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
 	}

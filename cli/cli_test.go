@@ -286,6 +286,35 @@ func TestCLIRefusals(t *testing.T) {
 	}
 }
 
+// A cluster node's data directory and a single server's are kept apart:
+// a single server, doctor or backup refuse a node's, and a node refuses a
+// single server's, whose records it would leave unused.
+func TestClusterAndSingleDataDirsKeptApart(t *testing.T) {
+	t.Parallel()
+	node := t.TempDir()
+	if err := os.WriteFile(filepath.Join(node, nodeLockFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	single := t.TempDir()
+	createProject(t, single, "acme")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--data", node, "--addr", freeAddr(t), "--embedder", "builtin", "--answerer", "extractive"}, node + " is a cluster node's data directory, whose records are in PostgreSQL"},
+		{[]string{"doctor", "--data", node}, node + " is a cluster node's data directory: its records are in PostgreSQL"},
+		{[]string{"backup", "--data", node, "--out", filepath.Join(t.TempDir(), "b.tar")}, "back them up and check them with PostgreSQL's own tools"},
+		{[]string{"serve", "--data", single, "--store", "postgres://docsift@127.0.0.1:1/docsift", "--addr", freeAddr(t), "--embedder", "builtin", "--answerer", "extractive"}, single + " holds a single server's records (docsift.db), which a cluster node does not read"},
+	} {
+		if _, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("docsift %s: %v, want an error saying %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(node, store.DBFileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused command made a store in the node's directory: %v", err)
+	}
+}
+
 // TestCLIWithRunningServer runs the admin commands while `docsift serve`
 // holds the data dir (they go through its socket), then after it stopped
 // (they open the store).

@@ -32,12 +32,19 @@ func isDatabaseURL(s string) bool {
 func openStore(storeURL, data string) (st store.Backend, pg *pgstore.Store, err error) {
 	switch {
 	case storeURL == "":
+		if err := notClusterDir(data); err != nil {
+			return nil, nil, err
+		}
 		s, err := store.Open(data)
 		if err != nil {
 			return nil, nil, err // not s: a nil *Store would be a non-nil Backend
 		}
 		return s, nil, nil
 	case isDatabaseURL(storeURL):
+		if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err == nil {
+			// Its records would sit unused beside a node's snapshots.
+			return nil, nil, fmt.Errorf("%s holds a single server's records (%s), which a cluster node does not read: give the node a data directory of its own (moving a single server's records into PostgreSQL is not supported yet: see docs/cluster.md)", data, store.DBFileName)
+		}
 		unlock, err := lockDataDir(data)
 		if err != nil {
 			return nil, nil, err
@@ -65,6 +72,16 @@ func (c closing) Close() error {
 
 // nodeLockFile is the file a cluster node locks in its data dir.
 const nodeLockFile = "node.lock"
+
+// notClusterDir refuses a cluster node's data dir to what would make a
+// bbolt store in it: a single server there would take the node's admin
+// socket, and its records would not be the cluster's.
+func notClusterDir(data string) error {
+	if _, err := os.Stat(filepath.Join(data, nodeLockFile)); err == nil {
+		return fmt.Errorf("%s is a cluster node's data directory, whose records are in PostgreSQL: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE), or give this server a data directory of its own", data)
+	}
+	return nil
+}
 
 // lockDataDir takes the data dir for this process, as bbolt's file lock
 // does for a single node: two nodes on one machine need a dir each.

@@ -179,6 +179,9 @@ func (c *testCluster) tryQuery(t *testing.T, via *process, owner, word string) (
 	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("503 without Retry-After through %s: %v", via.base, out)
 	}
+	if ids := resp.Header.Values("X-Request-Id"); len(ids) != 1 {
+		t.Fatalf("query through %s answered with request ids %q, want one", via.base, ids)
+	}
 	return resp.StatusCode, out, resp.Header.Get("X-Docsift-Served-By")
 }
 
@@ -400,8 +403,48 @@ func TestClusterSurvivesPostgresRestart(t *testing.T) {
 	if unavailable == 0 {
 		t.Fatal("no 503 while PostgreSQL was down: the queries did not need it?")
 	}
+	// Health says so once a heartbeat has failed, and is ok again after.
+	health := func(p *process, want int) {
+		t.Helper()
+		deadline := time.Now().Add(cliWait)
+		for {
+			resp, err := http.Get(p.base + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body map[string]any
+			json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if resp.StatusCode == want {
+				if want == http.StatusServiceUnavailable && body["status"] != "database unreachable" {
+					t.Fatalf("healthz of %s with PostgreSQL down: %v", p.base, body)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("healthz of %s: %d %v, want %d", p.base, resp.StatusCode, body, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for _, p := range c.nodes {
+		health(p, http.StatusServiceUnavailable)
+	}
+	// Admin commands say so in words, through a node or straight to the
+	// database.
+	for args, want := range map[string]string{
+		"project list --data " + c.dirs[0]: "the cluster's database is unreachable right now; try again in a few seconds",
+		"project list --store " + c.db:     " is unreachable (is PostgreSQL running there, and the URL right?)",
+	} {
+		if _, err := runCLI(t, strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("docsift %s with PostgreSQL down: %v, want %q", args, err, want)
+		}
+	}
 	if err := c.pg.Resume(); err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range c.nodes {
+		health(p, http.StatusOK)
 	}
 
 	// Back: the same nodes answer and ingest, without a restart.

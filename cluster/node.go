@@ -30,8 +30,10 @@ type Node struct {
 	interval time.Duration
 	log      *slog.Logger
 
-	mu   sync.RWMutex
-	live []store.Node // by id; always includes self while running
+	mu       sync.RWMutex
+	live     []store.Node // by id; always includes self while running
+	beatErr  error        // the last heartbeat's failure; nil once one succeeds
+	beatFrom time.Time    // when the heartbeats began to fail
 
 	changed func() // called after the live nodes changed
 	stop    chan struct{}
@@ -68,6 +70,14 @@ func (n *Node) Live() []store.Node {
 	return n.live
 }
 
+// Unreachable returns, when this node's heartbeats fail (the database
+// cannot be reached), the last failure and since when; nil otherwise.
+func (n *Node) Unreachable() (since time.Time, err error) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.beatFrom, n.beatErr
+}
+
 // Holder returns the node that holds owner's index, and whether that is
 // this node.
 func (n *Node) Holder(owner string) (store.Node, bool) {
@@ -93,7 +103,14 @@ func (n *Node) beat() {
 		case <-n.stop:
 			return
 		case <-t.C:
-			if err := n.members.Heartbeat(); err != nil {
+			err := n.members.Heartbeat()
+			n.mu.Lock()
+			if err != nil && n.beatErr == nil {
+				n.beatFrom = time.Now()
+			}
+			n.beatErr = err
+			n.mu.Unlock()
+			if err != nil {
 				// Keep the last list: a node cut off from the database
 				// cannot learn placement, and its peers will see it
 				// silent and move its owners away.

@@ -73,9 +73,10 @@ var forwardTransport = &http.Transport{
 // reports whether it did; the response has then been written. It does not
 // when this node holds the owner, when another node passed the request
 // here, or when the holder cannot be reached: this node then answers after
-// loading the owner's index from the store, which is always correct (the
-// store is the truth), only slower the first time. That is how a dead
-// holder's owners answer before its heartbeat ages out.
+// loading the owner's index (from the store, or from its own older
+// snapshot caught up from the store, the answers saying what is not found
+// yet, as after a restart). That is how a dead holder's owners answer
+// before its heartbeat ages out.
 func (s *Server) forward(c echo.Context, owner string) bool {
 	n := s.cfg.Cluster
 	if n == nil || s.fromNode(c) {
@@ -97,8 +98,15 @@ func (s *Server) forward(c echo.Context, owner string) bool {
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Header.Set(nodeHeader, n.Secret())
+			// Both nodes log the request under one id.
+			r.Out.Header.Set(echo.HeaderXRequestID, requestID(c))
 			r.Out.Body = io.NopCloser(bytes.NewReader(body))
 			r.Out.ContentLength = int64(len(body))
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			// This node's response says it already.
+			resp.Header.Del(echo.HeaderXRequestID)
+			return nil
 		},
 		Transport: forwardTransport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {

@@ -5,6 +5,7 @@
 package server
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -219,6 +220,12 @@ func (s *Server) healthz(c echo.Context) error {
 		// What this node sees of its cluster, for operators and load
 		// balancers: nodes that disagree here are still converging.
 		body["node_id"], body["live_nodes"] = n.ID(), len(n.Live())
+		if since, err := n.Unreachable(); err != nil {
+			// Every answer that needs a record is a 503 meanwhile.
+			body["status"] = "database unreachable"
+			body["error"] = fmt.Sprintf("the node's heartbeats have failed for %s: %v", time.Since(since).Round(time.Second), err)
+			return c.JSON(http.StatusServiceUnavailable, body)
+		}
 	}
 	return c.JSON(http.StatusOK, body)
 }

@@ -59,6 +59,11 @@ func Open(url string) (*Store, error) {
 	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
+		if store.Unavailable(err) {
+			// Migrating is the first use of the connection, whatever
+			// the command: say what failed in an operator's words.
+			return nil, fmt.Errorf("the database %s on %s:%d is unreachable (is PostgreSQL running there, and the URL right?): %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+		}
 		return nil, fmt.Errorf("pgstore: migrate %s: %w", cfg.ConnConfig.Database, err)
 	}
 	return &Store{pool: pool, now: time.Now}, nil
