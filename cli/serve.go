@@ -314,7 +314,8 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing requests and jobs", "grace", shutdownGrace)
+	stop() // a second signal stops the process at once, as signals do
+	log.Info("shutting down: finishing requests and jobs (a second signal stops at once)", "grace", shutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -323,6 +324,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if err := engine.Shutdown(sctx); err != nil {
 		log.Error("index snapshot at shutdown failed; the next start rebuilds from the store", "err", err)
 	}
+	hooks.Shutdown() // after the jobs, whose ends queue deliveries; sends none of them now
 	log.Info("stopped")
 	return nil
 }

@@ -125,7 +125,9 @@ func (s *Sender) Start() error {
 	return nil
 }
 
-// Shutdown stops sending and waits for an attempt in progress.
+// Shutdown stops sending and waits for an attempt in progress (at most
+// Config.Timeout), not for the deliveries queued after it: a backlog for a
+// slow endpoint must not hold a server's stop.
 func (s *Sender) Shutdown() {
 	s.once.Do(func() { close(s.stop) })
 	s.done.Wait()
@@ -139,6 +141,11 @@ func (s *Sender) run() {
 		switch {
 		case err == nil:
 			s.attempt(d, w)
+			select {
+			case <-s.stop:
+				return // the rest are sent after the restart
+			default:
+			}
 			continue
 		case !errors.Is(err, store.ErrNoDelivery):
 			s.log.Error("claiming a webhook delivery failed", "err", err)

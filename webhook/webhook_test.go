@@ -98,7 +98,7 @@ type rig struct {
 	sender *webhook.Sender
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, configure ...func(*webhook.Config)) *rig {
 	dir := t.TempDir()
 	st, err := store.Open(dir)
 	if err != nil {
@@ -109,7 +109,11 @@ func newRig(t *testing.T) *rig {
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := webhook.New(st, e.Ended, webhook.Config{FirstRetry: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}, log)
+	cfg := webhook.Config{FirstRetry: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	s := webhook.New(st, e.Ended, cfg, log)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -264,5 +268,67 @@ func TestVerify(t *testing.T) {
 		if err := webhook.Verify(c.secret, c.header, c.body, 5*time.Minute, c.at); (err == nil) != c.ok {
 			t.Errorf("%s: Verify = %v", c.name, err)
 		}
+	}
+}
+
+// A stop does not wait for a backlog of deliveries to a slow endpoint: it
+// waits for the attempt in progress, at most its timeout, and sends no
+// more.
+func TestShutdownLeavesTheBacklog(t *testing.T) {
+	r := newRig(t, func(c *webhook.Config) { c.Timeout = 500 * time.Millisecond })
+	p, _, err := r.store.CreateProject("hooked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan struct{}, 10), make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		io.Copy(io.Discard, req.Body) // read: net/http then notices the client leave
+		arrived <- struct{}{}
+		select { // answers only when the test ends, or the sender gives up
+		case <-release:
+		case <-req.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	wh, err := r.store.CreateWebhook(p.ID, slow.URL, webhook.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, text := range []string{"First about tides.", "Second about ferries.", "Third about buoys."} {
+		if _, err := r.engine.WaitJob(ctx, r.upload(t, p.ID, text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-arrived:
+	case <-ctx.Done():
+		t.Fatal("no delivery reached the endpoint")
+	}
+	stopped := make(chan struct{})
+	go func() {
+		r.sender.Shutdown()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown did not return: it waits for the whole backlog")
+	}
+	if n := len(arrived); n != 0 {
+		t.Errorf("%d more deliveries were sent after the first, during the stop", n)
+	}
+	ds, err := r.store.Deliveries(wh.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := 0
+	for _, d := range ds {
+		attempts += d.Attempts
+	}
+	if len(ds) != 3 || attempts != 1 {
+		t.Errorf("%d deliveries, %d attempts; want 3 deliveries queued, the first tried once", len(ds), attempts)
 	}
 }
