@@ -18,7 +18,7 @@ import (
 )
 
 func benchCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Measure speed: the vector index, ingestion, queries against a server, OCR"}
+	cmd := groupCmd("bench", "Measure speed: the vector index, ingestion, queries against a server, OCR")
 	var asJSON bool
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print one JSON object")
 

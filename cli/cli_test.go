@@ -244,6 +244,8 @@ func TestCLIRefusals(t *testing.T) {
 		{"key in a data dir that does not exist", []string{"key", "create", "--project", "prj_nope", "--data", missing}, "no docsift data in " + missing},
 		{"webhooks in a data dir that does not exist", []string{"webhook", "list", "--project", "prj_nope", "--data", missing}, "no docsift data in " + missing},
 		{"reindex a data dir that does not exist", []string{"reindex", "--data", missing}, "no docsift data in " + missing},
+		{"a subcommand that does not exist", []string{"key", "delete", "key_x", "--data", dir}, `unknown command "delete" for "docsift key"`},
+		{"a group without its subcommand", []string{"project"}, "docsift project needs a subcommand: create, list"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -271,6 +273,15 @@ func TestCLIRefusals(t *testing.T) {
 		t.Errorf("project create in a new data dir printed %q and %q", out.String(), errOut.String())
 	}
 	mustCLI(t, "key", "list", "--project", strings.Fields(strings.SplitAfter(out.String(), "project id:")[1])[0], "--data", missing)
+
+	// A project has at most 20 webhooks, through the CLI as through the API.
+	first := strings.Fields(strings.SplitAfter(out.String(), "project id:")[1])[0]
+	for i := range 20 {
+		mustCLI(t, "webhook", "create", "--project", first, "--url", fmt.Sprintf("https://app.example/hook%d", i), "--data", missing)
+	}
+	if _, err := runCLI(t, "webhook", "create", "--project", first, "--url", "https://app.example/one-more", "--data", missing); err == nil || !strings.Contains(err.Error(), "the project has 20 webhooks, the most it may have") {
+		t.Errorf("a 21st webhook: %v", err)
+	}
 
 	// A benchmark whose requests failed fails, and says why.
 	queries := filepath.Join(t.TempDir(), "queries.jsonl")

@@ -12,7 +12,7 @@ import (
 )
 
 func keyCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "key", Short: "Manage a project's API keys"}
+	cmd := groupCmd("key", "Manage a project's API keys")
 	var projectID string
 	var target adminTarget
 	var asJSON bool

@@ -168,7 +168,7 @@ func (o *modelOptions) chooseAnswerer(ctx context.Context, log *slog.Logger) (ll
 }
 
 func modelsCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "models", Short: "Manage the Ollama models docsift uses"}
+	cmd := groupCmd("models", "Manage the Ollama models docsift uses")
 	var o modelOptions
 	var update bool
 	pull := &cobra.Command{

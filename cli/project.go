@@ -95,7 +95,7 @@ func withAdminOf(a *adminTarget, fn func(admin.Store, io.Writer) error) func(*co
 const maxProjectName = 200
 
 func projectCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "project", Short: "Manage projects"}
+	cmd := groupCmd("project", "Manage projects")
 	var name string
 	var target adminTarget
 	var asJSON bool

@@ -41,6 +41,27 @@ func rootCmd(version string) *cobra.Command {
 	return root
 }
 
+// groupCmd is a command that only holds subcommands. Run with anything
+// else (a misspelt subcommand, or none) it fails, where cobra would print
+// its help and exit 0, which a script would take for success; flags are
+// not checked first, so that the error names the subcommand.
+func groupCmd(use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short,
+		Args:               cobra.NoArgs, // `unknown command "delete" for "docsift key"`
+		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var names []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, c.Name())
+				}
+			}
+			return fmt.Errorf("%s needs a subcommand: %s (see %s --help)", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+		},
+	}
+}
+
 // flagsFromEnv gives every flag not set on the command line the value of
 // DOCSIFT_<FLAG> (upper case, dashes as underscores) when that is set.
 func flagsFromEnv(flags *pflag.FlagSet) error {

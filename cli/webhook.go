@@ -14,7 +14,7 @@ import (
 )
 
 func webhookCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "webhook", Short: "Manage a project's webhooks (also: POST/GET/DELETE /webhooks)"}
+	cmd := groupCmd("webhook", "Manage a project's webhooks (also: POST/GET/DELETE /webhooks)")
 	var projectID, url string
 	var target adminTarget
 	var events []string
@@ -33,6 +33,13 @@ func webhookCmd() *cobra.Command {
 			}
 			if evs == nil {
 				evs = webhook.Events
+			}
+			have, err := a.Webhooks(projectID)
+			if err != nil {
+				return notFound(err, "project", projectID)
+			}
+			if err := webhook.CheckRoom(len(have)); err != nil {
+				return err
 			}
 			wh, err := a.CreateWebhook(projectID, url, evs)
 			if err != nil {

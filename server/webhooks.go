@@ -11,12 +11,10 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Webhook limits: endpoints are a handful per project; the deliveries
-// list is for looking at, not for export.
+// The deliveries list is for looking at, not for export.
 const (
-	maxWebhooksPerProject = 20
-	defaultDeliveries     = 50
-	maxDeliveries         = 500
+	defaultDeliveries = 50
+	maxDeliveries     = 500
 )
 
 type createWebhookRequest struct {
@@ -68,8 +66,8 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(have) >= maxWebhooksPerProject {
-		return badRequest("the project has %d webhooks, the most it may have: delete one first", len(have))
+	if err := webhook.CheckRoom(len(have)); err != nil {
+		return badRequest("%s", err)
 	}
 	w, err := s.store.CreateWebhook(p.ID, req.URL, slices.Compact(slices.Sorted(slices.Values(req.Events))))
 	if err != nil {

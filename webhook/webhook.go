@@ -303,6 +303,19 @@ func Verify(secret, header string, body []byte, tolerance time.Duration, now tim
 // Events are the events an endpoint can ask for.
 var Events = []string{store.EventJobSucceeded, store.EventJobFailed}
 
+// MaxPerProject bounds a project's endpoints: a handful is what a project
+// needs, and each ended job queues a delivery to every one.
+const MaxPerProject = 20
+
+// CheckRoom says whether a project that has have endpoints may register
+// another.
+func CheckRoom(have int) error {
+	if have >= MaxPerProject {
+		return fmt.Errorf("the project has %d webhooks, the most it may have: delete one first", have)
+	}
+	return nil
+}
+
 // maxURLBytes bounds an endpoint's URL.
 const maxURLBytes = 2048
 
