@@ -8,7 +8,7 @@ func TestParseByteSize(t *testing.T) {
 			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"2GB", "-1MiB", "lots", "GiB", "1e30TiB"} {
+	for _, in := range []string{"2GB", "-1MiB", "lots", "GiB", "1e30TiB", "NaN", "Inf", "NaNMiB"} {
 		if _, err := parseByteSize(in); err == nil {
 			t.Errorf("parseByteSize(%q) accepted", in)
 		}

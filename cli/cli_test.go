@@ -297,6 +297,52 @@ func TestCLIRefusals(t *testing.T) {
 	}
 }
 
+// A first start on an address another process holds prints no key: the
+// key and curl lines come once the address is bound. A base URL must be
+// one, and a slash after it does not double in the curl lines.
+func TestServeRefusesBeforePrintingAKey(t *testing.T) {
+	t.Parallel()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	dir := t.TempDir()
+	out, err := runCLI(t, "serve", "--data", dir, "--addr", held.Addr().String(), "--embedder", "builtin", "--answerer", "extractive")
+	if err == nil || !strings.Contains(err.Error(), "listen on "+held.Addr().String()) || strings.Contains(out, "DOCSIFT_API_KEY") {
+		t.Errorf("serve on a held address: %v, printed %q", err, out)
+	}
+	if _, err := runCLI(t, "serve", "--data", dir, "--base-url", "docs.example.com", "--embedder", "builtin"); err == nil || !strings.Contains(err.Error(), `--base-url must be an absolute http or https URL, like https://docs.example.com, not "docs.example.com"`) {
+		t.Errorf("serve --base-url without a scheme: %v", err)
+	}
+	for flags, want := range map[string]string{
+		"--max-file-size 0":       "--max-file-size must be a size above 0",
+		"--max-text-size 10MB":    `"10MB" is not a size such as 2GiB`,
+		"--workers -3":            "--workers must be 0 (as many as CPUs) or more",
+		"--session-ttl -1h":       "--session-ttl must be a duration above 0",
+		"--rate-limit NaN":        "--rate-limit must be 0 (unlimited) or a number of requests a second",
+		"--max-connections 0":     "--max-connections must be 1 or more",
+		"--memory-limit 1":        "--memory-limit: 1 B is below 64.0 MiB",
+		"--max-file-size 64MiB x": `unknown command "x" for "docsift serve"`, // the size was read
+		"--workers abc":           `invalid argument "abc" for "--workers" flag: not a whole number`,
+		"--session-ttl 5":         `invalid argument "5" for "--session-ttl" flag: not a duration such as 30s, 5m or 1h`,
+	} {
+		args := append([]string{"serve", "--data", dir, "--addr", freeAddr(t)}, strings.Fields(flags)...)
+		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("serve %s: %v, want an error saying %q", flags, err, want)
+		}
+	}
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := st.Projects()
+	st.Close()
+	if err != nil || len(ps) != 0 {
+		t.Fatalf("the refused starts made projects %+v (%v): their keys were never seen", ps, err)
+	}
+}
+
 // A cluster node's data directory and a single server's are kept apart:
 // a single server, doctor or backup refuse a node's, and a node refuses a
 // single server's, whose records it would leave unused.

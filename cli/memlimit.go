@@ -22,6 +22,10 @@ import (
 // killing the server.
 const autoMemoryShare = 0.75
 
+// minMemoryLimit is the smallest limit --memory-limit takes: the server's
+// own heap is tens of megabytes before it holds anything.
+const minMemoryLimit = 64 << 20
+
 // goMemoryLimit is what --memory-limit asks of the Go runtime.
 type goMemoryLimit struct {
 	bytes int64  // the soft limit; math.MaxInt64 is none
@@ -35,7 +39,7 @@ type goMemoryLimit struct {
 // when it cannot tell).
 func resolveMemoryLimit(flag string, lookupEnv func(string) (string, bool), available func() (uint64, string)) (goMemoryLimit, error) {
 	switch v := strings.TrimSpace(flag); v {
-	case "auto":
+	case "auto", "": // empty: as unset (DOCSIFT_MEMORY_LIMIT= in an env file)
 		if env, ok := lookupEnv("GOMEMLIMIT"); ok {
 			return goMemoryLimit{keep: true, from: "GOMEMLIMIT=" + env}, nil
 		}
@@ -54,8 +58,11 @@ func resolveMemoryLimit(flag string, lookupEnv func(string) (string, bool), avai
 	if err != nil {
 		return goMemoryLimit{}, fmt.Errorf("%w, auto or off", err)
 	}
-	if n == 0 {
+	switch {
+	case n == 0:
 		return goMemoryLimit{bytes: math.MaxInt64, from: "off"}, nil
+	case n < minMemoryLimit:
+		return goMemoryLimit{}, fmt.Errorf("%s is below %s, where the collector would run without end: give a size such as 2GiB, auto or off", sizeLabel(n), sizeLabel(minMemoryLimit))
 	}
 	return goMemoryLimit{bytes: n, from: "--memory-limit"}, nil
 }

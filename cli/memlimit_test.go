@@ -24,6 +24,7 @@ func TestResolveMemoryLimit(t *testing.T) {
 		{"off", withEnv, vm, goMemoryLimit{bytes: math.MaxInt64, from: "off"}},
 		{"0", noEnv, vm, goMemoryLimit{bytes: math.MaxInt64, from: "off"}},
 		{"1500MiB", withEnv, vm, goMemoryLimit{bytes: 1500 << 20, from: "--memory-limit"}},
+		{"", noEnv, vm, goMemoryLimit{bytes: 3 << 30, from: "auto: three quarters of the machine's 4.0 GiB"}},
 	} {
 		got, err := resolveMemoryLimit(c.flag, c.env, c.available)
 		if err != nil || got != c.want {
@@ -33,5 +34,13 @@ func TestResolveMemoryLimit(t *testing.T) {
 	_, err := resolveMemoryLimit("2GB", noEnv, vm)
 	if err == nil || !strings.Contains(err.Error(), "auto or off") {
 		t.Errorf("resolveMemoryLimit(2GB): err = %v, want one naming the sizes, auto and off", err)
+	}
+	for _, flag := range []string{"1", "63MiB", "NaN"} {
+		if _, err := resolveMemoryLimit(flag, noEnv, vm); err == nil {
+			t.Errorf("resolveMemoryLimit(%q) accepted", flag)
+		}
+	}
+	if _, err := resolveMemoryLimit("1", noEnv, vm); err == nil || !strings.Contains(err.Error(), "below 64.0 MiB") {
+		t.Errorf("resolveMemoryLimit(1): %v, want it to name the least", err)
 	}
 }

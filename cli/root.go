@@ -4,8 +4,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,6 +39,7 @@ func rootCmd(version string) *cobra.Command {
 			return flagsFromEnv(cmd.Flags())
 		},
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return plainFlagError(err) })
 	root.AddCommand(serveCmd(version), projectCmd(), keyCmd(), evalCmd(), benchCmd(), reindexCmd(), modelsCmd(), backupCmd(), restoreCmd(), doctorCmd(), webhookCmd())
 	return root
 }
@@ -70,9 +73,32 @@ func flagsFromEnv(flags *pflag.FlagSet) error {
 		name := "DOCSIFT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v, ok := os.LookupEnv(name); ok && !f.Changed && err == nil {
 			if e := flags.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("environment %s=%q: %w", name, v, e)
+				err = fmt.Errorf("environment %s=%q: %w", name, v, plainFlagError(e))
 			}
 		}
 	})
 	return err
+}
+
+// flagParseError matches what strconv and time say of a value they cannot
+// read, which pflag passes on as it is.
+var flagParseError = regexp.MustCompile(`(strconv\.Parse(Bool|Int|Uint|Float): parsing "[^"]*": (invalid syntax|value out of range))|(time: (invalid|missing unit in) duration "[^"]*")`)
+
+// plainFlagError says what a flag's value should be in place of Go's
+// parse errors ("strconv.ParseBool: parsing "yes": invalid syntax").
+func plainFlagError(err error) error {
+	msg := flagParseError.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		switch {
+		case strings.Contains(m, "value out of range"):
+			return "out of range"
+		case strings.HasPrefix(m, "strconv.ParseBool"):
+			return "not true or false"
+		case strings.HasPrefix(m, "strconv.ParseFloat"):
+			return "not a number"
+		case strings.HasPrefix(m, "strconv."):
+			return "not a whole number"
+		}
+		return "not a duration such as 30s, 5m or 1h"
+	})
+	return errors.New(msg)
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -45,7 +46,7 @@ type serveOptions struct {
 	addr, data, baseURL string
 	storeURL, nodeURL   string
 	workers             int
-	maxFile, maxText    int64
+	maxFile, maxText    byteSize
 	sessionTTL          time.Duration
 	subpageTTL          time.Duration
 	logFormat, logLevel string
@@ -91,8 +92,9 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.storeURL, "store", "", "where records live: empty for the bbolt file in the data directory, or a postgres:// URL for a cluster of nodes sharing one PostgreSQL (see docs/cluster.md); each node still needs a data directory of its own for its index snapshots")
 	f.StringVar(&o.nodeURL, "node-url", "", "in a cluster, the URL the other nodes reach this one at (default http://ADDR, with this machine's host name when ADDR listens on every interface)")
 	f.IntVar(&o.workers, "workers", 0, "indexing workers, each running one job at a time (default: number of CPUs); with the built-in embedder, small text documents (up to 64 KiB) also run beside them, up to 32 per worker, so that their commits are grouped")
-	f.Int64Var(&o.maxFile, "max-file-size", server.DefaultMaxFileBytes, "largest file upload, in bytes")
-	f.Int64Var(&o.maxText, "max-text-size", server.DefaultMaxTextBytes, "largest text upload, in bytes")
+	o.maxFile, o.maxText = server.DefaultMaxFileBytes, server.DefaultMaxTextBytes
+	f.Var(&o.maxFile, "max-file-size", "largest file upload: a size such as 64MiB, or a number of bytes")
+	f.Var(&o.maxText, "max-text-size", "largest text upload: a size such as 10MiB, or a number of bytes")
 	f.DurationVar(&o.sessionTTL, "session-ttl", server.DefaultSessionTTL, "how long an upload session URL stays valid")
 	f.DurationVar(&o.subpageTTL, "subpage-ttl", server.DefaultSubpageTTL, "how long a subpage URL stays valid")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -141,7 +143,59 @@ func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
+// check refuses flag values that mean nothing, which would otherwise take
+// a default or an absurd value without a word: a size, a time or a limit
+// of zero or less, unless the flag says what zero means.
+func (o *serveOptions) check() error {
+	for _, c := range []struct {
+		flag string
+		ok   bool
+		want string
+	}{
+		{"--max-file-size", o.maxFile > 0, "a size above 0"},
+		{"--max-text-size", o.maxText > 0, "a size above 0"},
+		{"--workers", o.workers >= 0, "0 (as many as CPUs) or more"},
+		{"--session-ttl", o.sessionTTL > 0, "a duration above 0, such as 1h"},
+		{"--subpage-ttl", o.subpageTTL > 0, "a duration above 0, such as 24h"},
+		{"--max-attempts", o.maxAttempts > 0, "1 or more"},
+		{"--retry-max-delay", o.retryMax > 0, "a duration above 0, such as 5m"},
+		{"--extract-timeout", o.extractTimeout > 0, "a duration above 0, such as 30m"},
+		{"--query-embed-timeout", o.queryEmbedTimeout > 0, "a duration above 0, such as 2s"},
+		{"--max-searches", o.maxSearches >= 0, "0 (twice the CPUs) or more"},
+		{"--rate-limit", o.rateLimit >= 0 && !math.IsInf(o.rateLimit, 0), "0 (unlimited) or a number of requests a second"},
+		{"--session-rate-limit", o.sessionRateLimit >= 0 && !math.IsInf(o.sessionRateLimit, 0), "0 (unlimited) or a number of requests a second"},
+		{"--session-max-pending", o.sessionMaxPending > 0, "1 or more"},
+		{"--max-connections", o.maxConns > 0, "1 or more"},
+		{"--max-connections-per-client", o.maxConnsPerClient > 0, "1 or more"},
+		{"--webhook-first-retry", o.webhookFirstRetry > 0, "a duration above 0, such as 10s"},
+	} {
+		if !c.ok { // NaN fails every comparison, so it lands here too
+			return fmt.Errorf("%s must be %s", c.flag, c.want)
+		}
+	}
+	return nil
+}
+
+// byteSize is a size flag: a size such as 64MiB (see parseByteSize) or a
+// number of bytes.
+type byteSize int64
+
+func (b *byteSize) String() string { return sizeLabel(int64(*b)) }
+func (b *byteSize) Type() string   { return "size" }
+
+func (b *byteSize) Set(v string) error {
+	n, err := parseByteSize(v)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(n)
+	return nil
+}
+
 func serve(ctx context.Context, o serveOptions, version string, out io.Writer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
 	logTo, closeLog, err := logOutput(o.logFile)
 	if err != nil {
 		return err
@@ -155,6 +209,10 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if o.baseURL == "" {
 		o.baseURL = defaultBaseURL(o.addr)
 	}
+	if u, err := url.Parse(o.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--base-url must be an absolute http or https URL, like https://docs.example.com, not %q", o.baseURL)
+	}
+	o.baseURL = strings.TrimRight(o.baseURL, "/")
 	memLimit, err := resolveMemoryLimit(o.memoryLimit, os.LookupEnv, admin.AvailableMemory)
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
@@ -190,6 +248,13 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return err
 	}
 	defer st.Close()
+	// Bound before the first start prints its key and the curl lines that
+	// name this address, which another process may hold.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	defer ln.Close() // closed already once served; this covers the returns before
 	if err := firstStart(st, o.baseURL, out); err != nil {
 		return err
 	}
@@ -259,7 +324,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	}
 	defer hooks.Shutdown()
 	scfg := server.Config{
-		BaseURL: o.baseURL, MaxFileBytes: o.maxFile, MaxTextBytes: o.maxText,
+		BaseURL: o.baseURL, MaxFileBytes: int64(o.maxFile), MaxTextBytes: int64(o.maxText),
 		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
 		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit, SessionMaxPending: o.sessionMaxPending,
 		Conns: server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient},
@@ -291,10 +356,6 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	}
 	defer closeAdmin()
 
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.addr, err)
-	}
 	log.Info("docsift listening", "addr", ln.Addr().String(), "base_url", o.baseURL, "data", o.data, "version", version)
 	if o.metricsAddr != "" {
 		stopMetrics, err := serveMetrics(o.metricsAddr, m, log)
@@ -436,7 +497,7 @@ func parseByteSize(v string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(v, 64)
-	if err != nil || n < 0 || n*float64(mult) > float64(1<<62) {
+	if err != nil || !(n >= 0) || n*float64(mult) > float64(1<<62) { // !(n >= 0): NaN too
 		return 0, fmt.Errorf("%q is not a size such as 2GiB, 1500MiB or a number of bytes", orig)
 	}
 	return int64(n * float64(mult)), nil
