@@ -159,6 +159,13 @@ func Restore(r io.Reader, dataDir string, force bool) (m *Manifest, movedAside s
 	st.Close()
 	if !empty {
 		movedAside = fmt.Sprintf("%s.before-restore-%s", filepath.Clean(dataDir), time.Now().UTC().Format("20060102-150405"))
+		// Two restores in one second: the second's contents go beside.
+		for n, base := 2, movedAside; ; n++ {
+			if _, err := os.Lstat(movedAside); errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			movedAside = fmt.Sprintf("%s-%d", base, n)
+		}
 		if err = os.Rename(dataDir, movedAside); err != nil {
 			return nil, "", fmt.Errorf("admin: restore: %w", err)
 		}
@@ -258,6 +265,9 @@ func writeEntry(r io.Reader, dir, name string) (ManifestFile, error) {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return ManifestFile{}, fmt.Errorf("the backup is cut short: it ends inside %s", name)
 	}
 	if err != nil {
 		return ManifestFile{}, fmt.Errorf("admin: restore %s: %w", name, err)

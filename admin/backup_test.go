@@ -229,6 +229,8 @@ func TestRestoreRefusesWhatItShould(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "d")
 		if _, _, err := admin.Restore(bytes.NewReader(a), dst, false); err == nil {
 			t.Errorf("%s archive restored", name)
+		} else if name == "cut short" && !strings.Contains(err.Error(), "the backup is cut short: it ends inside ") {
+			t.Errorf("a cut archive: %v", err)
 		}
 		if _, err := os.Stat(dst); !os.IsNotExist(err) {
 			t.Errorf("%s archive left %s behind (%v)", name, dst, err)
@@ -258,5 +260,14 @@ func TestRestoreRefusesWhatItShould(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(occupied, store.DBFileName)); err != nil {
 		t.Errorf("restored database: %v", err)
+	}
+	// Again at once (within the second that names what moves aside): the
+	// restored contents move aside beside the first ones.
+	_, again, err := admin.Restore(bytes.NewReader(archive), occupied, true)
+	if err != nil || again == aside {
+		t.Fatalf("a second restore over the same dir: %v (moved aside to %q, the first to %q)", err, again, aside)
+	}
+	if _, err := os.Stat(filepath.Join(again, store.DBFileName)); err != nil {
+		t.Errorf("the second restore's moved-aside contents: %v", err)
 	}
 }

@@ -187,6 +187,14 @@ is 1 − Levenshtein distance / characters, over whitespace-normalised text.`,
   docsift bench ocr --pages 10 --dpi 300 manual.pdf`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
+			if oc.Pages < 1 {
+				return fmt.Errorf("--pages is %d: give at least 1", oc.Pages)
+			}
+			for _, dpi := range oc.DPIs {
+				if dpi < 50 || dpi > 1200 {
+					return fmt.Errorf("--dpi %d is not a scan resolution: give one from 50 to 1200", dpi)
+				}
+			}
 			oc.Files = files
 			res, err := pdf.RunOCRBench(cmd.Context(), oc, os.Stderr)
 			if err != nil {

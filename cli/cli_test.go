@@ -246,6 +246,8 @@ func TestCLIRefusals(t *testing.T) {
 		{"reindex a data dir that does not exist", []string{"reindex", "--data", missing}, "no docsift data in " + missing},
 		{"a subcommand that does not exist", []string{"key", "delete", "key_x", "--data", dir}, `unknown command "delete" for "docsift key"`},
 		{"a group without its subcommand", []string{"project"}, "docsift project needs a subcommand: create, list"},
+		{"OCR at no resolution", []string{"bench", "ocr", "--dpi", "0", "x.pdf"}, "--dpi 0 is not a scan resolution: give one from 50 to 1200"},
+		{"OCR of no pages", []string{"bench", "ocr", "--pages", "0", "x.pdf"}, "--pages is 0: give at least 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

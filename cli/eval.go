@@ -67,7 +67,6 @@ text docsift extracted) come in the same run.`,
 	f.StringVar(&cfg.Corpus, "corpus", "", "BEIR corpus.jsonl")
 	f.StringVar(&cfg.Queries, "queries", "", "BEIR queries.jsonl")
 	f.StringVar(&cfg.Qrels, "qrels", "", "BEIR qrels TSV (with or without header)")
-	f.IntVar(&cfg.TopK, "top-k", eval.DefaultTopK, "metric cut-off")
 	f.IntVar(&cfg.Workers, "workers", 0, "indexing workers (default: number of CPUs)")
 	f.StringVar(&qa.Questions, "qa", "", "questions about documents, with the pages that answer them (pdfqa/dev.json format)")
 	f.StringVar(&qa.Docs, "docs", ".", "with --qa: the directory holding the documents")

@@ -482,11 +482,13 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	}()
 	x, lastSeq, err := index.ReadSnapshot(r.path(owner))
 	read := time.Since(start)
+	fromSnapshot := false
 	switch {
 	case err == nil && (x.Model() != model || x.Dim() != dim):
 		r.log.Warn("index snapshot is of another embedding model, rebuilding from the store", "owner", owner, "snapshot_model", x.Model(), "model", model)
 		x, lastSeq = index.New(model, dim), 0
 	case err == nil:
+		fromSnapshot = true
 		if serr := x.SkippedSegment(); serr != nil {
 			r.log.Warn("index snapshot read without its segment; the changes it held are caught up from the store", "owner", owner, "err", serr)
 		}
@@ -530,7 +532,11 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	// missing. Commits wait for the catch-up, which holds the commit lock.
 	e.set(x)
 	r.setCatchingUp(owner, len(missing))
-	r.log.Info("index loaded from its snapshot; catching up with the store", "owner", owner, "chunks", len(missing))
+	if fromSnapshot {
+		r.log.Info("index loaded from its snapshot; catching up with the store", "owner", owner, "chunks", len(missing))
+	} else {
+		r.log.Info("no index snapshot: the index is built from the store, searchable as it grows", "owner", owner, "chunks", len(missing))
+	}
 	go func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()

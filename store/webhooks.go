@@ -37,7 +37,7 @@ type Webhook struct {
 	ProjectID string    `json:"project_id"`
 	URL       string    `json:"url"`
 	Events    []string  `json:"events"`
-	Secret    string    `json:"secret"` // signs deliveries; the receiver holds the same
+	Secret    string    `json:"secret,omitempty"` // signs deliveries; the receiver holds the same; left out of listings
 	CreatedAt time.Time `json:"created_at"`
 }
 

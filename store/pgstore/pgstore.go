@@ -59,7 +59,7 @@ func Open(url string) (*Store, error) {
 	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
-		if store.Unavailable(err) {
+		if store.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) {
 			// Migrating is the first use of the connection, whatever
 			// the command: say what failed in an operator's words.
 			return nil, fmt.Errorf("the database %s on %s:%d is unreachable (is PostgreSQL running there, and the URL right?): %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
