@@ -64,6 +64,17 @@ func TestHead(t *testing.T) {
 	}
 }
 
+// A path escaped more than it had to be names what it decodes to.
+func TestEscapedPath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	doc := e.uploadText(t, e.a.key, e.a.projectID, "escaped", "Notes on the escaped harbour.")
+	escaped := strings.Replace(doc, "_", "%5F", 1)
+	if got := decodeAs[apiDocument](t, e.get(t, "/documents/"+escaped, e.a.key)); got.DocumentID != doc {
+		t.Errorf("GET /documents/%s: %+v", escaped, got)
+	}
+}
+
 // Text sent as text is indexed whatever control characters it holds
 // (a terminal's colours, a stray \x01), which too many of would make a
 // file read as binary data.

@@ -155,7 +155,22 @@ func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Ser
 }
 
 // Handler is the API as an http.Handler.
-func (s *Server) Handler() http.Handler { return headAsGet(s.echo) }
+func (s *Server) Handler() http.Handler { return headAsGet(decodedPath(s.echo)) }
+
+// decodedPath routes a request by its decoded path: echo reads the raw one
+// when the client escaped more than it had to, so /documents/doc%5Fx
+// would not name doc_x. Ids hold no slash, so nothing is lost.
+func decodedPath(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawPath != "" {
+			r = r.WithContext(r.Context())
+			u := *r.URL
+			u.RawPath = ""
+			r.URL = &u
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // Echo exposes the router, for tests that walk its routes.
 func (s *Server) Echo() *echo.Echo { return s.echo }
