@@ -362,6 +362,7 @@ func TestSessions(t *testing.T) {
 			{name: "services missing", body: with("services", nil), status: 400, want: []string{"services"}},
 			{name: "services empty", body: with("services", []string{}), status: 400, want: []string{"services"}},
 			{name: "services is a string", body: with("services", "all"), status: 400, want: []string{"services"}},
+			{name: "services with a number", body: with("services", []any{"all", 5}), status: 400, want: []string{"field services[1] must be a string, not a number"}},
 			{name: "services with an unknown value", body: with("services", []string{"all", "dropbox"}), status: 400, want: []string{`services holds unknown service "dropbox": allowed are "all", "file_upload", "google_drive"`}},
 			{name: "success_url too long", body: with("success_url", "https://app.example/"+strings.Repeat("x", 2100)), status: 400, want: []string{"success_url is 2120 bytes, over the limit of 2048"}},
 			{name: "services google_drive only", body: with("services", []string{"google_drive"}), status: 400, want: []string{"services", "Google Drive"}},

@@ -20,10 +20,10 @@ var knownServices = []string{serviceAll, serviceFileUpload, serviceGoogleDrive}
 // sessionRequest is the body of /session/single-tenant; the multi-tenant
 // one adds customer_id.
 type sessionRequest struct {
-	ProjectID  string   `json:"project_id"`
-	Services   []string `json:"services"`
-	SuccessURL string   `json:"success_url"`
-	CancelURL  string   `json:"cancel_url"`
+	ProjectID  string     `json:"project_id"`
+	Services   stringList `json:"services"`
+	SuccessURL string     `json:"success_url"`
+	CancelURL  string     `json:"cancel_url"`
 }
 
 type multiTenantSessionRequest struct {

@@ -102,10 +102,42 @@ func clientFieldPath(v any, path string) string {
 			}
 		}
 		// Past the first real field, embedded types are rare enough not
-		// to follow: keep the rest as it is.
+		// to follow: keep the rest as it is, but for a list's index
+		// (stringList), written as the client would: services[1].
+		if strings.HasPrefix(seg, "[") && len(out) > 0 {
+			out[len(out)-1] += seg
+			continue
+		}
 		out, t = append(out, seg), nil
 	}
 	return strings.Join(out, ".")
+}
+
+// stringList is a request's list of strings, decoded here so that an
+// element of another kind is named by its place ("field services[1] must
+// be a string, not a number"): encoding/json's own error names the list.
+type stringList []string
+
+func (l *stringList) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(stringList, len(raw))
+	for i, v := range raw {
+		if err := json.Unmarshal(v, &out[i]); err != nil {
+			var typeErr *json.UnmarshalTypeError
+			if errors.As(err, &typeErr) {
+				typeErr.Field = "[" + strconv.Itoa(i) + "]" // joined to the list's name by clientFieldPath
+			}
+			return err
+		}
+	}
+	*l = out
+	return nil
 }
 
 // jsonValueKind names the kind of value encoding/json found ("string",
