@@ -623,6 +623,42 @@ func TestBrowserConsoleFindsEveryCustomer(t *testing.T) {
 	b.noProblems()
 }
 
+// The console on a phone's screen: nothing is wider than the screen (the
+// documents table scrolls in its box). Signing out leaves nothing of the
+// project for the next key to see.
+func TestBrowserConsoleOnAPhone(t *testing.T) {
+	e := newUIEnv(t)
+	for i := range 3 {
+		r := e.postJSON(t, "/upload/text", map[string]any{"owner_id": e.project.ID, "name": fmt.Sprintf("a rather long document name, number %d, to widen the table", i), "text": "The harbour master keeps the tide tables."})
+		if r.status != http.StatusOK {
+			t.Fatalf("upload: %d %s", r.status, r.body)
+		}
+	}
+	b := newBrowser(t)
+	b.do("a phone's screen", chromedp.EmulateViewport(360, 740))
+	signIn(b, e)
+	b.waitFor("documents listed", `document.querySelectorAll('#documents tr').length === 3`, 10*time.Second)
+	if w := evaluate[int](b, `document.documentElement.scrollWidth`); w > 360 {
+		t.Errorf("the console is %d px wide on a 360 px screen", w)
+	}
+	b.do("ask",
+		chromedp.SendKeys(chromedp.ID("query"), "Who keeps the tide tables?"),
+		chromedp.Click(chromedp.ID("ask")),
+		chromedp.WaitVisible(chromedp.ID("result")),
+	)
+	b.do("forget the key, and paste it again on the same page",
+		chromedp.Click(chromedp.ID("sign-out")),
+		chromedp.WaitVisible(chromedp.ID("api-key")),
+		chromedp.SendKeys(chromedp.ID("api-key"), e.key),
+		chromedp.Click(chromedp.ID("connect")),
+		chromedp.WaitVisible(chromedp.ID("workspace")),
+	)
+	if evaluate[bool](b, `!document.getElementById('result').hidden || document.getElementById('query').value !== '' || document.getElementById('chunks').children.length > 0`) {
+		t.Error("the last key's answer is still on the page")
+	}
+	b.noProblems()
+}
+
 // Flow 5: the console. Paste a key, upload, query, see the answer and the
 // chunks, and open a chunk's subpage.
 func TestBrowserConsole(t *testing.T) {

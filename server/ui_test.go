@@ -554,6 +554,13 @@ func TestUISessionEscapesNames(t *testing.T) {
 	if jobs := decodeUI[struct{ Jobs []uiJob }](t, r).Jobs; len(jobs) != 1 || jobs[0].Name != xssName {
 		t.Errorf("jobs %+v: want the name back as data", jobs)
 	}
+
+	// A browser writes a quote in a file's name as %22 (the HTML standard's
+	// form encoding): the document is named with the quote.
+	jobID, _ = e.sessionUpload(t, s, `%22quoted%22.md`, "another harmless text file")
+	if jobs := decodeUI[struct{ Jobs []uiJob }](t, e.do(t, http.MethodGet, s.path()+"/jobs?job_id="+jobID, "", "", nil)).Jobs; len(jobs) != 1 || jobs[0].Name != `"quoted".md` {
+		t.Errorf("jobs %+v: want the name \"quoted\".md", jobs)
+	}
 }
 
 func TestUISessionRedirectsOnlyToStoredURLs(t *testing.T) {

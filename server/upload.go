@@ -114,6 +114,10 @@ func (s *Server) uploadFile(c echo.Context) error {
 	return s.submit(c, *u.data, uploadName(u.fileName), u.file, "")
 }
 
+// formNameEscapes undoes what browsers do to a file's name in a form: the
+// HTML standard has them write ", CR and LF as %22, %0D and %0A.
+var formNameEscapes = strings.NewReplacer("%22", `"`, "%0D", "\r", "%0A", "\n")
+
 // multipartUpload is what a multipart upload body held.
 type multipartUpload struct {
 	file     []byte
@@ -155,7 +159,7 @@ func (s *Server) readMultipart(c echo.Context, withData bool) (*multipartUpload,
 			if haveFile {
 				return nil, badRequest("the body holds more than one file part: send one file per request")
 			}
-			haveFile, u.fileName = true, part.FileName()
+			haveFile, u.fileName = true, formNameEscapes.Replace(part.FileName())
 			u.file, err = io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
 			if err != nil {
 				return nil, s.multipartError(err)

@@ -61,3 +61,13 @@ func TestParseDataPartRefusesTrailingData(t *testing.T) {
 		t.Errorf("parseDataPart = %+v, %v", d, err)
 	}
 }
+
+// Sizes read the same on the upload page as in its limit: round ones
+// exactly, others to a tenth, in units of 1024.
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{512: "512 bytes", 4 << 10: "4 KiB", 100000: "97.7 KiB", 64 << 20: "64 MiB", 1500000: "1.4 MiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

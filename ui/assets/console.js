@@ -67,6 +67,10 @@
       payload = JSON.stringify(body);
     }
     return fetch(path, { method: method, headers: headers, body: payload, cache: 'no-store', credentials: 'omit' })
+      .catch(function () {
+        // fetch says only "Failed to fetch": the server is down or unreachable.
+        throw new ApiError(0, 'The server could not be reached: check that docsift is running, then try again.');
+      })
       .then(function (resp) {
         return resp.text().then(function (text) {
           var data = null;
@@ -81,10 +85,13 @@
       });
   }
 
+  // showError shows err at the top of the page, and brings it into view:
+  // the control that failed may be far below.
   function showError(err) {
     var msg = err && err.message ? err.message : String(err);
     errorBox.textContent = msg;
     errorBox.hidden = false;
+    errorBox.scrollIntoView({ block: 'nearest' });
   }
 
   function clearError() {
@@ -108,7 +115,14 @@
     workspace.hidden = true;
     whoami.hidden = true;
     signin.hidden = false;
+    // Nothing of this key's project stays for the next one to see.
     $('api-key').value = '';
+    $('query').value = '';
+    $('result').hidden = true;
+    $('answer').textContent = '';
+    $('chunks').textContent = '';
+    uploadStatus.textContent = '';
+    docsBody.textContent = '';
     if (message) { showError(message); }
     $('api-key').focus();
   }
@@ -366,6 +380,7 @@
       ? api('POST', '/query/project', { project_id: forOwner, query: text, top_k: topK })
       : api('POST', '/query/customer', { customer_id: forOwner, query: text, top_k: topK });
     $('ask').disabled = true;
+    $('result').hidden = true; // an answer shown must be this question's
     req.then(function (body) {
       renderResult(body, forOwner);
     }).catch(showError).then(function () { $('ask').disabled = false; });

@@ -49,9 +49,11 @@
   var leaveAnyway = false;
   var busyChecks = [];    // other work that leaving would cut short (imports)
 
+  // humanBytes writes sizes as the server does (its limit's label): in
+  // units of 1024, named so.
   function humanBytes(n) {
-    if (n < 1024) { return n + ' B'; }
-    var units = ['KB', 'MB', 'GB'];
+    if (n < 1024) { return n + ' bytes'; }
+    var units = ['KiB', 'MiB', 'GiB'];
     var v = n;
     var i = -1;
     do { v /= 1024; i++; } while (v >= 1024 && i < units.length - 1);
@@ -148,6 +150,7 @@
 
   function addFiles(files) {
     if (expired) { showExpired(); return; }
+    leaveAnyway = false; // Done warns again about these
     for (var i = 0; i < files.length; i++) {
       var f = files[i];
       var row = addRow(f.name, f.size);
