@@ -641,6 +641,14 @@ func TestBrowserConsoleOnAPhone(t *testing.T) {
 	if w := evaluate[int](b, `document.documentElement.scrollWidth`); w > 360 {
 		t.Errorf("the console is %d px wide on a 360 px screen", w)
 	}
+	// Delete asks to be confirmed, and says so to a screen reader too.
+	del := `document.querySelector('#documents tr button.danger')`
+	evaluate[bool](b, del+`.click() === undefined`)
+	if label := evaluate[string](b, del+`.getAttribute('aria-label')`); evaluate[string](b, del+`.textContent`) != "Confirm delete" || !strings.HasPrefix(label, "Confirm: delete a rather long document name") {
+		t.Errorf("a Delete pressed once reads %q, labelled %q", evaluate[string](b, del+`.textContent`), label)
+	}
+	evaluate[bool](b, del+`.click() === undefined`)
+	b.waitFor("the document gone", `document.querySelectorAll('#documents tr').length === 2`, 10*time.Second)
 	b.do("ask",
 		chromedp.SendKeys(chromedp.ID("query"), "Who keeps the tide tables?"),
 		chromedp.Click(chromedp.ID("ask")),

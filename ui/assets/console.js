@@ -325,6 +325,7 @@
     if (button.dataset.armed !== 'true') {
       button.dataset.armed = 'true';
       button.textContent = 'Confirm delete';
+      button.setAttribute('aria-label', 'Confirm: delete ' + d.name);
       return;
     }
     button.disabled = true;
