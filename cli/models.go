@@ -186,8 +186,20 @@ them with ` + "`ollama create`" + `; the error says how.`,
 			if err != nil {
 				return err
 			}
+			// Only the models the flags would have the server use.
+			cfg := o.ollama.WithDefaults()
+			var models []string
+			if o.embedder != llm.ModeBuiltin {
+				models = append(models, cfg.EmbedModel)
+			}
+			if o.answerer != llm.ModeExtractive {
+				models = append(models, cfg.ChatModel)
+			}
+			if len(models) == 0 {
+				return errors.New("--embedder builtin and --answerer extractive use no Ollama model: nothing to pull")
+			}
 			for _, c := range clients {
-				if err := pullModels(cmd, c, o.ollama.WithDefaults(), update); err != nil {
+				if err := pullModels(cmd, c, models, update); err != nil {
 					return err
 				}
 			}
@@ -200,22 +212,24 @@ them with ` + "`ollama create`" + `; the error says how.`,
 	return cmd
 }
 
-// pullModels pulls the embedding and chat models into one server, skipping
-// those it has unless update.
-func pullModels(cmd *cobra.Command, c *llm.OllamaClient, cfg llm.OllamaConfig, update bool) error {
-	for _, m := range []string{cfg.EmbedModel, cfg.ChatModel} {
-		if !update {
-			err := c.HasModel(cmd.Context(), m)
-			var missing *llm.ModelNotFoundError
-			if err == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: already in Ollama at %s (--update pulls it again)\n", m, c.URL())
-				continue
-			}
-			if !errors.As(err, &missing) {
-				return err
-			}
+// pullModels pulls models into one server, skipping those it has unless
+// update.
+func pullModels(cmd *cobra.Command, c *llm.OllamaClient, models []string, update bool) error {
+	for _, m := range models {
+		err := c.HasModel(cmd.Context(), m)
+		var missing *llm.ModelNotFoundError
+		if err != nil && !errors.As(err, &missing) {
+			return err
+		}
+		have := err == nil
+		if have && !update {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: already in Ollama at %s (--update pulls it again)\n", m, c.URL())
+			continue
 		}
 		if err := pullModel(cmd, c, m); err != nil {
+			if have && errors.Is(err, llm.ErrRegistryUnreachable) {
+				return fmt.Errorf("%s: not updated, and the copy Ollama at %s has stays in use: %w", m, c.URL(), llm.ErrRegistryUnreachable)
+			}
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s: ready\n", m)

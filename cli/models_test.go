@@ -49,6 +49,13 @@ func TestModelsPullSkipsPresent(t *testing.T) {
 	if n := ol.Calls("/api/pull"); n != 0 {
 		t.Fatalf("%d pulls of present models", n)
 	}
+	// Only the models the flags would have a server use.
+	if out := mustCLI(t, append(args, "--embedder", "builtin")...); strings.Contains(out, testEmbedModel) || !strings.Contains(out, testChatModel+": already in Ollama") {
+		t.Errorf("models pull --embedder builtin printed %q", out)
+	}
+	if _, err := runCLI(t, append(args, "--embedder", "builtin", "--answerer", "extractive")...); err == nil || !strings.Contains(err.Error(), "use no Ollama model: nothing to pull") {
+		t.Errorf("models pull with no Ollama model: %v", err)
+	}
 	ol.AddLibrary(ollamatest.Model{Name: testEmbedModel, Dim: 32})
 	ol.AddLibrary(ollamatest.Model{Name: testChatModel})
 	mustCLI(t, append(args, "--update")...)

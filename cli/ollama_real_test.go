@@ -405,8 +405,8 @@ func TestRealOllamaModelsPullOffline(t *testing.T) {
 	if !strings.Contains(out, ollamareal.TinyEmbed.Name+": already in Ollama") {
 		t.Errorf("the present model was not skipped before the failure: %q", out)
 	}
-	if _, err := runCLI(t, append(args, "--chat-model", ollamareal.TinyChat.Name, "--update")...); !errors.Is(err, llm.ErrRegistryUnreachable) {
-		t.Errorf("--update offline: %v; want ErrRegistryUnreachable", err)
+	if _, err := runCLI(t, append(args, "--chat-model", ollamareal.TinyChat.Name, "--update")...); !errors.Is(err, llm.ErrRegistryUnreachable) || !strings.Contains(err.Error(), "not updated, and the copy Ollama at") || strings.Contains(err.Error(), "is not in Ollama") {
+		t.Errorf("--update offline, of a model Ollama has: %v; want ErrRegistryUnreachable, saying its copy stays", err)
 	}
 }
 

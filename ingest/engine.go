@@ -468,7 +468,7 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 		log.Info("job interrupted by shutdown, requeued")
 	case transient(err) && job.Attempts < e.cfg.MaxAttempts:
 		delay := backoff(e.cfg.RetryBase, e.cfg.RetryMax, job.Attempts)
-		msg := fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", err, delay.Round(time.Second), job.Attempts, e.cfg.MaxAttempts)
+		msg := fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", llm.Describe(err), delay.Round(time.Second), job.Attempts, e.cfg.MaxAttempts)
 		finishErr = e.store.RetryJob(job.ID, time.Now().Add(delay), msg)
 		log.Warn("job will be retried", "err", err, "delay", delay)
 	default:
@@ -619,7 +619,7 @@ func describe(err error) string {
 			err = inner
 		}
 	}
-	return err.Error()
+	return llm.Describe(err)
 }
 
 // errDocumentDeleted ends a job whose document was deleted while it ran

@@ -41,6 +41,7 @@ func ChooseEmbedder(ctx context.Context, mode string, cfg OllamaConfig) (Embedde
 			return fmt.Sprintf("Ollama at %s has %s (%d dimensions)", cfg.URL, cfg.EmbedModel, e.Dim())
 		},
 		waiting: "indexing jobs wait and retry until Ollama answers",
+		missing: "indexing jobs fail until the model is pulled",
 		instead: "using the built-in embedder",
 	})
 }
@@ -61,6 +62,7 @@ func ChooseAnswerer(ctx context.Context, mode string, cfg OllamaConfig) (Answere
 		},
 		ready:   func(Answerer) string { return fmt.Sprintf("Ollama at %s has %s", cfg.URL, cfg.ChatModel) },
 		waiting: "queries answer extractively until Ollama answers",
+		missing: "queries answer extractively until the model is pulled",
 		instead: "answers are extractive",
 	})
 }
@@ -74,6 +76,7 @@ type modelChoice[T any] struct {
 	ollama     func() (model T, check func(context.Context) error, err error)
 	ready      func(T) string // why Ollama's model was chosen
 	waiting    string         // what happens while a forced Ollama is down
+	missing    string         // and while its model is not pulled
 	instead    string         // what auto mode uses when Ollama is not usable
 }
 
@@ -105,7 +108,12 @@ func choose[T any](ctx context.Context, mode string, c modelChoice[T]) (T, strin
 	case err == nil:
 		return m, c.ready(m), nil
 	case mode == ModeOllama:
-		return m, fmt.Sprintf("%s ollama, but the check failed (%v); %s", c.flag, err, c.waiting), nil
+		then := c.waiting
+		var mnf *ModelNotFoundError
+		if errors.As(err, &mnf) {
+			then = c.missing // not an outage: no wait mends it
+		}
+		return m, fmt.Sprintf("%s ollama, but the check failed (%s); %s", c.flag, Describe(err), then), nil
 	}
 	return c.localModel(), fmt.Sprintf("Ollama is not usable (%v); %s", err, c.instead), nil
 }

@@ -26,6 +26,7 @@ func TestChooseEmbedderAndAnswerer(t *testing.T) {
 		{"auto with the model missing", llm.ModeAuto, missing, "builtin-v2", "extractive", "docsift models pull"},
 		{"auto with Ollama down", llm.ModeAuto, down, "builtin-v2", "extractive", "not usable"},
 		{"ollama forced while down", llm.ModeOllama, down, "ollama:embed", "ollama:chat", "check failed"},
+		{"ollama forced with the model missing", llm.ModeOllama, missing, "ollama:absent", "ollama:absent", "until the model is pulled"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			em, why, err := llm.ChooseEmbedder(context.Background(), c.mode, c.cfg)
@@ -37,6 +38,10 @@ func TestChooseEmbedderAndAnswerer(t *testing.T) {
 				t.Errorf("answerer = %v, %q, %v; want %s because …%s…", a, why, err, c.answerer, c.whyContains)
 			}
 		})
+	}
+	// Down, what waits is said without the Go transport's words.
+	if _, why, _ := llm.ChooseEmbedder(context.Background(), llm.ModeOllama, down); !strings.Contains(why, "wait and retry") || strings.Contains(why, "dial tcp") {
+		t.Errorf("embedder with Ollama down: %q", why)
 	}
 	if em, _, _ := llm.ChooseEmbedder(context.Background(), llm.ModeBuiltin, down); em.Model() != "builtin-v2" {
 		t.Errorf("builtin mode chose %s", em.Model())

@@ -299,17 +299,48 @@ func (c *OllamaClient) modelError(model string, err error) error {
 	return err
 }
 
-// wrap puts an error in the package's voice and, for connection failures,
-// says how to fix them.
+// wrap puts an error in the package's voice and, for connection failures
+// and time-outs, says in a user's words what happened (see Describe).
 func (c *OllamaClient) wrap(op string, err error) error {
 	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Op == "dial" {
-		return fmt.Errorf("llm: ollama %s: Ollama is not reachable at %s (start it with `ollama serve`, or set --ollama-url): %w", op, c.url, err)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		return fmt.Errorf("llm: ollama %s: lost the connection to Ollama at %s (did it stop or restart?): %w", op, c.url, err)
+	switch {
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return &ollamaError{op: op, plain: fmt.Sprintf("Ollama is not reachable at %s (start it with `ollama serve`, or set --ollama-url)", c.url), err: err}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+		return &ollamaError{op: op, plain: fmt.Sprintf("lost the connection to Ollama at %s (did it stop or restart?)", c.url), err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &ollamaError{op: op, plain: fmt.Sprintf("Ollama at %s did not answer in time", c.url), err: err}
 	}
 	return fmt.Errorf("llm: ollama %s: %w", op, err)
+}
+
+// ollamaError is a failure to reach Ollama: in the package's voice, with
+// the transport's own words, for the log; in a user's (plain) for what a
+// client or a job's record shows.
+type ollamaError struct {
+	op, plain string
+	err       error
+}
+
+func (e *ollamaError) Error() string {
+	return "llm: ollama " + e.op + ": " + e.plain + ": " + e.err.Error()
+}
+func (e *ollamaError) Unwrap() error { return e.err }
+
+// Describe is err in words for whoever sent the request or the upload: a
+// failure to reach Ollama without the Go transport's text ("Post ...:
+// dial tcp ...: connect: connection refused"), whatever context was put
+// before it.
+func Describe(err error) string {
+	msg := err.Error()
+	var oe *ollamaError
+	if !errors.As(err, &oe) {
+		return msg
+	}
+	if i := strings.Index(msg, "llm: ollama "); i >= 0 {
+		return msg[:i] + oe.plain
+	}
+	return oe.plain
 }
 
 // ModelNotFoundError says a model is not pulled on the Ollama server.

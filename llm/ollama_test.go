@@ -165,6 +165,14 @@ func TestOllamaEmbedFaults(t *testing.T) {
 			setup:     func(s *ollamatest.Server, _ *OllamaEmbedder) { s.Stop() },
 			transient: true,
 			errHas:    "not reachable",
+			check: func(t *testing.T, err error) {
+				// In a user's words, whatever was put before it: no Go
+				// transport text.
+				got := Describe(fmt.Errorf("embedding failed: %w", err))
+				if !strings.HasPrefix(got, "embedding failed: Ollama is not reachable at http://") || !strings.HasSuffix(got, "(start it with `ollama serve`, or set --ollama-url)") {
+					t.Errorf("Describe = %q", got)
+				}
+			},
 		},
 		{
 			name:      "hung request hits the deadline",
@@ -172,6 +180,9 @@ func TestOllamaEmbedFaults(t *testing.T) {
 			timeout:   150 * time.Millisecond,
 			transient: true,
 			check: func(t *testing.T, err error) {
+				if got := Describe(err); !strings.HasPrefix(got, "Ollama at http://") || !strings.HasSuffix(got, " did not answer in time") {
+					t.Errorf("Describe = %q", got)
+				}
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("error %v is not a deadline", err)
 				}

@@ -35,6 +35,18 @@ type Response struct {
 // streamed: the client has the beginning and should be told it is cut.
 var ErrAnswerBroken = errors.New("the answer model failed mid-answer")
 
+// brokenAnswer is ErrAnswerBroken for one model's failure, said in the
+// client's words (llm.Describe), with the failure itself for the log.
+type brokenAnswer struct {
+	model string
+	err   error
+}
+
+func (b *brokenAnswer) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrAnswerBroken, b.model, llm.Describe(b.err))
+}
+func (b *brokenAnswer) Unwrap() []error { return []error{ErrAnswerBroken, b.err} }
+
 // Query finds an owner's k best chunks for query, within the documents
 // filter allows (nil: all), and answers from them. With a stream, the
 // chunks and the answer's pieces are also handed over as they come. The
@@ -80,11 +92,13 @@ func (s *Service) answer(ctx context.Context, query string, sources []llm.Source
 	case ctx.Err() != nil:
 		return Answer{Warnings: warnings}, ctx.Err()
 	case streamed:
-		return Answer{Text: text, Model: model, Warnings: warnings}, fmt.Errorf("%w: %s: %v", ErrAnswerBroken, model, err)
+		// The stream's 200 is sent, and its request logged as one.
+		s.log.Warn("answer model failed mid-answer", "model", model, "err", err)
+		return Answer{Text: text, Model: model, Warnings: warnings}, &brokenAnswer{model: model, err: err}
 	}
 	s.log.Warn("answer model failed; answering extractively", "model", model, "err", err)
 	text, _ = s.fallback.Answer(ctx, query, sources, onDelta)
-	warnings = append(warnings, "the answer model "+model+" failed ("+err.Error()+"); the answer is extractive")
+	warnings = append(warnings, "the answer model "+model+" failed ("+llm.Describe(err)+"); the answer is extractive")
 	return Answer{Text: text, Model: s.fallback.Model(), Warnings: warnings}, nil
 }
 

@@ -165,7 +165,7 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 		if errors.Is(err, errEmbedderBusy) {
 			warnings = append(warnings, fmt.Sprintf("the embedding model %s was busy and did not embed the query within %s; results are lexical only", embedder.Model(), s.queryEmbedTimeout()))
 		} else {
-			warnings = append(warnings, fmt.Sprintf("semantic search is unavailable (%v); results are lexical only", err))
+			warnings = append(warnings, fmt.Sprintf("semantic search is unavailable (%s); results are lexical only", llm.Describe(err)))
 		}
 	}
 	if n := s.indexes.Waiting(owner); n == 1 {
