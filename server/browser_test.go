@@ -667,6 +667,22 @@ func TestBrowserConsoleOnAPhone(t *testing.T) {
 	b.noProblems()
 }
 
+// The upload page on a phone's screen: nothing wider than the screen, and
+// Cancel and Done shown in the order Tab reaches them.
+func TestBrowserUploadPageOnAPhone(t *testing.T) {
+	e := newUIEnv(t)
+	s := e.newSession(t, e.customer.ID, []string{"file_upload"}, "https://app.example/done", "https://app.example/cancel")
+	b := newBrowser(t)
+	b.do("open the page on a phone", chromedp.EmulateViewport(360, 740), chromedp.Navigate(e.base+s.path()), chromedp.WaitVisible(chromedp.ID("done")))
+	if w := evaluate[int](b, `document.documentElement.scrollWidth`); w > 360 {
+		t.Errorf("the upload page is %d px wide on a 360 px screen", w)
+	}
+	if !evaluate[bool](b, `document.getElementById('cancel').getBoundingClientRect().top < document.getElementById('done').getBoundingClientRect().top`) {
+		t.Error("Done is shown above Cancel, which Tab reaches first")
+	}
+	b.noProblems()
+}
+
 // Flow 5: the console. Paste a key, upload, query, see the answer and the
 // chunks, and open a chunk's subpage.
 func TestBrowserConsole(t *testing.T) {
