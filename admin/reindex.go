@@ -26,8 +26,7 @@ func RunReindex(ctx context.Context, r Reindexer, owner string, w io.Writer, pro
 		if err := r.CheckOwner(owner); err != nil {
 			return err
 		}
-	}
-	if owner == "" {
+	} else {
 		var err error
 		if owners, err = r.StaleOwners(); err != nil {
 			return err

@@ -134,7 +134,7 @@ func sizeLabel(n int64) string {
 // would create an empty one: a mistyped --data must not make a backup or a
 // health report of nothing.
 func openExisting(data string) (*store.Store, error) {
-	if _, err := os.Stat(filepath.Join(data, nodeLockFile)); err == nil {
+	if isClusterDir(data) {
 		return nil, fmt.Errorf("%s is a cluster node's data directory: its records are in PostgreSQL; back them up and check them with PostgreSQL's own tools (pg_dump, a streaming replica), see docs/cluster.md", data)
 	}
 	if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {

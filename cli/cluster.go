@@ -32,8 +32,8 @@ func isDatabaseURL(s string) bool {
 func openStore(storeURL, data string) (st store.Backend, pg *pgstore.Store, err error) {
 	switch {
 	case storeURL == "":
-		if err := notClusterDir(data); err != nil {
-			return nil, nil, err
+		if isClusterDir(data) {
+			return nil, nil, fmt.Errorf("%s is a cluster node's data directory, whose records are in PostgreSQL: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE), or give this server a data directory of its own", data)
 		}
 		s, err := store.Open(data)
 		if err != nil {
@@ -73,14 +73,12 @@ func (c closing) Close() error {
 // nodeLockFile is the file a cluster node locks in its data dir.
 const nodeLockFile = "node.lock"
 
-// notClusterDir refuses a cluster node's data dir to what would make a
-// bbolt store in it: a single server there would take the node's admin
-// socket, and its records would not be the cluster's.
-func notClusterDir(data string) error {
-	if _, err := os.Stat(filepath.Join(data, nodeLockFile)); err == nil {
-		return fmt.Errorf("%s is a cluster node's data directory, whose records are in PostgreSQL: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE), or give this server a data directory of its own", data)
-	}
-	return nil
+// isClusterDir reports whether data is a cluster node's data dir, whose
+// records are in PostgreSQL: nothing may make a bbolt store in it (a
+// single server there would also take the node's admin socket).
+func isClusterDir(data string) bool {
+	_, err := os.Stat(filepath.Join(data, nodeLockFile))
+	return err == nil
 }
 
 // lockDataDir takes the data dir for this process, as bbolt's file lock

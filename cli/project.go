@@ -52,9 +52,7 @@ func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool
 		}
 		return pg, func() { pg.Close() }, false, nil
 	}
-	if _, err := os.Stat(filepath.Join(a.data, nodeLockFile)); err == nil {
-		// A cluster node's dir has no records: do not make an empty
-		// bbolt file beside its snapshots.
+	if isClusterDir(a.data) {
 		return nil, nil, false, fmt.Errorf("%s is a cluster node's data directory and its node is not running: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE)", a.data)
 	}
 	_, err = os.Stat(filepath.Join(a.data, store.DBFileName))

@@ -115,7 +115,7 @@ func choose[T any](ctx context.Context, mode string, c modelChoice[T]) (T, strin
 		}
 		return m, fmt.Sprintf("%s ollama, but the check failed (%s); %s", c.flag, Describe(err), then), nil
 	}
-	return c.localModel(), fmt.Sprintf("Ollama is not usable (%v); %s", err, c.instead), nil
+	return c.localModel(), fmt.Sprintf("Ollama is not usable (%s); %s", Describe(err), c.instead), nil
 }
 
 // Start-up measurement of the embedder's speed.

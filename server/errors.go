@@ -107,7 +107,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// 507 included: the operator needs to hear about a full disk.
 		s.log.Error("request failed", "request_id", requestID(c), "method", c.Request().Method, "route", c.Path(), "err", err)
 	}
-	// A HEAD request is answered as GET (headAsGet): net/http leaves the
+	// A HEAD request is answered as GET (routable): net/http leaves the
 	// body out.
 	if err := c.JSON(status, errorBody{Error: msg}); err != nil {
 		s.log.Error("writing an error response failed", "request_id", requestID(c), "err", err)

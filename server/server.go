@@ -155,18 +155,29 @@ func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Ser
 }
 
 // Handler is the API as an http.Handler.
-func (s *Server) Handler() http.Handler { return headAsGet(decodedPath(s.echo)) }
+func (s *Server) Handler() http.Handler { return routable(s.echo) }
 
-// decodedPath routes a request by its decoded path: echo reads the raw one
-// when the client escaped more than it had to, so /documents/doc%5Fx
-// would not name doc_x. Ids hold no slash, so nothing is lost.
-func decodedPath(h http.Handler) http.Handler {
+// routable routes a request as its sender meant it, where echo would not:
+// HEAD as the GET of its path (health and link checkers ask HEAD; net/http,
+// which holds the original request, leaves the body out); a path escaped
+// more than it had to be (/documents/doc%5Fx) by what it decodes to (ids
+// hold no slash, so nothing is lost); and a session link copied with a
+// slash after it as the link. The handler sees a copy of the request.
+func routable(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawPath != "" {
+		p := r.URL.Path
+		session := strings.HasPrefix(p, "/s/") && len(p) > len("/s/") && strings.HasSuffix(p, "/")
+		if r.Method == http.MethodHead || r.URL.RawPath != "" || session {
 			r = r.WithContext(r.Context())
 			u := *r.URL
 			u.RawPath = ""
+			if session {
+				u.Path = strings.TrimSuffix(p, "/")
+			}
 			r.URL = &u
+			if r.Method == http.MethodHead {
+				r.Method = http.MethodGet
+			}
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -200,19 +211,6 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		)
 		return nil
 	}
-}
-
-// headAsGet answers a HEAD request as the GET of its path: health and
-// link checkers ask HEAD. The router sees a copy of the request saying
-// GET; net/http, which holds the original, leaves the body out.
-func headAsGet(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodHead {
-			r = r.WithContext(r.Context())
-			r.Method = http.MethodGet
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // metricMethod bounds the method label: a client can send any word as a

@@ -16,7 +16,6 @@ import (
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/ui"
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 )
 
 const (
@@ -93,10 +92,6 @@ func assetURL(name string) (string, error) {
 // console, its GET /me, and the assets of both.
 func (s *Server) routesUI(e *echo.Echo) {
 	e.GET("/s/:token", s.sessionPage, uiHeaders)
-	// A session link copied with a slash after it still opens its page.
-	e.Pre(middleware.RemoveTrailingSlashWithConfig(middleware.TrailingSlashConfig{
-		Skipper: func(c echo.Context) bool { return !strings.HasPrefix(c.Request().URL.Path, "/s/") },
-	}))
 	e.POST("/s/:token/upload", s.sessionUpload, uiHeaders)
 	e.GET("/s/:token/jobs", s.sessionJobs, uiHeaders)
 	s.routesDrive(e)

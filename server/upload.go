@@ -40,36 +40,6 @@ type uploadData struct {
 	ExternalID string `json:"external_id"`
 }
 
-// metadataValues is an upload's metadata, an object of strings, decoded
-// here so that a value of another kind is named by its key ("field
-// metadata.year must be a string, not a number"): encoding/json's own
-// error for a map names the map alone.
-type metadataValues map[string]string
-
-func (m *metadataValues) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	values := make(metadataValues, len(raw))
-	for k, v := range raw {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			var typeErr *json.UnmarshalTypeError
-			if errors.As(err, &typeErr) {
-				typeErr.Field = k // encoding/json puts "metadata." before it
-			}
-			return err
-		}
-		values[k] = s
-	}
-	*m = values
-	return nil
-}
-
 func (s *Server) uploadText(c echo.Context) error {
 	var req uploadData
 	// The text limit is on the text; the body may be a little larger for

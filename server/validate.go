@@ -113,10 +113,15 @@ func clientFieldPath(v any, path string) string {
 	return strings.Join(out, ".")
 }
 
-// stringList is a request's list of strings, decoded here so that an
-// element of another kind is named by its place ("field services[1] must
-// be a string, not a number"): encoding/json's own error names the list.
-type stringList []string
+// stringList and metadataValues are a request's list of strings and its
+// object of strings, decoded here so that an element of another kind is
+// named by its place ("field services[1] must be a string, not a
+// number", "field metadata.year …"): encoding/json's own error names the
+// list or the object alone.
+type (
+	stringList     []string
+	metadataValues map[string]string
+)
 
 func (l *stringList) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
@@ -128,16 +133,44 @@ func (l *stringList) UnmarshalJSON(b []byte) error {
 	}
 	out := make(stringList, len(raw))
 	for i, v := range raw {
-		if err := json.Unmarshal(v, &out[i]); err != nil {
-			var typeErr *json.UnmarshalTypeError
-			if errors.As(err, &typeErr) {
-				typeErr.Field = "[" + strconv.Itoa(i) + "]" // joined to the list's name by clientFieldPath
-			}
+		// joined to the list's name by clientFieldPath
+		if err := decodeString(v, &out[i], "["+strconv.Itoa(i)+"]"); err != nil {
 			return err
 		}
 	}
 	*l = out
 	return nil
+}
+
+func (m *metadataValues) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(metadataValues, len(raw))
+	for k, v := range raw {
+		var s string
+		if err := decodeString(v, &s, k); err != nil { // encoding/json puts "metadata." before k
+			return err
+		}
+		out[k] = s
+	}
+	*m = out
+	return nil
+}
+
+// decodeString decodes v into s; a value of another kind is named by
+// field, within the list or object encoding/json names.
+func decodeString(v json.RawMessage, s *string, field string) error {
+	err := json.Unmarshal(v, s)
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		typeErr.Field = field
+	}
+	return err
 }
 
 // jsonValueKind names the kind of value encoding/json found ("string",

@@ -303,14 +303,14 @@ func Verify(secret, header string, body []byte, tolerance time.Duration, now tim
 // Events are the events an endpoint can ask for.
 var Events = []string{store.EventJobSucceeded, store.EventJobFailed}
 
-// MaxPerProject bounds a project's endpoints: a handful is what a project
+// maxPerProject bounds a project's endpoints: a handful is what a project
 // needs, and each ended job queues a delivery to every one.
-const MaxPerProject = 20
+const maxPerProject = 20
 
 // CheckRoom says whether a project that has have endpoints may register
 // another.
 func CheckRoom(have int) error {
-	if have >= MaxPerProject {
+	if have >= maxPerProject {
 		return fmt.Errorf("the project has %d webhooks, the most it may have: delete one first", have)
 	}
 	return nil
