@@ -284,6 +284,10 @@ func TestCLIRefusals(t *testing.T) {
 	if _, err := runCLI(t, "webhook", "create", "--project", first, "--url", "https://app.example/one-more", "--data", missing); err == nil || !strings.Contains(err.Error(), "the project has 20 webhooks, the most it may have") {
 		t.Errorf("a 21st webhook: %v", err)
 	}
+	// The list shows no secret, not even an empty one.
+	if listed := mustCLI(t, "webhook", "list", "--json", "--project", first, "--data", missing); strings.Count(listed, `"webhook_id"`) != 20 || strings.Contains(listed, `"secret"`) {
+		t.Errorf("webhook list --json printed %s", listed)
+	}
 
 	// A benchmark whose requests failed fails, and says why.
 	queries := filepath.Join(t.TempDir(), "queries.jsonl")

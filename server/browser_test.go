@@ -427,6 +427,13 @@ func TestBrowserSessionCancel(t *testing.T) {
 	if loc := evaluate[string](b, `location.href`); loc != s.URL {
 		t.Fatalf("Done left the page during an upload: %s", loc)
 	}
+	// A file chosen after the warning is warned about again: a second
+	// press of Done leaves only the uploads it was told about.
+	more := writeFiles(t, map[string][]byte{"more-notes.txt": bytes.Repeat([]byte("a line of notes about the ferry\n"), 10000)}, "more-notes.txt")
+	b.do("choose another file", chromedp.SetUploadFiles(chromedp.ID("file-input"), more))
+	b.waitFor("the warning gives way to the count", `document.querySelectorAll('#file-list li').length === 2 && !document.getElementById('summary').textContent.includes('still uploading')`, 5*time.Second)
+	b.do("click Done again", chromedp.Click(chromedp.ID("done")))
+	b.waitFor("Done warns again", `document.getElementById('summary').textContent.includes('still uploading')`, 5*time.Second)
 
 	b.do("press Enter on Cancel", chromedp.Focus(chromedp.ID("cancel")), chromedp.SendKeys(chromedp.ID("cancel"), "\r"))
 	site.wantVisit(t, b.ctx, "/cancelled?why=user")
@@ -740,6 +747,31 @@ func TestBrowserConsole(t *testing.T) {
 	}
 
 	consoleOpensSubpage(t, b)
+
+	// With the server gone, a question says so in words where it is
+	// seen, and the last answer does not stay under it as if it were
+	// this question's.
+	// The subpage's tab is in front, and a page behind others polls no
+	// animation frames.
+	if _, err := chromedp.Call(b.ctx, page.BringToFront, cdp.Empty{}); err != nil {
+		t.Fatalf("bring the console to the front: %v", err)
+	}
+	e.server.Listener.Close()
+	e.server.CloseClientConnections()
+	b.do("ask with the server gone",
+		chromedp.SetValue(chromedp.ID("query"), "When does the harbour office open?"),
+		chromedp.Click(chromedp.ID("ask")),
+	)
+	b.waitFor("the error shown", `!document.getElementById('console-error').hidden`, 10*time.Second)
+	if msg := evaluate[string](b, `document.getElementById('console-error').textContent`); !strings.Contains(msg, "The server could not be reached") {
+		t.Errorf("with the server gone the console says %q", msg)
+	}
+	if !evaluate[bool](b, `document.getElementById('result').hidden`) {
+		t.Error("the last answer is still shown under a question that failed")
+	}
+	if !evaluate[bool](b, `(() => { const r = document.getElementById('console-error').getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; })()`) {
+		t.Error("the error is out of view")
+	}
 	b.noProblems()
 }
 

@@ -31,6 +31,7 @@ const xssName = `<img src=x onerror="window.__xss=1">.txt`
 // project with a customer, and the project's key.
 type uiEnv struct {
 	base     string
+	server   *httptest.Server
 	store    *store.Store
 	engine   *ingest.Engine
 	project  *store.Project
@@ -68,7 +69,7 @@ func newUIEnv(t *testing.T, opts ...func(*uiOptions)) *uiEnv {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var ts *httptest.Server
 	e.engine, ts = startAPI(t, filepath.Join(dir, "data"), st, server.Config{MaxFileBytes: o.maxFileBytes, SessionRateLimit: o.sessionRate, SessionMaxPending: o.maxPending}, llm.NewBuiltin(), llm.NewExtractive(), nil, 1, log, withDriveClient(t, o.drive, log))
-	e.base = ts.URL
+	e.base, e.server = ts.URL, ts
 
 	p, key, err := st.CreateProject(o.projectName)
 	if err != nil {
