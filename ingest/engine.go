@@ -472,6 +472,9 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 		finishErr = e.store.RetryJob(job.ID, time.Now().Add(delay), msg)
 		log.Warn("job will be retried", "err", err, "delay", delay)
 	default:
+		if errors.Is(err, errDocumentDeleted) && e.overtaken(doc) {
+			err = errSuperseded
+		}
 		msg := describe(err)
 		if transient(err) {
 			msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, job.Attempts)
@@ -622,13 +625,24 @@ func describe(err error) string {
 	return llm.Describe(err)
 }
 
-// errDocumentDeleted ends a job whose document was deleted while it ran
-// (or replaced by a newer upload with its external id).
+// errDocumentDeleted ends a job whose document was deleted while it ran.
 var errDocumentDeleted = errors.New("the document was deleted while it was being processed")
 
 // errSuperseded ends a job whose upload a later one with the same
 // external_id replaced before it finished: the later upload wins.
 var errSuperseded = errors.New("a newer upload with the same external_id replaced this one before it finished; it was not indexed")
+
+// overtaken reports whether doc, found gone when its job wrote its chunks,
+// was removed by a newer upload with its external_id that finished first
+// (the first upload of an id holds it from the start, so the newer one
+// took it over), rather than deleted by a caller.
+func (e *Engine) overtaken(doc *store.Document) bool {
+	if doc.ExternalID == "" {
+		return false
+	}
+	holder, err := e.store.DocumentByExternalID(doc.OwnerID, doc.ExternalID)
+	return err == nil && holder.ID != doc.ID
+}
 
 // process extracts, chunks, embeds and indexes one document and returns the
 // number of chunks and pages. Errors are written for the uploader: they end

@@ -231,6 +231,28 @@ func TestExternalIDRacingUploads(t *testing.T) {
 	wantError(t, e.get(t, "/documents/"+first.DocumentID, key), http.StatusNotFound)
 }
 
+// TestExternalIDFirstUploadOvertaken: the first upload of an external_id
+// holds it at once, and a later one that finishes first takes it over,
+// removing the first: the first's job then fails saying it was replaced,
+// not that someone deleted it.
+func TestExternalIDFirstUploadOvertaken(t *testing.T) {
+	t.Parallel()
+	gate := newGateEmbedder()
+	e := newEnv(t, withWorkers(2), withEmbedder(gate), withMaxTextBytes(64<<10))
+	key, cus := e.a.key, e.a.customers[0]
+	gate.armed.Store(true)
+	first := e.uploadWith(t, key, cus, "guide", versionText("spring"), nil, "guide")
+	gate.waitEntered(t)
+	second := e.uploadWith(t, key, cus, "guide", versionText("summer"), nil, "guide")
+	if j := e.waitJob(t, key, second.JobID); j.Status != store.StatusSucceeded {
+		t.Fatalf("second: %s %s", j.Status, j.Error)
+	}
+	close(gate.release)
+	if j := e.waitJob(t, key, first.JobID); j.Status != store.StatusFailed || !strings.Contains(j.Error, "newer upload with the same external_id") {
+		t.Errorf("the first upload, overtaken, ended %s %q, want FAILED saying a newer upload replaced it", j.Status, j.Error)
+	}
+}
+
 // TestExternalIDIsolation: external ids are per owner: the same one in two
 // owners names two documents, replacing one leaves the other, and a key
 // cannot look up another project's.
