@@ -183,6 +183,10 @@ func TestCreateAndListCustomers(t *testing.T) {
 		{name: "list/cursor of a document", method: "GET", path: "/customers?cursor=doc_0000000000000000000000000", status: 400, want: []string{"cursor"}},
 		{name: "list/find too long", method: "GET", path: "/customers?find=" + strings.Repeat("x", 201), status: 400, want: []string{"find", "200"}},
 		{name: "list/find with a control character", method: "GET", path: "/customers?find=a%00b", status: 400, want: []string{"find", "control"}},
+		// Go's parser would drop these pairs, and the list run without them.
+		{name: "list/find with a bare percent sign", method: "GET", path: "/customers?find=50%", status: 400, want: []string{`"find=50%"`, "percent-encoding", "%25"}},
+		{name: "list/limit with a broken escape", method: "GET", path: "/customers?find=x&limit=5%G1", status: 400, want: []string{`"limit=5%G1"`, "percent-encoding"}},
+		{name: "list/semicolons", method: "GET", path: "/customers?find=x;limit=5", status: 400, want: []string{`"find=x;limit=5"`, "separated by &"}},
 	}.defaults(a.key, ""))
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +116,7 @@ func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Ser
 	e.Use(middleware.RequestID())
 	e.Use(s.logRequests)
 	e.Use(s.paceBodies)
+	e.Use(checkQueryString)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			s.log.Error("panic in handler", "request_id", requestID(c), "route", c.Path(), "err", err, "stack", string(stack))
@@ -181,6 +183,27 @@ func routable(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// checkQueryString refuses a query string that does not decode. Go's parser
+// drops a parameter it cannot decode ("find=50%" or "limit=5%"), and the
+// request would run without the filter or the limit its caller wrote.
+func checkQueryString(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		raw := c.Request().URL.RawQuery
+		if _, err := url.ParseQuery(raw); err != nil {
+			for _, pair := range strings.Split(raw, "&") {
+				if strings.Contains(pair, ";") {
+					return badRequest("the query string holds %q: parameters are separated by &, not ;", pair)
+				}
+				if _, err := url.QueryUnescape(pair); err != nil {
+					return badRequest("the query string holds %q, which is not valid percent-encoding (a percent sign is written %%25)", pair)
+				}
+			}
+			return badRequest("the query string is not valid")
+		}
+		return next(c)
+	}
 }
 
 // Echo exposes the router, for tests that walk its routes.
