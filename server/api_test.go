@@ -486,7 +486,7 @@ func TestUploadText(t *testing.T) {
 		{name: "owner_id not an id", body: text("someone", "hello"), status: 400, want: []string{"owner_id"}},
 		{name: "unknown customer", body: text("cus_doesnotexist", "hello"), status: 404, want: []string{"cus_doesnotexist"}},
 		{name: "customer of another project", body: text(b.customers[0], "hello"), status: 404},
-		{name: "project of another key", body: text(b.projectID, "hello"), status: 403},
+		{name: "project of another key", body: text(b.projectID, "hello"), status: 403, want: []string{"owner_id " + b.projectID + " is not the project of this API key"}},
 		{name: "name is a number", body: map[string]any{"owner_id": a.projectID, "text": "x", "name": 3}, status: 400, want: []string{"name"}},
 		{name: "name too long", body: map[string]any{"owner_id": a.projectID, "text": "x", "name": strings.Repeat("n", 201)}, status: 400, want: []string{"name"}},
 		{name: "metadata value not a string", body: map[string]any{"owner_id": a.projectID, "text": "x", "metadata": map[string]any{"ok": "a", "n": 1}}, status: 400, want: []string{"field metadata.n must be a string, not a number"}},
@@ -583,7 +583,7 @@ func TestUploadFile(t *testing.T) {
 		{name: "data part owner_id is a number", parts: []part{txt, dataPart(`{"owner_id": 12}`)}, status: 400, want: []string{"owner_id"}},
 		{name: "unknown customer", parts: []part{txt, owner("cus_doesnotexist")}, status: 404},
 		{name: "customer of another project", parts: []part{txt, owner(b.customers[0])}, status: 404},
-		{name: "project of another key", parts: []part{txt, owner(b.projectID)}, status: 403},
+		{name: "project of another key", parts: []part{txt, owner(b.projectID)}, status: 403, want: []string{"owner_id " + b.projectID + " is not"}},
 		{name: "empty file", parts: []part{filePart("empty.txt", nil), owner(a.projectID)}, status: 400, want: []string{"empty"}},
 		{name: "GIF image", parts: []part{filePart("notes.txt", gifBytes), owner(a.projectID)}, status: 415, want: []string{"GIF", "PNG, JPEG and TIFF"}},
 		{name: "random binary", parts: []part{filePart("notes.md", binaryBytes(2048)), owner(a.projectID)}, status: 415, want: []string{"unsupported"}},
@@ -737,7 +737,8 @@ func TestQuery(t *testing.T) {
 		} else {
 			cases = append(cases,
 				badCase{name: "project of another key", body: q(ep.field, b.projectID), status: 403, want: []string{"project_id"}},
-				badCase{name: "customer id as project_id", body: q(ep.field, cus), status: 403},
+				badCase{name: "customer id as project_id", body: q(ep.field, cus), status: 400, want: []string{"project_id", "is not a project id"}},
+				badCase{name: "project_id with a space", body: q(ep.field, " "+a.projectID), status: 400, want: []string{"project_id", "is not a project id"}},
 			)
 		}
 		t.Run(strings.TrimPrefix(ep.path, "/"), func(t *testing.T) { runBad(t, s.env, cases.defaults(a.key, ep.path)) })

@@ -54,13 +54,16 @@ func (s *Server) unauthorized(c echo.Context, msg string) error {
 
 func project(c echo.Context) *store.Project { return c.Get(ctxProject).(*store.Project) }
 
-// checkProject enforces that a project_id sent in a body is the key's own.
-func checkProject(c echo.Context, projectID string) error {
-	if projectID == "" {
-		return badRequest("project_id is required")
-	}
-	if projectID != project(c).ID {
-		return errorf(http.StatusForbidden, "project_id %s is not the project of this API key", projectID)
+// checkProject enforces that a project id sent in a body's field is the
+// key's own.
+func checkProject(c echo.Context, field, projectID string) error {
+	switch {
+	case projectID == "":
+		return badRequest("%s is required", field)
+	case !strings.HasPrefix(projectID, store.PrefixProject):
+		return badRequest("%s %q is not a project id (prj_…)", field, projectID)
+	case projectID != project(c).ID:
+		return errorf(http.StatusForbidden, "%s %s is not the project of this API key", field, projectID)
 	}
 	return nil
 }
@@ -85,7 +88,7 @@ func (s *Server) ownerOf(c echo.Context, ownerID string) (string, error) {
 	case ownerID == "":
 		return "", badRequest("owner_id is required")
 	case strings.HasPrefix(ownerID, store.PrefixProject):
-		return ownerID, checkProject(c, ownerID)
+		return ownerID, checkProject(c, "owner_id", ownerID)
 	case strings.HasPrefix(ownerID, store.PrefixCustomer):
 		cus, err := s.customerOf(c, ownerID)
 		if err != nil {

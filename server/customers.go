@@ -35,7 +35,7 @@ func (s *Server) createCustomer(c echo.Context) error {
 	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
 		return err
 	}
-	if err := checkProject(c, req.ProjectID); err != nil {
+	if err := checkProject(c, "project_id", req.ProjectID); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(req.Name)

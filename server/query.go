@@ -69,7 +69,7 @@ func (s *Server) queryProject(c echo.Context) error {
 	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
 		return err
 	}
-	if err := checkProject(c, req.ProjectID); err != nil {
+	if err := checkProject(c, "project_id", req.ProjectID); err != nil {
 		return err
 	}
 	return s.query(c, req.ProjectID, req.queryFields)

@@ -43,7 +43,7 @@ func (s *Server) createMultiTenantSession(c echo.Context) error {
 	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
 		return err
 	}
-	if err := checkProject(c, req.ProjectID); err != nil {
+	if err := checkProject(c, "project_id", req.ProjectID); err != nil {
 		return err
 	}
 	cus, err := s.customerOf(c, req.CustomerID)
@@ -58,7 +58,7 @@ func (s *Server) createSingleTenantSession(c echo.Context) error {
 	if err := decodeJSON(c, maxJSONBytes, &req); err != nil {
 		return err
 	}
-	if err := checkProject(c, req.ProjectID); err != nil {
+	if err := checkProject(c, "project_id", req.ProjectID); err != nil {
 		return err
 	}
 	return s.createSession(c, req, req.ProjectID)
