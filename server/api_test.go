@@ -1085,7 +1085,7 @@ func TestDefaultLimits(t *testing.T) {
 	t.Run("text", func(t *testing.T) {
 		e.unchanged(t, func() {
 			body := `{"owner_id": "` + a.projectID + `", "text": "` + strings.Repeat(" ", 10<<20+1) + `"}`
-			wantError(t, e.postJSON(t, "/upload/text", a.key, body), http.StatusRequestEntityTooLarge, "limit of 10 MiB")
+			wantError(t, e.postJSON(t, "/upload/text", a.key, body), http.StatusRequestEntityTooLarge, "text is 10485761 bytes, over the limit of 10485760 bytes (10 MiB)")
 		})
 	})
 	t.Run("file", func(t *testing.T) {

@@ -858,3 +858,27 @@ var reportPages = []string{
 	"Tide gauge installation. The new tide gauge was installed on the north pier, next to the ferry ramp. The tide gauge records the water level every minute and sends it to the harbour office.",
 	"Budget and next steps. The dredging budget is unchanged. Next quarter the team will survey the south channel and replace two navigation buoys.",
 }
+
+// The upload page refuses a file over the limit before sending it, and
+// says by how much: in bytes when the sizes would round alike.
+func TestBrowserSessionRefusesLargeFiles(t *testing.T) {
+	e := newUIEnv(t, func(o *uiOptions) { o.maxFileBytes = 4 << 10 })
+	s := e.newSession(t, e.customer.ID, []string{"file_upload"}, "https://app.example/done", "https://app.example/cancel")
+	b := newBrowser(t)
+	b.do("open the page", chromedp.Navigate(e.base+s.path()), chromedp.WaitVisible(chromedp.ID("dropzone")))
+	files := writeFiles(t, map[string][]byte{
+		"just-over.txt": bytes.Repeat([]byte("x"), 4<<10+1),
+		"far-over.txt":  bytes.Repeat([]byte("x"), 6<<10),
+	}, "just-over.txt", "far-over.txt")
+	b.do("choose two files over the limit", chromedp.SetUploadFiles(chromedp.ID("file-input"), files))
+	b.waitFor("both refused", `document.querySelectorAll('#file-list li[data-status="FAILED"]').length === 2`, 5*time.Second)
+	got := evaluate[[]string](b, `[...document.querySelectorAll('#file-list .file-error')].map(e => e.textContent)`)
+	want := []string{
+		"This file is 4097 bytes, over the limit of 4096 bytes (4 KiB).",
+		"This file is 6.0 KiB, over the limit of 4 KiB.",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the page says %q, want %q", got, want)
+	}
+	b.noProblems()
+}

@@ -16,7 +16,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -354,7 +353,7 @@ func (s *Server) driveError(c echo.Context, err error, field string) error {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(driveRetryAfterSeconds))
 		return errorf(http.StatusTooManyRequests, "Google Drive is limiting requests right now: try again in a minute")
 	case errors.As(err, &tooLarge) && tooLarge.Size >= 0:
-		return errorf(http.StatusRequestEntityTooLarge, "the file is %s, over the limit of %s", sizeLabel(tooLarge.Size), humanBytes(s.cfg.MaxFileBytes))
+		return errorf(http.StatusRequestEntityTooLarge, "the file is %s", overLimit(tooLarge.Size, s.cfg.MaxFileBytes))
 	case errors.As(err, &tooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
 	case errors.Is(err, drive.ErrExportTooLarge):
@@ -385,7 +384,7 @@ func driveRefusal(f *drive.File, limit int64) (int, string) {
 	case f.GoogleFormat() && f.ExportType() == "":
 		return http.StatusUnsupportedMediaType, driveTypeLabel(f.MimeType) + " files cannot be imported; Google Docs, Sheets and Slides can"
 	case f.Size > limit:
-		return http.StatusRequestEntityTooLarge, fmt.Sprintf("the file is %s, over the limit of %s", sizeLabel(f.Size), humanBytes(limit))
+		return http.StatusRequestEntityTooLarge, "the file is " + overLimit(f.Size, limit)
 	case f.GoogleFormat():
 		return 0, ""
 	}
@@ -483,22 +482,6 @@ func driveTypeLabel(mimeType string) string {
 		return "Google " + strings.TrimPrefix(mimeType, "application/vnd.google-apps.")
 	}
 	return mimeType
-}
-
-// sizeLabel writes a file size for people: exact limits are humanBytes'
-// job; sizes of files are rounded ("2.0 GiB").
-func sizeLabel(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	v, units := float64(n)/unit, []string{"KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for v >= unit && i < len(units)-1 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %s", v, units[i])
 }
 
 func truncateRunes(s string, n int) string {

@@ -364,7 +364,7 @@ func TestDriveRefusesBeforeDownloading(t *testing.T) {
 
 	items := byName(v.list(s, "").Files)
 	for name, want := range map[string]string{
-		"archive scan.pdf": "the file is 2.0 GiB, over the limit of 4 KiB",
+		"archive scan.pdf": "the file is 2 GiB, over the limit of 4 KiB",
 		"pier.gif":         "PNG, JPEG and TIFF",
 		"old.doc":          "legacy Microsoft Office",
 		"Survey":           "Google Form files cannot be imported",
@@ -382,7 +382,7 @@ func TestDriveRefusesBeforeDownloading(t *testing.T) {
 	}
 
 	e.unchanged(t, func() {
-		wantError(t, v.importFile(s, huge.ID), http.StatusRequestEntityTooLarge, "2.0 GiB", "over the limit of 4 KiB")
+		wantError(t, v.importFile(s, huge.ID), http.StatusRequestEntityTooLarge, "2 GiB", "over the limit of 4 KiB")
 		wantError(t, v.importFile(s, photo.ID), http.StatusUnsupportedMediaType, "PNG, JPEG and TIFF")
 		wantError(t, v.importFile(s, legacy.ID), http.StatusUnsupportedMediaType, "PDF or DOCX")
 		wantError(t, v.importFile(s, form.ID), http.StatusUnsupportedMediaType, "cannot be imported")

@@ -51,7 +51,7 @@ func (s *Server) uploadText(c echo.Context) error {
 		return badRequest("text is required")
 	}
 	if int64(len(*req.Text)) > s.cfg.MaxTextBytes {
-		return errorf(http.StatusRequestEntityTooLarge, "text is %s, over the limit of %s", humanBytes(int64(len(*req.Text))), humanBytes(s.cfg.MaxTextBytes))
+		return errorf(http.StatusRequestEntityTooLarge, "text is %s", overLimit(int64(len(*req.Text)), s.cfg.MaxTextBytes))
 	}
 	if strings.ContainsRune(*req.Text, 0) {
 		// Text with NUL bytes is binary data sent as text; it would only

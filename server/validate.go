@@ -208,18 +208,32 @@ func jsonKind(kind string) string {
 	return kind
 }
 
+// humanBytes writes a size for people in units of 1024: whole ones
+// exactly ("64 MiB"), others to a tenth ("97.7 KiB").
 func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	if n < 1<<10 {
+		return fmt.Sprintf("%d bytes", n)
 	}
-	return fmt.Sprintf("%d bytes", n)
+	unit, units := int64(1<<10), []string{"KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for n >= unit<<10 && i < len(units)-1 {
+		unit <<= 10
+		i++
+	}
+	if n%unit == 0 {
+		return fmt.Sprintf("%d %s", n/unit, units[i])
+	}
+	return fmt.Sprintf("%.1f %s", float64(n)/float64(unit), units[i])
+}
+
+// overLimit says that size is over limit, in bytes when their units
+// would round the two to one figure ("1.0 KiB, over the limit of 1 KiB").
+func overLimit(size, limit int64) string {
+	s, l := humanBytes(size), humanBytes(limit)
+	if strings.Replace(s, ".0 ", " ", 1) == strings.Replace(l, ".0 ", " ", 1) {
+		return fmt.Sprintf("%d bytes, over the limit of %d bytes (%s)", size, limit, l)
+	}
+	return s + ", over the limit of " + l
 }
 
 // checkQuery validates a query and its result count: the query is required,
@@ -315,7 +329,7 @@ func checkMetadata(m map[string]string) error {
 		size += len(k) + len(v)
 	}
 	if size > maxMetadataBytes {
-		return badRequest("metadata is %s, over the limit of %s", humanBytes(int64(size)), humanBytes(maxMetadataBytes))
+		return badRequest("metadata is %s", overLimit(int64(size), maxMetadataBytes))
 	}
 	return nil
 }

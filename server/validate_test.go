@@ -65,9 +65,23 @@ func TestParseDataPartRefusesTrailingData(t *testing.T) {
 // Sizes read the same on the upload page as in its limit: round ones
 // exactly, others to a tenth, in units of 1024.
 func TestHumanBytes(t *testing.T) {
-	for n, want := range map[int64]string{512: "512 bytes", 4 << 10: "4 KiB", 100000: "97.7 KiB", 64 << 20: "64 MiB", 1500000: "1.4 MiB"} {
+	for n, want := range map[int64]string{512: "512 bytes", 4 << 10: "4 KiB", 100000: "97.7 KiB", 64 << 20: "64 MiB", 1500000: "1.4 MiB", 3 << 30: "3 GiB", 5 << 40: "5 TiB", 2<<50 + 1: "2048.0 TiB"} {
 		if got := humanBytes(n); got != want {
 			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+	// A size just over its limit is not said to be the limit.
+	for _, c := range []struct {
+		size, limit int64
+		want        string
+	}{
+		{1025, 1024, "1025 bytes, over the limit of 1024 bytes (1 KiB)"},
+		{1100, 1024, "1.1 KiB, over the limit of 1 KiB"},
+		{64<<20 + 1, 64 << 20, "67108865 bytes, over the limit of 67108864 bytes (64 MiB)"},
+		{3 << 30, 64 << 20, "3 GiB, over the limit of 64 MiB"},
+	} {
+		if got := overLimit(c.size, c.limit); got != c.want {
+			t.Errorf("overLimit(%d, %d) = %q, want %q", c.size, c.limit, got, c.want)
 		}
 	}
 }

@@ -60,6 +60,16 @@
     return (v < 10 ? v.toFixed(1) : Math.round(v)) + ' ' + units[i];
   }
 
+  // overLimit says a size is over the limit, in bytes when rounding
+  // would make the two read alike ("64 MiB, over the limit of 64 MiB").
+  function overLimit(n) {
+    var s = humanBytes(n);
+    if (s.replace('.0 ', ' ') === maxLabel.replace('.0 ', ' ')) {
+      return n + ' bytes, over the limit of ' + maxBytes + ' bytes (' + maxLabel + ')';
+    }
+    return s + ', over the limit of ' + maxLabel;
+  }
+
   function el(tag, className, text) {
     var e = document.createElement(tag);
     if (className) { e.className = className; }
@@ -155,7 +165,7 @@
       var f = files[i];
       var row = addRow(f.name, f.size);
       if (maxBytes && f.size > maxBytes) {
-        fail(row, 'This file is ' + humanBytes(f.size) + ', over the limit of ' + maxLabel + '.');
+        fail(row, 'This file is ' + overLimit(f.size) + '.');
         continue;
       }
       if (f.size === 0) {
