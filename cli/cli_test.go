@@ -453,6 +453,9 @@ func TestCLIWithRunningServer(t *testing.T) {
 	if k := listKeys()[created.KeyID]; k.RevokedAt == nil {
 		t.Errorf("key list does not show %s as revoked: %+v", created.KeyID, k)
 	}
+	if out := mustCLI(t, "key", "revoke", created.KeyID, "--data", dir); out != created.KeyID+" was already revoked ("+revoked.RevokedAt.Format(time.RFC3339)+")\n" {
+		t.Errorf("revoking a key again printed %q", out)
+	}
 	// What the socket did not find is said as without a server.
 	for args, want := range map[string]string{
 		"key revoke key_nope":             `no API key has the id "key_nope"`,

@@ -64,12 +64,18 @@ func keyCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keyID = args[0]
 			return withAdmin(func(a admin.Store, w io.Writer) error {
+				start := time.Now()
 				k, err := a.RevokeKey(keyID)
 				if err != nil {
 					return notFound(err, "API key", keyID)
 				}
 				if asJSON {
 					return json.NewEncoder(w).Encode(k)
+				}
+				// A key revoked before keeps its first revocation's time.
+				if k.RevokedAt != nil && k.RevokedAt.Before(start) {
+					fmt.Fprintf(w, "%s was already revoked (%s)\n", k.ID, k.RevokedAt.Format(time.RFC3339))
+					return nil
 				}
 				fmt.Fprintf(w, "revoked %s\n", k.ID)
 				return nil
