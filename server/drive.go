@@ -56,9 +56,10 @@ const (
 	driveMetaFileID = "google_drive_file_id"
 	driveSourceName = "google_drive"
 
-	// msgDriveOff says what the operator must set; the API says it to the
-	// project's backend, the page to the end user, who can pass it on.
-	msgDriveOff = "Google Drive import is not available on this server because no Google OAuth client is configured: the operator sets --google-client-id and --google-client-secret"
+	// msgDriveOff says what the operator must set, to the project's
+	// backend; the pages tell the end user, who sets nothing, msgDriveOffPage.
+	msgDriveOff     = "Google Drive import is not available on this server because no Google OAuth client is configured: the operator sets --google-client-id and --google-client-secret"
+	msgDriveOffPage = "Google Drive import is not set up on this server"
 	// msgDriveNotConnected asks the user to sign in (again).
 	msgDriveNotConnected = "Google Drive is not connected to this upload link, or Google ended the connection: choose Import from Google Drive and sign in again"
 )
@@ -156,7 +157,7 @@ const (
 func (s *Server) driveCallback(c echo.Context) error {
 	const retry = "Go back to the upload page and choose Import from Google Drive again."
 	if s.cfg.Drive == nil {
-		return renderNotice(c, http.StatusNotFound, "Google Drive import is not available", msgDriveOff+".")
+		return renderNotice(c, http.StatusNotFound, "Google Drive import is not available", msgDriveOffPage+".")
 	}
 	state := c.QueryParam("state")
 	signIn, err := s.cfg.Drive.ClaimSignIn(state)

@@ -212,9 +212,11 @@ func (s *Server) sessionPage(c echo.Context) error {
 	var driveNote bool
 	data.Upload, data.Drive, driveNote = sessionServices(sess, s.cfg.Drive != nil)
 	if driveNote {
-		data.DriveNote = msgDriveOff + "."
+		data.DriveNote = msgDriveOffPage + "."
 		if data.Upload {
 			data.DriveNote += " Upload the files from your device instead."
+		} else {
+			data.DriveNote += " Ask the site that sent you here for another way to send your files."
 		}
 	}
 	if data.Drive {

@@ -330,7 +330,7 @@ func TestUISessionPageServices(t *testing.T) {
 	if strings.Contains(page, "customer-name") {
 		t.Error("single-tenant page shows a customer")
 	}
-	if !strings.Contains(page, `id="dropzone"`) || !strings.Contains(page, "Google Drive import is not available on this server") {
+	if !strings.Contains(page, `id="dropzone"`) || !strings.Contains(page, "Google Drive import is not set up on this server") {
 		t.Errorf("upload + drive session: want the drop zone and the Drive note:\n%s", page)
 	}
 
@@ -346,7 +346,7 @@ func TestUISessionPageServices(t *testing.T) {
 	_ = sess
 	drive := uiSession{token: token}
 	page = string(e.do(t, http.MethodGet, drive.path(), "", "", nil).body)
-	if strings.Contains(page, `id="dropzone"`) || !strings.Contains(page, "Google Drive import is not available") {
+	if strings.Contains(page, `id="dropzone"`) || !strings.Contains(page, "Google Drive import is not set up on this server. Ask the site that sent you here") {
 		t.Errorf("drive-only session: want the note and no drop zone:\n%s", page)
 	}
 	wantUIError(t, e.uploadMultipart(t, drive.path()+"/upload", "", [3]string{"file", "a.txt", "hello"}), http.StatusForbidden, "does not allow file uploads")
