@@ -103,7 +103,8 @@ func uploadName(name string) string {
 	if utf8.RuneCountInString(name) > maxNameLen {
 		name = string([]rune(name)[:maxNameLen])
 	}
-	if name == "" {
+	// What is left of a path ("..", "/") names nothing.
+	if strings.Trim(name, `./\ `) == "" {
 		name = "upload"
 	}
 	return name

@@ -562,6 +562,14 @@ func TestUISessionEscapesNames(t *testing.T) {
 	if jobs := decodeUI[struct{ Jobs []uiJob }](t, e.do(t, http.MethodGet, s.path()+"/jobs?job_id="+jobID, "", "", nil)).Jobs; len(jobs) != 1 || jobs[0].Name != `"quoted".md` {
 		t.Errorf("jobs %+v: want the name \"quoted\".md", jobs)
 	}
+	// What is left of a path names nothing: the document is an upload.
+	for _, name := range []string{"..", "/", "../../etc/passwd"} {
+		jobID, _ = e.sessionUpload(t, s, name, "a text file with an odd name")
+		want := map[string]string{"..": "upload", "/": "upload", "../../etc/passwd": "passwd"}[name]
+		if jobs := decodeUI[struct{ Jobs []uiJob }](t, e.do(t, http.MethodGet, s.path()+"/jobs?job_id="+jobID, "", "", nil)).Jobs; len(jobs) != 1 || jobs[0].Name != want {
+			t.Errorf("a file named %q: jobs %+v, want it named %q", name, jobs, want)
+		}
+	}
 }
 
 func TestUISessionRedirectsOnlyToStoredURLs(t *testing.T) {
