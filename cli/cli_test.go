@@ -321,6 +321,15 @@ func TestServeRefusesBeforePrintingAKey(t *testing.T) {
 	if _, err := runCLI(t, "serve", "--data", dir, "--base-url", "docs.example.com", "--embedder", "builtin"); err == nil || !strings.Contains(err.Error(), `--base-url must be an absolute http or https URL, like https://docs.example.com, not "docs.example.com"`) {
 		t.Errorf("serve --base-url without a scheme: %v", err)
 	}
+	for _, base := range []string{"https://example.com/docsift", "https://example.com/?x=1"} {
+		if _, err := runCLI(t, "serve", "--data", dir, "--base-url", base, "--embedder", "builtin"); err == nil || !strings.Contains(err.Error(), "--base-url must be the root of a host") {
+			t.Errorf("serve --base-url %s: %v", base, err)
+		}
+	}
+	// A slash at the end is the root still.
+	if _, err := runCLI(t, "serve", "--data", dir, "--base-url", "https://example.com/", "--addr", "256.0.0.1:1", "--embedder", "builtin"); err != nil && strings.Contains(err.Error(), "--base-url") {
+		t.Errorf("serve --base-url with a trailing slash: %v", err)
+	}
 	for flags, want := range map[string]string{
 		"--max-file-size 0":       "--max-file-size must be a size above 0",
 		"--max-text-size 10MB":    `"10MB" is not a size such as 2GiB`,

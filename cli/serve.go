@@ -213,6 +213,12 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return fmt.Errorf("--base-url must be an absolute http or https URL, like https://docs.example.com, not %q", o.baseURL)
 	}
 	o.baseURL = strings.TrimRight(o.baseURL, "/")
+	// The pages and the console link to their assets and endpoints from
+	// the root of the host: behind a path (a proxy's /docsift/) they would
+	// load without them.
+	if u, _ := url.Parse(o.baseURL); u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--base-url must be the root of a host (like https://docs.example.com), not %q: docsift is served at the root of its host name or port, not under a path", o.baseURL)
+	}
 	memLimit, err := resolveMemoryLimit(o.memoryLimit, os.LookupEnv, admin.AvailableMemory)
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
