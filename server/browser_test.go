@@ -324,7 +324,31 @@ func TestBrowserSessionUploadAndDone(t *testing.T) {
 	if loc := evaluate[string](b, `location.href`); loc != site.URL+"/uploaded?ref=42" {
 		t.Errorf("the browser is at %s", loc)
 	}
+	wantClosed(t, s.URL)
 	b.noProblems()
+}
+
+// wantClosed waits for the page that was left to have closed its session:
+// its beacon and the navigation go out together, and may arrive in
+// either order.
+func wantClosed(t *testing.T, sessionURL string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(sessionURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusGone && strings.Contains(string(body), "was closed") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session left by the page still answers %d", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestBrowserSessionRateLimitedUploadsRetry uploads more files at once than
@@ -438,6 +462,7 @@ func TestBrowserSessionCancel(t *testing.T) {
 	b.do("press Enter on Cancel", chromedp.Focus(chromedp.ID("cancel")), chromedp.SendKeys(chromedp.ID("cancel"), "\r"))
 	site.wantVisit(t, b.ctx, "/cancelled?why=user")
 	b.do("landed", chromedp.WaitVisible(chromedp.ID("landed")))
+	wantClosed(t, s.URL)
 	b.noProblems()
 }
 

@@ -582,6 +582,25 @@ func TestDriveRevokedOnDisconnectAndExpiry(t *testing.T) {
 	}
 }
 
+// TestDriveRevokedOnClose: a session closed by its page (Done or Cancel)
+// ends its Google grant itself, since the page's own disconnect may come
+// after it and find the session gone.
+func TestDriveRevokedOnClose(t *testing.T) {
+	e, g := newDriveEnv(t)
+	s := e.newDriveSession(t, "google_drive")
+	v := newVisitor(t)
+	v.connect(s)
+	if r, _ := v.do(http.MethodPost, s.url+"/close?how=done", nil); r.status != http.StatusNoContent {
+		t.Fatalf("close: %s", r)
+	}
+	waitRevoked(t, g)
+	if g.LiveGrants() != 0 {
+		t.Error("the grant outlived its closed session")
+	}
+	r, _ := v.do(http.MethodPost, s.url+"/drive/disconnect", nil)
+	wantError(t, r, http.StatusGone, "was closed")
+}
+
 func waitRevoked(t *testing.T, g *drivetest.Server) {
 	t.Helper()
 	select {

@@ -37,6 +37,7 @@ var openAPINoAuth = map[string]bool{
 	"GET /s/{token}":                   true,
 	"POST /s/{token}/upload":           true,
 	"GET /s/{token}/jobs":              true,
+	"POST /s/{token}/close":            true,
 	"POST /s/{token}/drive/connect":    true,
 	"GET /s/{token}/drive/files":       true,
 	"POST /s/{token}/drive/import":     true,
@@ -47,11 +48,12 @@ var openAPINoAuth = map[string]bool{
 	"GET /ui/assets/{name}":            true,
 }
 
-// openAPIRedirects are the operations whose success is a redirect, not a
-// 200: where Google sends the browser back after consent answers by
-// sending it on to the session's page.
-var openAPIRedirects = map[string]string{
+// openAPISuccess are the operations whose success is not a 200: where
+// Google sends the browser back after consent answers by sending it on to
+// the session's page, and a page closing its session hears nothing back.
+var openAPISuccess = map[string]string{
 	"GET /oauth/google/callback": "303",
+	"POST /s/{token}/close":      "204",
 }
 
 // openAPICannotFail are the operations with no error response to declare.
@@ -318,8 +320,8 @@ func TestOpenAPIOperations(t *testing.T) {
 		}
 		responses, _ := o.op["responses"].(map[string]any)
 		success := "200"
-		if redirect, ok := openAPIRedirects[o.key]; ok {
-			success = redirect
+		if status, ok := openAPISuccess[o.key]; ok {
+			success = status
 		}
 		if _, ok := responses[success]; !ok {
 			t.Errorf("%s declares no %s response", o.key, success)
@@ -583,6 +585,9 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 	call("POST", "/s/{token}/upload", "/s/"+token+"/upload", newMultipartBody(t, "notes.txt", []byte("Returns need the original receipt."), ""), 200)
 	call("GET", "/s/{token}/jobs", "/s/"+token+"/jobs", nil, 200)
 	call("GET", "/s/{token}/jobs", "/s/"+token+"/jobs?job_id="+jobID, nil, 200)
+	call("POST", "/s/{token}/close", "/s/"+token+"/close?how=later", nil, 400)
+	call("POST", "/s/{token}/close", "/s/"+token+"/close?how=done", nil, 204)
+	call("GET", "/s/{token}/jobs", "/s/"+token+"/jobs", nil, 410)
 
 	// A PDF of the project's own, cut into a subpage.
 	pdfUp := call("POST", "/upload/file", "/upload/file", newMultipartBody(t, "harbour.pdf", testpdf.Pages([]string{

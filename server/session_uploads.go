@@ -32,6 +32,8 @@ func (s *Server) liveSession(c echo.Context) (*store.Session, error) {
 		return nil, errSessionUnknown
 	case err != nil:
 		return nil, err
+	case sess.Expired(s.store.Now()) && sess.Closed != "":
+		return nil, errSessionClosed
 	case sess.Expired(s.store.Now()):
 		return nil, errSessionExpired
 	}
@@ -39,6 +41,32 @@ func (s *Server) liveSession(c echo.Context) (*store.Session, error) {
 		return nil, err
 	}
 	return sess, nil
+}
+
+// sessionClose ends a session as its end user leaves the page by Done or
+// Cancel (?how=done or ?how=cancel, which the page sends as it goes): the
+// link opens nothing more, though its time has not run out, and the files
+// sent through it stay.
+func (s *Server) sessionClose(c echo.Context) error {
+	how := map[string]string{"done": store.SessionDone, "cancel": store.SessionCancelled}[c.QueryParam("how")]
+	if how == "" {
+		return badRequest("how must be done or cancel")
+	}
+	sess, err := s.liveSession(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.CloseSession(c.Param("token"), how); err != nil {
+		return err
+	}
+	// The user's Google grant ends with the session (the page asks as
+	// well, but its request may come second and find the session closed).
+	if s.cfg.Drive != nil {
+		if err := s.cfg.Drive.Disconnect(c.Request().Context(), sess.ID); err != nil {
+			s.log.Warn("revoking a Google Drive grant failed; it ends at Google when its tokens expire", "request_id", requestID(c), "session_id", sess.ID, "err", err)
+		}
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 // sessionServices says what a session's page offers: file upload for "all"

@@ -35,6 +35,7 @@ const (
 	// user, who can do nothing but ask for a new link.
 	msgSessionUnknown = "This upload link is not valid. Ask the site that sent you here for a new one."
 	msgSessionExpired = "This upload link has expired. Ask the site that sent you here for a new one."
+	msgSessionClosed  = "This upload link was closed when the page was left with Done or Cancel. Files uploaded through it are kept; ask the site that sent you here for a new link to add more."
 )
 
 // uiTemplates are the pages, parsed once: they are embedded, so a parse
@@ -94,6 +95,7 @@ func (s *Server) routesUI(e *echo.Echo) {
 	e.GET("/s/:token", s.sessionPage, uiHeaders)
 	e.POST("/s/:token/upload", s.sessionUpload, uiHeaders)
 	e.GET("/s/:token/jobs", s.sessionJobs, uiHeaders)
+	e.POST("/s/:token/close", s.sessionClose, uiHeaders)
 	s.routesDrive(e)
 	e.GET("/console", s.consolePage, uiHeaders)
 	e.GET(uiAssetPrefix+":name", serveAsset, uiHeaders)
@@ -158,6 +160,7 @@ func renderNotice(c echo.Context, status int, title, msg string) error {
 var (
 	errSessionUnknown = errorf(http.StatusNotFound, "%s", msgSessionUnknown)
 	errSessionExpired = errorf(http.StatusGone, "%s", msgSessionExpired)
+	errSessionClosed  = errorf(http.StatusGone, "%s", msgSessionClosed)
 )
 
 type uploadPage struct {
@@ -172,6 +175,7 @@ type uploadPage struct {
 	MaxBytes                  int64
 	MaxLabel                  string
 	UploadURL, JobsURL        string
+	CloseURL                  string
 	SuccessURL, CancelURL     string
 	ExpiresISO, ExpiresLabel  string
 }
@@ -186,6 +190,8 @@ func (s *Server) sessionPage(c echo.Context) error {
 		return renderNotice(c, http.StatusNotFound, "Upload link not found", msgSessionUnknown)
 	case errors.Is(err, errSessionExpired):
 		return renderNotice(c, http.StatusGone, "Upload link expired", msgSessionExpired)
+	case errors.Is(err, errSessionClosed):
+		return renderNotice(c, http.StatusGone, "Upload link closed", msgSessionClosed)
 	case isStatus(err, http.StatusTooManyRequests):
 		return renderNotice(c, http.StatusTooManyRequests, "Too many requests", "This upload link was used too often in a short time. Wait a few seconds and reload the page.")
 	case err != nil:
@@ -206,6 +212,7 @@ func (s *Server) sessionPage(c echo.Context) error {
 		// The token is in the path already; the page's endpoints hang off it.
 		UploadURL:    c.Request().URL.Path + "/upload",
 		JobsURL:      c.Request().URL.Path + "/jobs",
+		CloseURL:     c.Request().URL.Path + "/close",
 		ExpiresISO:   sess.ExpiresAt.UTC().Format(time.RFC3339),
 		ExpiresLabel: sess.ExpiresAt.UTC().Format("2 Jan 2006, 15:04 MST"),
 	}

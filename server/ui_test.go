@@ -667,3 +667,37 @@ func TestUIConsoleAndMe(t *testing.T) {
 		t.Errorf("GET /me = %v", me)
 	}
 }
+
+// TestUISessionClose: the page ends its session as its user leaves by
+// Done or Cancel. The link then opens nothing more, saying it was
+// closed, and the files uploaded through it stay.
+func TestUISessionClose(t *testing.T) {
+	e := newUIEnv(t)
+	for _, how := range []string{"done", "cancel"} {
+		s := e.newSession(t, e.customer.ID, []string{"file_upload"}, "https://app.example/ok", "https://app.example/no")
+		if page := string(e.do(t, http.MethodGet, s.path(), "", "", nil).body); !strings.Contains(page, `data-close-url="`+s.path()+`/close"`) {
+			t.Fatalf("the page does not name its close URL:\n%s", page)
+		}
+		_, docID := e.sessionUpload(t, s, "notes.txt", "Notes about the harbour.")
+		wantUIError(t, e.do(t, http.MethodPost, s.path()+"/close?how=later", "", "", nil), http.StatusBadRequest, "how must be done or cancel")
+		if r := e.do(t, http.MethodPost, s.path()+"/close?how="+how, "", "", nil); r.status != http.StatusNoContent {
+			t.Fatalf("close by %s: %s", how, r)
+		}
+		page := e.do(t, http.MethodGet, s.path(), "", "", nil)
+		if page.status != http.StatusGone || !strings.Contains(string(page.body), "This upload link was closed") {
+			t.Errorf("the page of a session closed by %s: %s", how, page)
+		}
+		wantUIError(t, e.uploadMultipart(t, s.path()+"/upload", "", [3]string{"file", "more.txt", "More notes."}), http.StatusGone, "was closed")
+		wantUIError(t, e.do(t, http.MethodGet, s.path()+"/jobs", "", "", nil), http.StatusGone, "was closed")
+		wantUIError(t, e.do(t, http.MethodPost, s.path()+"/close?how="+how, "", "", nil), http.StatusGone, "was closed")
+		if d, err := e.store.Document(docID); err != nil || d.OwnerID != e.customer.ID {
+			t.Errorf("the file uploaded before closing: %+v, %v", d, err)
+		}
+	}
+	wantUIError(t, e.do(t, http.MethodPost, "/s/nope/close?how=done", "", "", nil), http.StatusNotFound, "not valid")
+
+	// An expired session is said to have expired, not to be closed.
+	s := e.newSession(t, e.customer.ID, []string{"file_upload"}, "https://app.example/ok", "https://app.example/no")
+	e.advance(2 * time.Hour)
+	wantUIError(t, e.do(t, http.MethodPost, s.path()+"/close?how=done", "", "", nil), http.StatusGone, "has expired")
+}

@@ -25,6 +25,7 @@ type Backend interface {
 	Customers(projectID, find, after string, limit int) ([]Customer, string, error)
 	CreateSession(sess Session, ttl time.Duration) (*Session, string, error)
 	SessionByToken(token string) (*Session, error)
+	CloseSession(token, how string) (*Session, error)
 
 	// Documents and their original files.
 	CreateDocument(d *Document, data []byte) (*Job, error)

@@ -22,9 +22,19 @@ type Session struct {
 	CancelURL  string    `json:"cancel_url"`
 	CreatedAt  time.Time `json:"created_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
+	// Closed is how the end user left the page, SessionDone or
+	// SessionCancelled, which ended the session then; empty while open.
+	Closed string `json:"closed,omitempty"`
 }
 
-// Expired reports whether the session can no longer be used at t.
+// How an end user leaves a session's page: Done or Cancel.
+const (
+	SessionDone      = "done"
+	SessionCancelled = "cancelled"
+)
+
+// Expired reports whether the session can no longer be used at t: it
+// expired, or was closed before.
 func (s *Session) Expired(t time.Time) bool { return !t.Before(s.ExpiresAt) }
 
 // CreateSession stores a session valid for ttl and returns its token.
@@ -49,6 +59,25 @@ func (s *Store) SessionByToken(token string) (*Session, error) {
 	err := s.db.View(func(tx *bolt.Tx) (err error) {
 		sess, err = get[Session](tx.Bucket(bucketSessions), hashSecret(token))
 		return err
+	})
+	return sess, err
+}
+
+// CloseSession ends the session a token opens, as its end user left the
+// page (how: SessionDone or SessionCancelled): it expires now, and says
+// why. A session already ended stays as it was. It returns the session.
+func (s *Store) CloseSession(token, how string) (*Session, error) {
+	var sess *Session
+	err := s.update(func(tx *bolt.Tx) (err error) {
+		b := tx.Bucket(bucketSessions)
+		if sess, err = get[Session](b, hashSecret(token)); err != nil {
+			return err
+		}
+		if now := s.now().UTC(); !sess.Expired(now) {
+			sess.ExpiresAt, sess.Closed = now, how
+			return put(b, hashSecret(token), sess)
+		}
+		return nil
 	})
 	return sess, err
 }

@@ -293,16 +293,31 @@ func (s *Store) CreateSession(sess store.Session, ttl time.Duration) (*store.Ses
 	return &sess, token, nil
 }
 
+const sessionColumns = `id, project_id, owner_id, customer_id, key_id, services,
+	success_url, cancel_url, created_at, expires_at, closed`
+
+// CloseSession ends the session a token opens, as its end user left the
+// page: it expires now, and says why. A session already ended stays as it
+// was.
+func (s *Store) CloseSession(token, how string) (*store.Session, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `UPDATE sessions SET expires_at = $2, closed = $3
+		WHERE token_hash = $1 AND expires_at > $2`, hashSecret(token), s.timestamp(), how); err != nil {
+		return nil, fmt.Errorf("store: close session: %w", err)
+	}
+	return s.SessionByToken(token)
+}
+
 // SessionByToken returns the session a token opens, expired or not: the
 // caller decides what an expired session may still show.
 func (s *Store) SessionByToken(token string) (*store.Session, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	var sess store.Session
-	err := s.pool.QueryRow(ctx, `SELECT id, project_id, owner_id, customer_id, key_id, services,
-		success_url, cancel_url, created_at, expires_at FROM sessions WHERE token_hash = $1`, hashSecret(token)).
+	err := s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE token_hash = $1`, hashSecret(token)).
 		Scan(&sess.ID, &sess.ProjectID, &sess.OwnerID, &sess.CustomerID, &sess.KeyID, &sess.Services,
-			&sess.SuccessURL, &sess.CancelURL, &sess.CreatedAt, &sess.ExpiresAt)
+			&sess.SuccessURL, &sess.CancelURL, &sess.CreatedAt, &sess.ExpiresAt, &sess.Closed)
 	if err != nil {
 		return nil, notFound(err)
 	}

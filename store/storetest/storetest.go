@@ -33,6 +33,7 @@ type Projects interface {
 	Customers(projectID, find, after string, limit int) ([]store.Customer, string, error)
 	CreateSession(sess store.Session, ttl time.Duration) (*store.Session, string, error)
 	SessionByToken(token string) (*store.Session, error)
+	CloseSession(token, how string) (*store.Session, error)
 	SetClock(now func() time.Time)
 }
 
@@ -62,6 +63,7 @@ func RunProjects(t *testing.T, open func(t *testing.T) Projects) {
 	t.Run("Customers", func(t *testing.T) { customers(t, open(t)) })
 	t.Run("FindCustomers", func(t *testing.T) { findCustomers(t, open(t)) })
 	t.Run("SessionsEndWithTheirKey", func(t *testing.T) { sessionsEndWithTheirKey(t, open(t)) })
+	t.Run("SessionsClose", func(t *testing.T) { sessionsClose(t, open(t)) })
 }
 
 func projectsAndFirstKey(t *testing.T, s Projects) {
@@ -367,6 +369,41 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 	}
 	if got, _ := s.SessionByToken(keptToken); got == nil || got.ID != kept.ID || got.Expired(c.Now()) {
 		t.Fatalf("another key's session = %+v; want it still open", got)
+	}
+}
+
+// sessionsClose: a session closed by its end user ends then and says how;
+// closing it again, or one already expired, changes nothing.
+func sessionsClose(t *testing.T, s Projects) {
+	c := newClock(s)
+	p, _, _ := s.CreateProject("acme")
+	in := store.Session{ProjectID: p.ID, OwnerID: p.ID, SuccessURL: "https://example.test/ok", CancelURL: "https://example.test/no"}
+	_, token, err := s.CreateSession(in, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, _ := s.CreateSession(in, time.Hour)
+	c.Advance(time.Minute)
+	closed, err := s.CloseSession(token, store.SessionDone)
+	if err != nil || closed.Closed != store.SessionDone || !closed.ExpiresAt.Equal(c.Now()) || !closed.Expired(c.Now()) {
+		t.Fatalf("CloseSession = %+v, %v; want closed as done, expired now", closed, err)
+	}
+	if got, err := s.SessionByToken(token); err != nil || got.Closed != store.SessionDone || !got.ExpiresAt.Equal(c.Now()) {
+		t.Fatalf("SessionByToken after closing = %+v, %v", got, err)
+	}
+	if got, _ := s.SessionByToken(other); got == nil || got.Closed != "" || got.Expired(c.Now()) {
+		t.Fatalf("another session = %+v; want it open", got)
+	}
+	c.Advance(time.Minute)
+	if again, err := s.CloseSession(token, store.SessionCancelled); err != nil || again.Closed != store.SessionDone || !again.ExpiresAt.Equal(c.Now().Add(-time.Minute)) {
+		t.Fatalf("closing again = %+v, %v; want the first close kept", again, err)
+	}
+	c.Advance(2 * time.Hour)
+	if late, err := s.CloseSession(other, store.SessionCancelled); err != nil || late.Closed != "" || !late.ExpiresAt.Equal(c.Now().Add(-time.Hour-2*time.Minute)) {
+		t.Fatalf("closing an expired session = %+v, %v; want it left expired, not closed", late, err)
+	}
+	if _, err := s.CloseSession(token+"x", store.SessionDone); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("closing an unknown token: %v, want ErrNotFound", err)
 	}
 }
 

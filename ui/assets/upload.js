@@ -37,7 +37,22 @@
   var section = document.getElementById('files-section');
   var summary = document.getElementById('summary');
   var done = document.getElementById('done');
-  if (!list) { return; } // this session offers neither uploads nor imports
+  var closeURL = root.dataset.closeUrl;
+
+  // Leaving by Done or Cancel ends the session on the server, so that the
+  // link, left in the browser's history, opens nothing more. A beacon goes
+  // out as the page does, where a request would be cut short. A click that
+  // opens the link in another tab leaves nothing.
+  function closeSession(how, e) {
+    if (e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) { return; }
+    if (closeURL && navigator.sendBeacon) { navigator.sendBeacon(closeURL + '?how=' + how); }
+  }
+  document.getElementById('cancel').addEventListener('click', function (e) { closeSession('cancel', e); });
+
+  if (!list) { // this session offers neither uploads nor imports
+    done.addEventListener('click', function (e) { closeSession('done', e); });
+    return;
+  }
 
   var rows = [];          // every file row, in the order shown
   var byJob = {};         // job id -> row
@@ -365,7 +380,10 @@
   }
 
   done.addEventListener('click', function (e) {
-    if (leaveAnyway || (uploading === 0 && queue.length === 0 && !otherWorkBusy())) { return; }
+    if (leaveAnyway || (uploading === 0 && queue.length === 0 && !otherWorkBusy())) {
+      closeSession('done', e);
+      return;
+    }
     e.preventDefault();
     leaveAnyway = true;
     summary.classList.add('warning');
