@@ -201,6 +201,10 @@ func (s *Store) scheduleDelivery(tx *bolt.Tx, d *Delivery, due time.Time) error 
 	return put(tx.Bucket(bucketDeliveries), d.ID, d)
 }
 
+// maxBusySkipped bounds the due deliveries of busy webhooks one
+// ClaimDelivery reads past.
+const maxBusySkipped = 1000
+
 // ErrNoDelivery is returned by ClaimDelivery when none is due.
 var ErrNoDelivery = errors.New("no delivery is due")
 
@@ -208,20 +212,32 @@ var ErrNoDelivery = errors.New("no delivery is due")
 // lease into the future, so that no other sender takes it meanwhile and a
 // sender that dies mid-attempt leaves it to be tried again. Deliveries are
 // claimed in the order they became due, so one job's events (and one
-// webhook's) go out in order.
-func (s *Store) ClaimDelivery(lease time.Duration) (*Delivery, *Webhook, error) {
+// webhook's) go out in order. Those of the webhooks in busy (the sender
+// has one of theirs in hand) are passed over: a slow endpoint's backlog
+// must not hold up the others', nor get two attempts at once. At most
+// maxBusySkipped are passed over; past them the sender waits for its
+// attempts to end.
+func (s *Store) ClaimDelivery(lease time.Duration, busy []string) (*Delivery, *Webhook, error) {
 	var d *Delivery
 	var w *Webhook
 	now := s.now().UTC()
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		k, id := tx.Bucket(bucketOutbox).Cursor().First()
-		if k == nil || dueOf(k).After(now) {
-			return ErrNoDelivery
+		c := tx.Bucket(bucketOutbox).Cursor()
+		seen := 0
+		for k, id := c.First(); ; k, id = c.Next() {
+			if k == nil || dueOf(k).After(now) || seen == maxBusySkipped {
+				return ErrNoDelivery
+			}
+			seen++
+			var err error
+			if d, err = get[Delivery](tx.Bucket(bucketDeliveries), string(id)); err != nil {
+				return err
+			}
+			if !slices.Contains(busy, d.WebhookID) {
+				break
+			}
 		}
 		var err error
-		if d, err = get[Delivery](tx.Bucket(bucketDeliveries), string(id)); err != nil {
-			return err
-		}
 		if w, err = get[Webhook](tx.Bucket(bucketWebhooks), d.WebhookID); err != nil {
 			return err
 		}

@@ -81,8 +81,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Sender sends the outbox's deliveries, one at a time, in the order they
-// came due.
+// maxInFlight bounds the attempts a sender has under way at once, each to
+// a different webhook: enough that endpoints slow to answer (up to
+// Config.Timeout each) do not hold up the others, few enough that a stop
+// waits for no more than that many.
+const maxInFlight = 8
+
+// Sender sends the outbox's deliveries in the order they came due, to
+// several webhooks at once, to each one at a time.
 type Sender struct {
 	cfg    Config
 	store  store.Backend
@@ -135,23 +141,48 @@ func (s *Sender) Shutdown() {
 
 func (s *Sender) run() {
 	defer s.done.Done()
+	var attempts sync.WaitGroup
+	defer attempts.Wait() // a stop waits for the attempts in hand
+	// busy are the webhooks with an attempt under way; each attempt
+	// sends its webhook's id to ended when it is over.
+	var busy []string
+	ended := make(chan string, maxInFlight)
 	for {
-		wake := s.wake()
-		d, w, err := s.store.ClaimDelivery(claimLease)
-		switch {
-		case err == nil:
-			s.attempt(d, w)
-			select {
-			case <-s.stop:
-				return // the rest are sent after the restart
-			default:
-			}
+		select {
+		case <-s.stop:
+			return // the rest are sent after the restart
+		case id := <-ended:
+			busy = slices.DeleteFunc(busy, func(b string) bool { return b == id })
 			continue
-		case !errors.Is(err, store.ErrNoDelivery):
-			s.log.Error("claiming a webhook delivery failed", "err", err)
+		default:
 		}
+		var wake <-chan struct{}
+		var err error
+		if len(busy) < maxInFlight {
+			wake = s.wake()
+			var d *store.Delivery
+			var w *store.Webhook
+			d, w, err = s.store.ClaimDelivery(claimLease, busy)
+			if err == nil {
+				busy = append(busy, w.ID)
+				attempts.Add(1)
+				go func() {
+					defer attempts.Done()
+					s.attempt(d, w)
+					ended <- w.ID
+				}()
+				continue
+			}
+			if !errors.Is(err, store.ErrNoDelivery) {
+				s.log.Error("claiming a webhook delivery failed", "err", err)
+			}
+		}
+		// Nothing to claim now, or no room: wait for a delivery to come
+		// due, a job to end, or an attempt to end. A delivery already due
+		// while attempts are under way is a busy webhook's, and waits
+		// for its attempt.
 		wait := time.Hour
-		if due, ok := s.store.NextDeliveryDue(); ok {
+		if due, ok := s.store.NextDeliveryDue(); ok && err != nil && (len(busy) == 0 || time.Until(due) > 0) {
 			wait = max(time.Until(due), 10*time.Millisecond)
 		}
 		t := time.NewTimer(wait)
@@ -161,6 +192,9 @@ func (s *Sender) run() {
 			return
 		case <-wake:
 			t.Stop()
+		case id := <-ended:
+			t.Stop()
+			busy = slices.DeleteFunc(busy, func(b string) bool { return b == id })
 		case <-t.C:
 		}
 	}

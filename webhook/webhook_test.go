@@ -332,3 +332,76 @@ func TestShutdownLeavesTheBacklog(t *testing.T) {
 		t.Errorf("%d deliveries, %d attempts; want 3 deliveries queued, the first tried once", len(ds), attempts)
 	}
 }
+
+// One project's endpoint that is slow to answer holds up no other
+// project's deliveries, and gets one attempt at a time itself.
+func TestSlowEndpointHoldsUpNoOther(t *testing.T) {
+	r := newRig(t, func(c *webhook.Config) { c.Timeout = 5 * time.Minute })
+	a, _, err := r.store.CreateProject("slow to answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := r.store.CreateProject("quick to answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan struct{}, 10), make(chan struct{})
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		io.Copy(io.Discard, req.Body)
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-req.Context().Done():
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	defer slow.Close()
+	var once sync.Once
+	answer := func() { once.Do(func() { close(release) }) }
+	defer answer() // before the sender's stop, which waits for the attempt in hand
+	if _, err := r.store.CreateWebhook(a.ID, slow.URL, webhook.Events); err != nil {
+		t.Fatal(err)
+	}
+	var quick *store.Webhook
+	rcv := newReceiver(t, func() string { return quick.Secret })
+	if quick, err = r.store.CreateWebhook(b.ID, rcv.URL, webhook.Events); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, text := range []string{"First about tides.", "Second about ferries.", "Third about buoys."} {
+		if _, err := r.engine.WaitJob(ctx, r.upload(t, a.ID, text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-arrived:
+	case <-ctx.Done():
+		t.Fatal("no delivery reached the slow endpoint")
+	}
+	job := r.upload(t, b.ID, "Fourth about harbours.")
+	if got := rcv.waitFor(1); got[0].Data.JobID != job {
+		t.Errorf("the quick endpoint got %+v, want job %s's event", got[0], job)
+	}
+	answer() // the slow endpoint answers from now on
+	for range 2 {
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			t.Fatal("the slow endpoint's backlog was not sent after it answered")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 1 {
+		t.Errorf("the slow endpoint had %d attempts at once, want one at a time", most)
+	}
+}

@@ -165,21 +165,25 @@ func scanDelivery(row pgx.Row) (*store.Delivery, error) {
 // lease into the future, so that no other sender, on this node or another,
 // takes it meanwhile, and a sender that dies mid-attempt leaves it to be
 // tried again. Deliveries are claimed in the order they became due, so one
-// job's events (and one webhook's) go out in order. It returns
-// store.ErrNoDelivery when none is due.
-func (s *Store) ClaimDelivery(lease time.Duration) (*store.Delivery, *store.Webhook, error) {
+// job's events (and one webhook's) go out in order. Those of the webhooks
+// in busy, which the sender has one of in hand, are passed over. It
+// returns store.ErrNoDelivery when none is due.
+func (s *Store) ClaimDelivery(lease time.Duration, busy []string) (*store.Delivery, *store.Webhook, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	now := s.timestamp()
+	if busy == nil {
+		busy = []string{} // <> ALL(NULL) is never true
+	}
 	var d *store.Delivery
 	var w *store.Webhook
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		d, err = scanDelivery(tx.QueryRow(ctx, `UPDATE deliveries
 			SET claimed_by = $2, due_at = $3, queue_seq = nextval('delivery_queue_seq')
-			WHERE id = (SELECT id FROM deliveries WHERE due_at <= $1
+			WHERE id = (SELECT id FROM deliveries WHERE due_at <= $1 AND webhook_id <> ALL($4)
 				ORDER BY due_at, queue_seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-			RETURNING `+deliveryColumns, now, s.node, now.Add(lease).Truncate(time.Microsecond)))
+			RETURNING `+deliveryColumns, now, s.node, now.Add(lease).Truncate(time.Microsecond), busy))
 		if errors.Is(err, store.ErrNotFound) {
 			return store.ErrNoDelivery
 		}

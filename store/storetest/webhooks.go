@@ -21,7 +21,7 @@ type Webhooks interface {
 	Webhook(id string) (*store.Webhook, error)
 	Webhooks(projectID string) ([]store.Webhook, error)
 	DeleteWebhook(id string) error
-	ClaimDelivery(lease time.Duration) (*store.Delivery, *store.Webhook, error)
+	ClaimDelivery(lease time.Duration, busy []string) (*store.Delivery, *store.Webhook, error)
 	ReleaseDeliveries() (int, error)
 	NextDeliveryDue() (time.Time, bool)
 	DeliveryAttempted(id string, status int, errMsg string, retryAt time.Time) error
@@ -37,6 +37,36 @@ func RunWebhooks(t *testing.T, open func(t *testing.T) Webhooks) {
 	t.Run("ReleaseDeliveries", func(t *testing.T) { releaseDeliveries(t, open(t)) })
 	t.Run("DeleteWebhookDropsDeliveries", func(t *testing.T) { deleteWebhookDropsDeliveries(t, open(t)) })
 	t.Run("ConcurrentClaimsTakeEachDeliveryOnce", func(t *testing.T) { concurrentDeliveryClaims(t, open(t)) })
+	t.Run("BusyWebhooksPassedOver", func(t *testing.T) { busyWebhooksPassedOver(t, open(t)) })
+}
+
+// busyWebhooksPassedOver: a claim passes over the deliveries of the
+// webhooks a sender names as busy, the oldest of the others first, and
+// finds none when only busy ones are due.
+func busyWebhooksPassedOver(t *testing.T, s Webhooks) {
+	c := newClock(s)
+	p := mustProject(t, s, "acme")
+	slow := mustWebhook(t, s, p.ID, "https://slow.example.test", allEvents)
+	a := endJob(t, s, p.ID, "alice", 1, "") // one delivery to slow
+	c.Advance(time.Second)
+	endJob(t, s, p.ID, "alice", 2, "")
+	c.Advance(time.Second)
+	quick := mustWebhook(t, s, p.ID, "https://quick.example.test", allEvents)
+	b := endJob(t, s, p.ID, "alice", 3, "") // one to each
+	first, w, err := s.ClaimDelivery(time.Minute, nil)
+	if err != nil || w.ID != slow.ID || first.Event.JobID != a.ID {
+		t.Fatalf("first claim = %+v to %+v, %v; want a's to the slow webhook", first, w, err)
+	}
+	d, w, err := s.ClaimDelivery(time.Minute, []string{slow.ID})
+	if err != nil || w.ID != quick.ID || d.Event.JobID != b.ID {
+		t.Fatalf("claim with the slow webhook busy = %+v to %+v, %v; want b's to the quick one", d, w, err)
+	}
+	if d, _, err := s.ClaimDelivery(time.Minute, []string{slow.ID, quick.ID}); !errors.Is(err, store.ErrNoDelivery) {
+		t.Fatalf("claim with both busy = %+v, %v; want ErrNoDelivery", d, err)
+	}
+	if d, w, err := s.ClaimDelivery(time.Minute, []string{quick.ID}); err != nil || w.ID != slow.ID {
+		t.Fatalf("claim with the quick webhook busy = %+v to %+v, %v; want the slow one's next", d, w, err)
+	}
 }
 
 var allEvents = []string{store.EventJobFailed, store.EventJobSucceeded}
@@ -100,7 +130,7 @@ func delivery(t *testing.T, s Webhooks, webhookID, id string) store.Delivery {
 
 func mustClaimDelivery(t *testing.T, s Webhooks, lease time.Duration) (*store.Delivery, *store.Webhook) {
 	t.Helper()
-	d, w, err := s.ClaimDelivery(lease)
+	d, w, err := s.ClaimDelivery(lease, nil)
 	if err != nil {
 		t.Fatalf("ClaimDelivery: %v", err)
 	}
@@ -109,7 +139,7 @@ func mustClaimDelivery(t *testing.T, s Webhooks, lease time.Duration) (*store.De
 
 func noDeliveryDue(t *testing.T, s Webhooks) {
 	t.Helper()
-	if d, _, err := s.ClaimDelivery(time.Minute); !errors.Is(err, store.ErrNoDelivery) {
+	if d, _, err := s.ClaimDelivery(time.Minute, nil); !errors.Is(err, store.ErrNoDelivery) {
 		t.Fatalf("ClaimDelivery = %+v, %v; want ErrNoDelivery", d, err)
 	}
 }
@@ -385,7 +415,7 @@ func concurrentDeliveryClaims(t *testing.T, s Webhooks) {
 		endJob(t, s, p.ID, fmt.Sprint("owner", i), i, "")
 	}
 	seen := claimConcurrently(t, senders, func() (string, error) {
-		d, _, err := s.ClaimDelivery(time.Hour)
+		d, _, err := s.ClaimDelivery(time.Hour, nil)
 		if errors.Is(err, store.ErrNoDelivery) {
 			return "", nil
 		}
