@@ -359,6 +359,7 @@ func (e *Engine) maintain() {
 // sleeps until a job is queued or the earliest back-off ends.
 func (e *Engine) work(ctx context.Context) {
 	defer e.workers.Done()
+	failures := 0 // claims that failed in a row
 	for {
 		select {
 		case <-e.stop:
@@ -367,6 +368,7 @@ func (e *Engine) work(ctx context.Context) {
 		}
 		jobs, docs, err := e.claim()
 		if err == nil {
+			failures = 0
 			e.poke() // more may be queued: let an idle worker look
 			for i, job := range jobs {
 				if e.beside(docs[i]) {
@@ -377,12 +379,21 @@ func (e *Engine) work(ctx context.Context) {
 			}
 			continue
 		}
-		if !errors.Is(err, store.ErrNoJob) {
-			e.log.Error("claiming a job failed", "err", err)
-		}
 		wait := time.Hour
 		if due, ok := e.store.NextDue(); ok {
 			wait = max(time.Until(due), 10*time.Millisecond)
+		}
+		if !errors.Is(err, store.ErrNoJob) {
+			// A store that cannot claim (a full disk) is asked again less
+			// and less often, up to every 10 s, and the log says so at
+			// the 1st, 2nd, 4th, 8th… failure, not 100 times a second.
+			failures++
+			if failures&(failures-1) == 0 {
+				e.log.Error("claiming a job failed", "err", err, "failures_in_a_row", failures)
+			}
+			wait = max(wait, min(time.Duration(failures)*100*time.Millisecond, 10*time.Second))
+		} else {
+			failures = 0
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -456,20 +467,22 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 	e.cfg.Metrics.JobStarted()
 	chunks, pages, err := e.process(ctx, doc)
 	outcome := "retry"
-	var finishErr error
+	var record func() error // records the outcome in the store
 	switch {
 	case err == nil:
 		outcome = "succeeded"
-		finishErr = e.store.FinishJob(job.ID, chunks, pages, "")
+		record = func() error { return e.store.FinishJob(job.ID, chunks, pages, "") }
 		log.Info("job succeeded", "chunks", chunks, "pages", pages, "ms", time.Since(start).Milliseconds())
 	case ctx.Err() != nil:
 		// Shutting down: not the document's fault, run it again later.
-		finishErr = e.store.RetryJob(job.ID, time.Now(), "interrupted by shutdown; will run again")
+		record = func() error {
+			return e.store.RetryJob(job.ID, time.Now(), "interrupted by shutdown; will run again")
+		}
 		log.Info("job interrupted by shutdown, requeued")
 	case transient(err) && job.Attempts < e.cfg.MaxAttempts:
 		delay := backoff(e.cfg.RetryBase, e.cfg.RetryMax, job.Attempts)
 		msg := fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", llm.Describe(err), delay.Round(time.Second), job.Attempts, e.cfg.MaxAttempts)
-		finishErr = e.store.RetryJob(job.ID, time.Now().Add(delay), msg)
+		record = func() error { return e.store.RetryJob(job.ID, time.Now().Add(delay), msg) }
 		log.Warn("job will be retried", "err", err, "delay", delay)
 	default:
 		if errors.Is(err, errDocumentDeleted) && e.overtaken(doc) {
@@ -485,18 +498,41 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 			// deleted; the job still ends with its own error.
 			log.Error("removing the chunks of a failed job failed", "err", err)
 		}
-		finishErr = e.store.FinishJob(job.ID, 0, 0, msg)
+		record = func() error { return e.store.FinishJob(job.ID, 0, 0, msg) }
 		log.Warn("job failed", "err", err)
 	}
-	if finishErr != nil {
-		// The job stays PROCESSING and is requeued at next start.
-		log.Error("recording the job's outcome failed", "err", finishErr)
-	}
+	e.keepRecording(log, record)
 	if outcome != "succeeded" {
 		chunks = 0
 	}
 	e.cfg.Metrics.JobEnded(outcome, chunks)
 	e.signalEnded()
+}
+
+// keepRecording records a job's outcome, trying again while the store
+// cannot (a full disk, a database restarting): a job whose outcome is not
+// recorded stays PROCESSING, and nothing would run it again before the
+// next start. A stop ends the tries; the next start requeues the job.
+func (e *Engine) keepRecording(log *slog.Logger, record func() error) {
+	wait := e.cfg.RetryBase
+	for attempt := 1; ; attempt++ {
+		err := record()
+		if err == nil || errors.Is(err, store.ErrNotFound) { // gone with its document
+			if attempt > 1 {
+				log.Info("the job's outcome is recorded", "attempts", attempt)
+			}
+			return
+		}
+		log.Error("recording the job's outcome failed; trying again", "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-e.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, e.cfg.RetryMax, time.Minute)
+	}
 }
 
 func (e *Engine) signalEnded() {
