@@ -60,6 +60,11 @@ func (m *Manifest) Bytes() int64 {
 // and index snapshots as they are (a restored server catches them up with
 // the database, as it does after any restart).
 func WriteBackup(w io.Writer, st *store.Store, dataDir string) (*Manifest, error) {
+	// A copy of a damaged database holds the damage: better no backup
+	// than one that replaces a sound one in its rotation.
+	if _, err := st.Inspect(); errors.Is(err, store.ErrDamaged) {
+		return nil, fmt.Errorf("%w: no backup was written, as it would hold the damage; keep the backups you have, and see docsift doctor", err)
+	}
 	tw := tar.NewWriter(w)
 	m := &Manifest{Format: backupFormat, CreatedAt: time.Now().UTC()}
 	add := func(it store.BackupItem) error {
@@ -156,7 +161,12 @@ func Restore(r io.Reader, dataDir string, force bool) (m *Manifest, movedAside s
 	if err != nil {
 		return nil, "", fmt.Errorf("restore: the backup's database does not open: %w", err)
 	}
+	_, err = st.Inspect()
 	st.Close()
+	if errors.Is(err, store.ErrDamaged) {
+		return nil, "", fmt.Errorf("restore: the backup's database is damaged (%v): restore an older backup", err)
+	}
+	err = nil
 	if !empty {
 		movedAside = fmt.Sprintf("%s.before-restore-%s", filepath.Clean(dataDir), time.Now().UTC().Format("20060102-150405"))
 		// Two restores in one second: the second's contents go beside.

@@ -51,8 +51,15 @@ func Doctor(st *store.Store, dataDir string, serverRunning bool) []Finding {
 		out = append(out, Finding{Check: check, Status: status, Detail: detail, Fix: fix})
 	}
 	in, err := st.Inspect()
-	if err != nil {
-		add("store", StatusFail, err.Error(), "restore the data dir from a backup (docsift restore)")
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		add("store", StatusFail, err.Error(), "give the data dir to the user docsift serves as (chown -R)")
+		return out
+	case errors.Is(err, store.ErrDamaged):
+		add("store", StatusFail, err.Error(), "restore the data dir from a backup taken before the damage (docsift restore)")
+		return out
+	case err != nil:
+		add("store", StatusFail, err.Error(), "")
 		return out
 	}
 	add("store", StatusOK, fmt.Sprintf("schema %d; %d projects, %d documents, %d chunks, %d owners with chunks",

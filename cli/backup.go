@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -138,7 +139,16 @@ func openExisting(data string) (*store.Store, error) {
 		return nil, fmt.Errorf("%s is a cluster node's data directory: its records are in PostgreSQL; back them up and check them with PostgreSQL's own tools (pg_dump, a streaming replica), see docs/cluster.md", data)
 	}
 	if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, permissionDenied(data)
+		}
 		return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
 	}
 	return store.Open(data)
+}
+
+// permissionDenied says that this user may not read a data dir, which
+// is there: an admin command run as another user than the server's.
+func permissionDenied(data string) error {
+	return fmt.Errorf("this user may not read the data directory %s (permission denied): run the command as the user docsift serves as, e.g. sudo -u docsift docsift …", data)
 }

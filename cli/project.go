@@ -56,6 +56,9 @@ func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool
 		return nil, nil, false, fmt.Errorf("%s is a cluster node's data directory and its node is not running: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE)", a.data)
 	}
 	_, err = os.Stat(filepath.Join(a.data, store.DBFileName))
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, nil, false, permissionDenied(a.data)
+	}
 	made = errors.Is(err, fs.ErrNotExist)
 	if made && !create {
 		return nil, nil, false, fmt.Errorf("no docsift data in %s: give the --data of a server (or start `docsift serve --data %s` once)", a.data, a.data)

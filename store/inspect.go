@@ -31,12 +31,21 @@ type Holder struct {
 	LastSeq uint64 // its newest chunk's sequence number
 }
 
+// ErrDamaged is returned for a database file whose pages are not what
+// bbolt wrote: bbolt panics on reading one.
+var ErrDamaged = errors.New("the database file is damaged")
+
 // Inspect reads the whole store once and reports its contents and every
 // inconsistency between records and files it can see.
-func (s *Store) Inspect() (*Inspection, error) {
+func (s *Store) Inspect() (_ *Inspection, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("store: %w (%v)", ErrDamaged, r)
+		}
+	}()
 	in := &Inspection{Jobs: map[string]int{}, Owners: map[string]Holder{}}
 	referenced := map[string]bool{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		in.SchemaVersion = fromU64(tx.Bucket(bucketMeta).Get(keySchemaVersion))
 		in.Projects = tx.Bucket(bucketProjects).Stats().KeyN
 		in.Documents = tx.Bucket(bucketDocuments).Stats().KeyN
