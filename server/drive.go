@@ -55,6 +55,8 @@ const (
 	driveMetaSource = "source"
 	driveMetaFileID = "google_drive_file_id"
 	driveSourceName = "google_drive"
+	// driveExternalPrefix and the file's id are an import's external_id.
+	driveExternalPrefix = "google_drive:"
 
 	// msgDriveOff says what the operator must set, to the project's
 	// backend; the pages tell the end user, who sets nothing, msgDriveOffPage.
@@ -308,9 +310,12 @@ func (s *Server) driveImport(c echo.Context) error {
 	}
 	// As for a session upload, the session stands in for the key.
 	c.Set(ctxProject, proj)
+	// The file's id names the document, so that importing it again
+	// replaces the earlier import instead of adding a copy.
 	return s.submit(c, uploadData{
-		OwnerID: sess.OwnerID,
-		Name:    uploadName(f.Name),
+		OwnerID:    sess.OwnerID,
+		Name:       uploadName(f.Name),
+		ExternalID: driveExternalPrefix + f.ID,
 		Metadata: map[string]string{
 			store.SessionMetaKey: sess.ID,
 			driveMetaSource:      driveSourceName,

@@ -347,6 +347,23 @@ func TestDriveImportGoogleDocIsIndexed(t *testing.T) {
 	}](t, r); len(list.Jobs) != 2 || list.Jobs[0].Name != "Harbour plan" || list.Jobs[1].Status != store.StatusSucceeded {
 		t.Errorf("session jobs: %+v", list.Jobs)
 	}
+
+	// A file imported again replaces its earlier import: the owner has
+	// one document of it, the newer, not two.
+	again := decodeAs[apiUpload](t, v.importFile(s, notes.ID))
+	if job := e.waitJob(t, e.a.key, again.JobID); job.Status != store.StatusSucceeded {
+		t.Fatalf("the second import: %s %s", job.Status, job.Error)
+	}
+	docs, _, _ = e.store.Documents(e.a.projectID, "", 1000)
+	var ofNotes []string
+	for _, d := range docs {
+		if d.Metadata["google_drive_file_id"] == notes.ID {
+			ofNotes = append(ofNotes, d.ID)
+		}
+	}
+	if len(ofNotes) != 1 || ofNotes[0] != again.DocumentID {
+		t.Errorf("documents of the file imported twice: %v, want only the second import's %s", ofNotes, again.DocumentID)
+	}
 }
 
 // TestDriveRefusesBeforeDownloading: files docsift cannot take are shown
