@@ -12,6 +12,9 @@ import (
 // ErrWebSearch means the configured search instance failed or is down.
 var ErrWebSearch = errors.New("internet search failed")
 
+// NoWebResults is the answer of an internet search that found nothing.
+const NoWebResults = "The internet search found nothing for this query."
+
 // WebResponse is the outcome of an internet search: the results and an
 // answer citing them as [n], n counting from 1 in Results.
 type WebResponse struct {
@@ -29,10 +32,14 @@ func (s *Service) Internet(ctx context.Context, query string, k int) (*WebRespon
 	results, err := s.web.Search(ctx, query, k)
 	if err != nil {
 		s.log.Warn("internet search failed", "err", err)
-		return nil, fmt.Errorf("%w: %v", ErrWebSearch, err)
+		reason := "the search instance failed"
+		if f := (*websearch.Failure)(nil); errors.As(err, &f) {
+			reason = f.Reason
+		}
+		return nil, fmt.Errorf("%w: %s", ErrWebSearch, reason)
 	}
-	if results == nil {
-		results = []websearch.Result{}
+	if len(results) == 0 {
+		return &WebResponse{Answer: Answer{Text: NoWebResults, Model: llm.ExtractiveModel}, Results: []websearch.Result{}}, nil
 	}
 	ans, err := s.answer(ctx, query, webSources(results), nil, nil)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/docsift/docsift/internal/ollamatest"
 	"github.com/docsift/docsift/internal/searxtest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/websearch"
 )
 
@@ -226,8 +227,21 @@ func TestInternetSearch(t *testing.T) {
 	} {
 		wantError(t, e.postJSON(t, "/search/internet", e.a.key, c.body), c.status)
 	}
+	// Nothing found is said as such, not as a search of the documents.
+	sx.SetRawReply(`{"results": []}`)
+	if r := decodeAs[struct {
+		Answer  string             `json:"answer"`
+		Results []websearch.Result `json:"results"`
+	}](t, e.postJSON(t, "/search/internet", e.a.key, map[string]any{"query": "tides"})); r.Answer != search.NoWebResults || r.Results == nil || len(r.Results) != 0 {
+		t.Errorf("a search that found nothing: %+v", r)
+	}
+	// A failure is said in words, without the instance's address.
 	sx.SetStatus(http.StatusBadGateway)
-	wantError(t, e.postJSON(t, "/search/internet", e.a.key, map[string]any{"query": "tides"}), http.StatusServiceUnavailable, "internet search failed")
+	failed := e.postJSON(t, "/search/internet", e.a.key, map[string]any{"query": "tides"})
+	wantError(t, failed, http.StatusServiceUnavailable, "internet search failed: the search instance failed (HTTP 502)")
+	if strings.Contains(string(failed.body), strings.TrimPrefix(sx.URL, "http://")) {
+		t.Errorf("the error names the search instance's address: %s", failed.body)
+	}
 	if logs := e.logs.String(); !strings.Contains(logs, `level=WARN msg="request refused"`) || strings.Contains(logs, "level=ERROR") {
 		t.Errorf("a search whose search engine failed: want a warning, no error, logged:\n%s", logs)
 	}

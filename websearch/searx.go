@@ -41,6 +41,19 @@ type Result struct {
 // overloaded or rate limiting. Trying again later may work.
 var ErrUnavailable = errors.New("the search instance is unavailable")
 
+// Failure is a search that failed. Reason says why in words for whoever
+// asked, without the instance's address or Go's errors, which Error
+// (for the operator's log) holds.
+type Failure struct {
+	Reason string
+	err    error
+}
+
+func (f *Failure) Error() string { return f.err.Error() }
+func (f *Failure) Unwrap() error { return f.err }
+
+func fail(reason string, err error) error { return &Failure{Reason: reason, err: err} }
+
 // Searx queries a SearxNG instance (or anything answering its JSON format):
 // the self-hosted metasearch engine, so that docsift itself contacts only a
 // server the operator chose.
@@ -104,25 +117,42 @@ func (s *Searx) Search(ctx context.Context, query string, n int) ([]Result, erro
 	req.Header.Set("User-Agent", "docsift")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("websearch: searxng: instance at %s did not answer (%v): %w", s.base, err, ErrUnavailable)
+		reason := "the search instance is not reachable"
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = "the search instance did not answer in time"
+		}
+		return nil, fail(reason, fmt.Errorf("websearch: searxng: instance at %s did not answer (%v): %w", s.base, err, ErrUnavailable))
 	}
 	defer resp.Body.Close()
 
 	switch {
 	case resp.StatusCode == http.StatusForbidden:
 		// SearxNG answers 403 when JSON is not among its enabled formats.
-		return nil, fmt.Errorf("websearch: searxng: %s refused the JSON format (HTTP 403): add json to search.formats in its settings.yml", s.base)
+		return nil, fail("the search instance does not serve results as JSON (its operator must enable the json format)",
+			fmt.Errorf("websearch: searxng: %s refused the JSON format (HTTP 403): add json to search.formats in its settings.yml", s.base))
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return nil, fmt.Errorf("websearch: searxng: %s is rate limiting (HTTP 429): try again later, or disable its limiter for docsift: %w", s.base, ErrUnavailable)
+		return nil, fail("the search instance is rate limiting: try again later",
+			fmt.Errorf("websearch: searxng: %s is rate limiting (HTTP 429): try again later, or disable its limiter for docsift: %w", s.base, ErrUnavailable))
 	case resp.StatusCode >= 500:
-		return nil, fmt.Errorf("websearch: searxng: %s failed: HTTP %d: %w", s.base, resp.StatusCode, ErrUnavailable)
+		return nil, fail(fmt.Sprintf("the search instance failed (HTTP %d)", resp.StatusCode),
+			fmt.Errorf("websearch: searxng: %s failed: HTTP %d: %w", s.base, resp.StatusCode, ErrUnavailable))
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("websearch: searxng: %s answered HTTP %d", s.base, resp.StatusCode)
+		return nil, fail(fmt.Sprintf("the search instance answered HTTP %d", resp.StatusCode),
+			fmt.Errorf("websearch: searxng: %s answered HTTP %d", s.base, resp.StatusCode))
 	}
 
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxSearxResponseBytes+1))
+	if err != nil {
+		return nil, fail("the search instance's answer was cut off", fmt.Errorf("websearch: searxng: reading %s's answer: %w: %w", s.base, err, ErrUnavailable))
+	}
+	if len(raw) > maxSearxResponseBytes {
+		return nil, fail(fmt.Sprintf("the search instance sent more than %d MiB of results", maxSearxResponseBytes>>20),
+			fmt.Errorf("websearch: searxng: %s sent more than %d bytes", s.base, maxSearxResponseBytes))
+	}
 	var body searxResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxSearxResponseBytes)).Decode(&body); err != nil {
-		return nil, fmt.Errorf("websearch: searxng: %s sent a response that is not SearxNG JSON: %w", s.base, err)
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return nil, fail("the search instance sent something other than search results",
+			fmt.Errorf("websearch: searxng: %s sent a response that is not SearxNG JSON: %w", s.base, err))
 	}
 	seen := make(map[string]bool)
 	var out []Result

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docsift/docsift/internal/searxtest"
 )
@@ -64,11 +65,16 @@ func TestSearxErrors(t *testing.T) {
 		setup     func(*searxtest.Server)
 		errHas    string
 		transient bool
+		reason    string // what a caller of the API is told
 	}{
-		{"json disabled", func(s *searxtest.Server) { s.DisableJSON() }, "settings.yml", false},
-		{"server error", func(s *searxtest.Server) { s.SetStatus(http.StatusBadGateway) }, "502", true},
-		{"rate limited", func(s *searxtest.Server) { s.SetStatus(http.StatusTooManyRequests) }, "429", true},
-		{"not searxng", func(s *searxtest.Server) { s.SetRawReply("<html>") }, "not SearxNG JSON", false},
+		{"json disabled", func(s *searxtest.Server) { s.DisableJSON() }, "settings.yml", false, "the search instance does not serve results as JSON (its operator must enable the json format)"},
+		{"server error", func(s *searxtest.Server) { s.SetStatus(http.StatusBadGateway) }, "502", true, "the search instance failed (HTTP 502)"},
+		{"rate limited", func(s *searxtest.Server) { s.SetStatus(http.StatusTooManyRequests) }, "429", true, "the search instance is rate limiting: try again later"},
+		{"not searxng", func(s *searxtest.Server) { s.SetRawReply("<html>") }, "not SearxNG JSON", false, "the search instance sent something other than search results"},
+		{"results of the wrong kind", func(s *searxtest.Server) { s.SetRawReply(`{"results": "none"}`) }, "not SearxNG JSON", false, "the search instance sent something other than search results"},
+		{"too large", func(s *searxtest.Server) {
+			s.SetRawReply(`{"results": [` + strings.Repeat(`{"title": "t", "url": "https://example.org/", "content": "`+strings.Repeat("x", 1000)+`"},`, 5000) + `{}]}`)
+		}, "more than", false, "the search instance sent more than 4 MiB of results"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +91,10 @@ func TestSearxErrors(t *testing.T) {
 			if errors.Is(err, ErrUnavailable) != tt.transient {
 				t.Errorf("errors.Is(%v, ErrUnavailable) = %v", err, !tt.transient)
 			}
+			var f *Failure
+			if !errors.As(err, &f) || f.Reason != tt.reason {
+				t.Errorf("reason %+v, want %q", f, tt.reason)
+			}
 		})
 	}
 
@@ -92,8 +102,17 @@ func TestSearxErrors(t *testing.T) {
 	if _, err := s.Search(context.Background(), "  ", 3); err == nil {
 		t.Error("empty query: want an error")
 	}
-	if _, err := s.Search(context.Background(), "q", 3); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("unreachable instance: %v, want a transient error", err)
+	var f *Failure
+	if _, err := s.Search(context.Background(), "q", 3); !errors.Is(err, ErrUnavailable) || !errors.As(err, &f) || f.Reason != "the search instance is not reachable" {
+		t.Errorf("unreachable instance: %v, want a transient error saying so", err)
+	}
+	// An instance that never answers: the search's deadline ends it.
+	stuck := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	s, _ = NewSearx(stuck, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Search(ctx, "q", 3); !errors.As(err, &f) || f.Reason != "the search instance did not answer in time" {
+		t.Errorf("an instance that never answers: %v", err)
 	}
 	for _, bad := range []string{"", "searx.local", "file:///etc", "http://"} {
 		if _, err := NewSearx(bad, nil); err == nil {
