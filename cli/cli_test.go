@@ -326,6 +326,11 @@ func TestServeRefusesBeforePrintingAKey(t *testing.T) {
 			t.Errorf("serve --base-url %s: %v", base, err)
 		}
 	}
+	for flag, value := range map[string]string{"--searxng-url": "notaurl", "--metrics-addr": "bad:addr:x"} {
+		if _, err := runCLI(t, "serve", "--data", dir, flag, value, "--embedder", "builtin"); err == nil || !strings.Contains(err.Error(), flag+" must be") {
+			t.Errorf("serve %s %s: %v", flag, value, err)
+		}
+	}
 	// A slash at the end is the root still.
 	if _, err := runCLI(t, "serve", "--data", dir, "--base-url", "https://example.com/", "--addr", "256.0.0.1:1", "--embedder", "builtin"); err != nil && strings.Contains(err.Error(), "--base-url") {
 		t.Errorf("serve --base-url with a trailing slash: %v", err)

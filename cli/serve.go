@@ -219,6 +219,16 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if u, _ := url.Parse(o.baseURL); u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("--base-url must be the root of a host (like https://docs.example.com), not %q: docsift is served at the root of its host name or port, not under a path", o.baseURL)
 	}
+	if o.searxngURL != "" {
+		if _, err := websearch.NewSearx(o.searxngURL, nil); err != nil {
+			return fmt.Errorf("--searxng-url must be an absolute http or https URL, like http://127.0.0.1:8888, not %q", o.searxngURL)
+		}
+	}
+	if o.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr must be a host and port, like 127.0.0.1:9464, not %q", o.metricsAddr)
+		}
+	}
 	memLimit, err := resolveMemoryLimit(o.memoryLimit, os.LookupEnv, admin.AvailableMemory)
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
