@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"syscall"
 
@@ -75,9 +76,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().WriteHeader(statusClientClosed)
 		return
 	case errors.Is(err, syscall.ENOSPC):
-		// Not a bug, and nothing was stored: say so, so the caller retries
-		// once the operator has made room.
-		status, msg = http.StatusInsufficientStorage, "the server is out of disk space: nothing was stored; try again later"
+		// Not a bug, and nothing was changed: say so, so the caller
+		// retries once the operator has made room. Even a delete writes
+		// (the database copies the pages it changes).
+		status, msg = http.StatusInsufficientStorage, "the server is out of disk space: nothing was changed; try again once its operator has made room"
+	case errors.Is(err, fs.ErrPermission):
+		// The data directory's owner is not the server's user: the
+		// operator's to fix, and the same request works once they have.
+		status, msg = http.StatusServiceUnavailable, "the server may not write its data directory (permission denied): its operator must fix the directory's owner"
 	case store.Unavailable(err):
 		// The database is down or failing over: nothing was answered from
 		// it, and the same request will work again shortly.
