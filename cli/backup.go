@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/docsift/docsift/admin"
@@ -33,10 +36,16 @@ directory is opened directly. Restore it with docsift restore.`,
 			if st, err := os.Stat(out); err == nil && st.IsDir() {
 				return fmt.Errorf("--out %s is a directory: name the file to write, like %s", out, filepath.Join(out, "docsift-backup.tar"))
 			}
+			sweepUnfinished(out, cmd.ErrOrStderr())
+			// A stop (Ctrl-C, SIGTERM) ends the backup as a failure, so
+			// that its unfinished file is removed.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			start := time.Now()
 			m, err := writeFileAtomic(out, func(w io.Writer) (*admin.Manifest, error) {
+				w = ctxWriter{ctx, w}
 				if c, err := admin.Dial(data); err == nil {
-					m, err := c.Backup(cmd.Context(), w)
+					m, err := c.Backup(ctx, w)
 					if err == nil {
 						fmt.Fprintln(cmd.ErrOrStderr(), "a server runs on", data+": it wrote the backup while it kept serving")
 					}
@@ -49,6 +58,9 @@ directory is opened directly. Restore it with docsift restore.`,
 				defer st.Close()
 				return admin.WriteBackup(w, st, data)
 			})
+			if ctx.Err() != nil && cmd.Context().Err() == nil {
+				return errors.New("the backup was stopped: no file was written")
+			}
 			if err != nil {
 				return err
 			}
@@ -94,6 +106,35 @@ DIR.before-restore-TIME), not deleted. No server may run on it.`,
 	cmd.Flags().StringVar(&data, "data", defaultDataDir, "data directory to restore into")
 	cmd.Flags().BoolVar(&force, "force", false, "restore over a non-empty data directory, moving its contents aside")
 	return cmd
+}
+
+// ctxWriter fails its writes once ctx ends.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
+// unfinishedAge is how long the temporary file of a backup must have gone
+// unwritten to be taken for one a killed backup left: a running backup
+// writes its file continually.
+const unfinishedAge = 10 * time.Minute
+
+// sweepUnfinished removes the temporary files that backups to path killed
+// before they could (kill -9, a crash) left beside it, and says so.
+func sweepUnfinished(path string, w io.Writer) {
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
+	for _, f := range left {
+		if st, err := os.Stat(f); err == nil && time.Since(st.ModTime()) > unfinishedAge && os.Remove(f) == nil {
+			fmt.Fprintf(w, "removed %s (%s), left by a backup that was killed\n", f, sizeLabel(st.Size()))
+		}
+	}
 }
 
 // writeFileAtomic writes path through write: to a temporary file beside it,

@@ -710,8 +710,25 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 		t.Fatalf("the new key answers %d", status)
 	}
 	archive := filepath.Join(t.TempDir(), "docsift.tar")
+	// What a killed backup left is removed; a file another backup is
+	// writing right now is not.
+	killed, writing := filepath.Join(filepath.Dir(archive), ".docsift.tar.tmp-1"), filepath.Join(filepath.Dir(archive), ".docsift.tar.tmp-2")
+	for _, f := range []string{killed, writing} {
+		if err := os.WriteFile(f, []byte("part of a backup"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(killed, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	if out := mustCLI(t, "backup", "--data", dir, "--out", archive); !strings.Contains(out, archive) {
 		t.Errorf("backup printed %q", out)
+	}
+	if _, err := os.Stat(killed); !os.IsNotExist(err) {
+		t.Errorf("a killed backup's file is still there (%v)", err)
+	}
+	if _, err := os.Stat(writing); err != nil {
+		t.Errorf("the file of a backup being written was removed: %v", err)
 	}
 	if err := srv.stop(); err != nil {
 		t.Fatal(err)
