@@ -41,6 +41,10 @@ func RunReindex(ctx context.Context, r Reindexer, owner string, w io.Writer, pro
 		if err != nil {
 			return fmt.Errorf("reindex %s: %w", o, err)
 		}
+		if n == 0 {
+			fmt.Fprintf(w, "%s: nothing to re-embed (its vectors already come from the current embedder, or it has no chunks)\n", o)
+			continue
+		}
 		fmt.Fprintf(w, "%s: %d chunks re-embedded\n", o, n)
 	}
 	return nil

@@ -120,6 +120,10 @@ func TestReindexWithoutServer(t *testing.T) {
 	if !strings.Contains(out, "nothing to do") {
 		t.Fatalf("second reindex printed %q", out)
 	}
+	out = mustCLI(t, "reindex", "--data", dir, "--owner", owner, "--embedder", "ollama", "--ollama-url", ol.URL, "--embed-model", testEmbedModel)
+	if !strings.Contains(out, owner+": nothing to re-embed (its vectors already come from the current embedder") {
+		t.Fatalf("reindex of an owner already re-embedded printed %q", out)
+	}
 }
 
 func TestReindexThroughRunningServer(t *testing.T) {
