@@ -25,6 +25,9 @@ var (
 	ErrSignInExpired = errors.New("drive: the sign-in has expired")
 	// ErrSignInFailed: Google did not exchange the code for tokens.
 	ErrSignInFailed = errors.New("drive: the sign-in could not be completed")
+	// ErrClientRejected: Google does not take this server's OAuth client
+	// id and secret; no sign-in can work until the operator fixes them.
+	ErrClientRejected = errors.New("drive: Google refused the OAuth client's id or secret")
 	// ErrBusy: too many sign-ins are under way at once.
 	ErrBusy = errors.New("drive: too many sign-ins under way")
 	// ErrClosed: the client is shutting down.

@@ -123,6 +123,9 @@ func (c *Client) FinishSignIn(ctx context.Context, s *SignIn, code string) error
 		// A RetrieveError quotes the token endpoint's answer; keep its
 		// error code only.
 		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && (re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client") {
+			return fmt.Errorf("%w: %w: the token endpoint answered %q", ErrSignInFailed, ErrClientRejected, re.ErrorCode)
+		}
 		if errors.As(err, &re) {
 			return fmt.Errorf("%w: the token endpoint answered %q", ErrSignInFailed, re.ErrorCode)
 		}

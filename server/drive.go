@@ -148,6 +148,7 @@ const (
 	driveConnected = "connected"
 	driveDenied    = "denied"
 	driveFailed    = "failed"
+	driveBroken    = "unavailable" // the server's OAuth client is refused
 )
 
 // driveCallback is where Google sends the browser back. It claims the
@@ -193,7 +194,12 @@ func (s *Server) driveCallback(c echo.Context) error {
 		s.log.Warn("Google refused the Drive sign-in", "request_id", requestID(c), "session_id", sess.ID, "error", truncateRunes(errCode, 64))
 		outcome = driveFailed
 	default:
-		if err := s.cfg.Drive.FinishSignIn(c.Request().Context(), signIn, c.QueryParam("code")); err != nil {
+		err := s.cfg.Drive.FinishSignIn(c.Request().Context(), signIn, c.QueryParam("code"))
+		switch {
+		case errors.Is(err, drive.ErrClientRejected):
+			s.log.Error("Google refused this server's OAuth client: check --google-client-id and --google-client-secret against the client in Google Cloud's console", "request_id", requestID(c), "err", err)
+			outcome = driveBroken
+		case err != nil:
 			s.log.Warn("Google Drive sign-in failed", "request_id", requestID(c), "session_id", sess.ID, "err", err)
 			outcome = driveFailed
 		}
@@ -510,6 +516,8 @@ func driveOutcomeMessage(outcome string, connected bool) string {
 		return "Google Drive was not connected: access was not allowed. Nothing was imported."
 	case outcome == driveFailed:
 		return "Signing in to Google Drive did not work. Try again."
+	case outcome == driveBroken:
+		return "Google Drive import is not working on this server right now, whoever signs in. Upload the files from your device, or try again later."
 	}
 	return ""
 }

@@ -271,6 +271,23 @@ func TestDriveConsentDenied(t *testing.T) {
 	}
 }
 
+// TestDriveClientRejected: a server whose OAuth client Google refuses (a
+// wrong secret) tells the operator in its log which flags to check, and
+// the user not to try again as if it were their sign-in that failed.
+func TestDriveClientRejected(t *testing.T) {
+	g := drivetest.New(t, driveClientID, "GOCSPX-the-secret-google-has")
+	e := newEnv(t, withDrive(g))
+	s := e.newDriveSession(t, "file_upload", "google_drive")
+	v := newVisitor(t)
+	page, at := v.connect(s)
+	if at.Query().Get("drive") != "unavailable" || !strings.Contains(string(page.body), "not working on this server right now, whoever signs in") {
+		t.Errorf("after a sign-in with a refused client the browser is at %s: %s", at, page)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "check --google-client-id and --google-client-secret") {
+		t.Errorf("the log does not name the flags to check:\n%s", logs)
+	}
+}
+
 // TestDriveImportGoogleDocIsIndexed signs in, lists, imports a Google Doc
 // (exported as PDF) and a text file, and finds the Doc's words by a query.
 func TestDriveImportGoogleDocIsIndexed(t *testing.T) {
