@@ -32,6 +32,9 @@ func benchCmd() *cobra.Command {
   docsift bench index --export /tmp/ann    # the synthetic data as .fvecs, for other libraries`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := atLeast(1, flagInt{"--n", ic.N}, flagInt{"--dim", ic.Dim}); err != nil {
+				return err
+			}
 			// --queries is a count for synthetic data, or a file beside --vectors.
 			if n, err := strconv.Atoi(queries); err == nil {
 				ic.Queries = n
@@ -122,8 +125,8 @@ the embedding cache saves (a model server's: the built-in embedder has none).`,
 			if lc.APIKey == "" || lc.OwnerID == "" || queriesPath == "" {
 				return errors.New("--key, --owner and --queries are required")
 			}
-			if lc.TopK < 1 {
-				return fmt.Errorf("--top-k is %d: give at least 1", lc.TopK)
+			if err := atLeast(1, flagInt{"--top-k", lc.TopK}, flagInt{"--requests", lc.Requests}, flagInt{"--concurrency", lc.Concurrency}); err != nil {
+				return err
 			}
 			qs, err := eval.ReadQueries(queriesPath)
 			if err != nil {
@@ -249,4 +252,21 @@ func printResult(w io.Writer, asJSON bool, v any, rows [][2]string) error {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()
+}
+
+// flagInt is a whole-number flag and its value.
+type flagInt struct {
+	name  string
+	value int
+}
+
+// atLeast refuses the first flag under least, naming it: a benchmark of
+// zero of something would run and report nothing, or a default.
+func atLeast(least int, flags ...flagInt) error {
+	for _, f := range flags {
+		if f.value < least {
+			return fmt.Errorf("%s is %d: give %d or more", f.name, f.value, least)
+		}
+	}
+	return nil
 }

@@ -39,6 +39,9 @@ temporary directory and removed after.`,
   docsift bench cluster --store postgres://docsift@db.internal/bench_empty`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := atLeast(2, flagInt{"--nodes", cfg.Nodes}); err != nil {
+				return err
+			}
 			cfg.Progress = os.Stderr
 			// Interrupted, it still stops its child servers and removes
 			// their data and the throwaway PostgreSQL.

@@ -45,6 +45,9 @@ hosted page and that page's list of its uploads).`,
   docsift bench scale --corpus ../shared/data/msmarco-5k/corpus.jsonl --uploaders 32`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := atLeast(1, flagInt{"--chunks", cfg.Chunks}, flagInt{"--words", cfg.Words}, flagInt{"--uploaders", cfg.Uploaders}); err != nil {
+				return err
+			}
 			cfg.Progress = os.Stderr
 			// Interrupted, it still stops its child servers and removes
 			// their data.

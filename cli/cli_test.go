@@ -301,6 +301,19 @@ func TestCLIRefusals(t *testing.T) {
 	if _, err := runCLI(t, "bench", "query", "--url", nobody, "--key", "dsk_x", "--owner", "prj_x", "--queries", queries, "--top-k", "0"); err == nil || !strings.Contains(err.Error(), "--top-k is 0") {
 		t.Errorf("bench query --top-k 0: %v", err)
 	}
+	// A benchmark of nothing is refused, naming the flag, not run on a
+	// default or reported as a throughput of 0.
+	for _, args := range [][]string{
+		{"bench", "query", "--url", nobody, "--key", "dsk_x", "--owner", "prj_x", "--queries", queries, "--requests", "0"},
+		{"bench", "index", "--n", "0"},
+		{"bench", "scale", "--chunks", "0"},
+		{"bench", "cluster", "--nodes", "1"},
+	} {
+		flag := args[len(args)-2]
+		if _, err := runCLI(t, args...); err == nil || !strings.HasPrefix(err.Error(), flag+" is "+args[len(args)-1]+": give ") {
+			t.Errorf("docsift %s: %v", strings.Join(args, " "), err)
+		}
+	}
 }
 
 // A first start on an address another process holds prints no key: the
