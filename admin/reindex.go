@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/docsift/docsift/llm"
 )
 
 // Reindexer re-embeds owners; *ingest.Engine is one.
@@ -39,7 +41,9 @@ func RunReindex(ctx context.Context, r Reindexer, owner string, w io.Writer, pro
 	for _, o := range owners {
 		n, err := r.Reindex(ctx, o, progress(o))
 		if err != nil {
-			return fmt.Errorf("reindex %s: %w", o, err)
+			// An Ollama that is down is said in words; the server's log
+			// keeps the transport's.
+			return fmt.Errorf("reindex %s: %s", o, llm.Describe(err))
 		}
 		if n == 0 {
 			fmt.Fprintf(w, "%s: nothing to re-embed (its vectors already come from the current embedder, or it has no chunks)\n", o)

@@ -126,6 +126,17 @@ func TestReindexWithoutServer(t *testing.T) {
 	}
 }
 
+// A reindex to an Ollama that is not there says so in words, not in the
+// transport's.
+func TestReindexOllamaDown(t *testing.T) {
+	dir := t.TempDir()
+	owner := indexWithBuiltin(t, dir)
+	_, err := runCLI(t, "reindex", "--data", dir, "--embedder", "ollama", "--ollama-url", "http://"+freeAddr(t), "--embed-model", testEmbedModel)
+	if err == nil || !strings.Contains(err.Error(), "reindex "+owner+": ") || !strings.Contains(err.Error(), "is not reachable") || strings.Contains(err.Error(), "dial tcp") {
+		t.Errorf("reindex with Ollama down: %v", err)
+	}
+}
+
 func TestReindexThroughRunningServer(t *testing.T) {
 	ol := ollamatest.New(t, ollamatest.Model{Name: testEmbedModel, Dim: 32})
 	dir := t.TempDir()
