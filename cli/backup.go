@@ -183,6 +183,9 @@ func openExisting(data string) (*store.Store, error) {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, permissionDenied(data)
 		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no docsift data in %s: give the --data of a server", data)
+		}
 		return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
 	}
 	return store.Open(data)
