@@ -122,6 +122,11 @@ type Engine struct {
 
 	ended    chan struct{} // closed and replaced whenever a job ends or is requeued
 	endedMu  sync.Mutex
+	// running cancels the job of a document being processed, by document
+	// id: a deleted document's job stops at once, not at its end (OCR of
+	// a long scan takes minutes of a worker).
+	running   map[string]context.CancelCauseFunc
+	runningMu sync.Mutex
 	small    chan struct{} // a slot for each small text job running (see smallTextBytes)
 	wake     chan struct{} // a job was queued
 	stop     chan struct{} // closed: claim no more jobs
@@ -222,12 +227,20 @@ func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
 
 // DeleteDocument removes a document from the store and its owner's index.
 func (e *Engine) DeleteDocument(doc *store.Document) error {
-	return e.indexes.Update(doc.OwnerID, func(x *index.OwnerIndex) (uint64, error) {
+	err := e.indexes.Update(doc.OwnerID, func(x *index.OwnerIndex) (uint64, error) {
 		removed, err := e.store.DeleteDocument(doc.ID)
 		x.Delete(removed...)
 		e.indexes.noteWaiting(doc.OwnerID, nil, removed)
 		return 0, err
 	})
+	if err == nil {
+		e.runningMu.Lock()
+		if cancel := e.running[doc.ID]; cancel != nil {
+			cancel(errDocumentDeleted)
+		}
+		e.runningMu.Unlock()
+	}
+	return err
 }
 
 func (e *Engine) poke() {
@@ -465,7 +478,21 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 	log := e.log.With("job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "attempt", job.Attempts)
 	log.Debug("job started")
 	e.cfg.Metrics.JobStarted()
-	chunks, pages, err := e.process(ctx, doc)
+	jobCtx, cancel := context.WithCancelCause(ctx)
+	e.runningMu.Lock()
+	if e.running == nil {
+		e.running = map[string]context.CancelCauseFunc{}
+	}
+	e.running[doc.ID] = cancel
+	e.runningMu.Unlock()
+	chunks, pages, err := e.process(jobCtx, doc)
+	e.runningMu.Lock()
+	delete(e.running, doc.ID)
+	e.runningMu.Unlock()
+	if err != nil && errors.Is(context.Cause(jobCtx), errDocumentDeleted) {
+		err = errDocumentDeleted
+	}
+	cancel(nil)
 	outcome := "retry"
 	var record func() error // records the outcome in the store
 	switch {
