@@ -491,7 +491,8 @@ func (o serveOptions) ocrConfig(ctx context.Context, log *slog.Logger) (pdf.OCR,
 	case err != nil:
 		return cfg, fmt.Errorf("--ocr-languages: %w", err)
 	}
-	log.Info("OCR reads pages without a text layer and images", "languages", o.ocrLanguages, "installed", strings.Join(installed, ","))
+	langs, _ := pdf.ParseOCRLanguages(o.ocrLanguages) // checked by CheckOCR
+	log.Info("OCR reads pages without a text layer and images", "languages", strings.Join(langs, "+"), "installed", strings.Join(installed, ","))
 	return cfg, nil
 }
 

@@ -145,6 +145,23 @@ var ErrOCRUnavailable = errors.New("OCR is not available: Tesseract is not insta
 // model such as "script/Latin".
 var languageCode = regexp.MustCompile(`^(?:script/)?[A-Za-z][A-Za-z0-9_]*$`)
 
+// notALanguage are the data files Tesseract lists among its languages that
+// read no text: OCR in them reads garbage.
+var notALanguage = map[string]string{
+	"osd": "orientation and script detection data",
+	"equ": "equation detection data",
+}
+
+// languageNames are the names people give for the commonest languages,
+// and their Tesseract codes.
+var languageNames = map[string]string{
+	"english": "eng", "german": "deu", "deutsch": "deu", "french": "fra", "spanish": "spa",
+	"italian": "ita", "portuguese": "por", "dutch": "nld", "russian": "rus", "polish": "pol",
+	"chinese": "chi_sim (simplified) or chi_tra (traditional)", "japanese": "jpn", "korean": "kor",
+	"arabic": "ara", "turkish": "tur", "swedish": "swe", "danish": "dan", "norwegian": "nor",
+	"finnish": "fin", "czech": "ces", "greek": "ell", "hebrew": "heb", "hindi": "hin", "ukrainian": "ukr",
+}
+
 // ParseOCRLanguages splits a "+"-joined list of Tesseract languages
 // ("eng+deu") and checks that each is a well-formed code; empty means
 // DefaultOCRLanguages.
@@ -157,6 +174,12 @@ func ParseOCRLanguages(s string) ([]string, error) {
 		l = strings.TrimSpace(l)
 		if !languageCode.MatchString(l) {
 			return nil, fmt.Errorf("OCR languages %q: %q is not a Tesseract language code; give codes such as eng or deu joined by +, as in eng+deu", s, l)
+		}
+		if what, ok := notALanguage[l]; ok {
+			return nil, fmt.Errorf("OCR languages %q: %q is Tesseract's %s, not a language; give codes such as eng or deu joined by +, as in eng+deu", s, l, what)
+		}
+		if code, ok := languageNames[strings.ToLower(l)]; ok {
+			return nil, fmt.Errorf("OCR languages %q: %q is a language's name, not its Tesseract code: give %s", s, l, code)
 		}
 		if !slices.Contains(langs, l) {
 			langs = append(langs, l)

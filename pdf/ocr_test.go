@@ -297,6 +297,18 @@ func TestParseOCRLanguages(t *testing.T) {
 			t.Errorf("ParseOCRLanguages(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
+	// What Tesseract lists but reads no text with, and a language's name
+	// for its code, are refused saying what to give.
+	for in, want := range map[string]string{
+		"osd":        `"osd" is Tesseract's orientation and script detection data, not a language`,
+		"eng+equ":    `"equ" is Tesseract's equation detection data, not a language`,
+		"English":    `"English" is a language's name, not its Tesseract code: give eng`,
+		"eng+german": `"german" is a language's name, not its Tesseract code: give deu`,
+	} {
+		if _, err := ParseOCRLanguages(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseOCRLanguages(%q): %v, want it to say %s", in, err, want)
+		}
+	}
 }
 
 func TestDebianPackage(t *testing.T) {
