@@ -156,7 +156,8 @@ func TestCreateAndListCustomers(t *testing.T) {
 	revoked := e.revokedKey(t, a)
 	ok := func(name string) map[string]any { return map[string]any{"project_id": a.projectID, "name": name} }
 	runBad(t, e, badCases{
-		{name: "malformed JSON", body: `{"project_id": "` + a.projectID + `", "name": `, status: 400, want: []string{"JSON"}},
+		{name: "malformed JSON", body: `{"project_id": "` + a.projectID + `", "name": `, status: 400, want: []string{"not valid JSON: it ends before it is complete"}},
+		{name: "not JSON", body: `notjson`, status: 400, want: []string{"not valid JSON: it goes wrong at byte 2"}},
 		{name: "empty body", body: ``, status: 400, want: []string{"empty"}},
 		{name: "array body", body: `[]`, status: 400, want: []string{"JSON object"}},
 		{name: "two objects", body: `{"name":"x"} {"name":"y"}`, status: 400, want: []string{"one JSON object"}},
@@ -1139,7 +1140,9 @@ func TestDeleteWhileQueuedOrProcessing(t *testing.T) {
 	running := upload("The zephyrine gauge reads the pressure of the boiler every minute.")
 	gate.waitEntered(t)
 	queued := upload("The quokkalight lamp is switched on at dusk by the caretaker.")
-	for _, up := range []apiUpload{running, queued} {
+	// The queued one first: the running one's job ends at its delete, and
+	// the worker would then take the queued one.
+	for _, up := range []apiUpload{queued, running} {
 		if r := e.do(t, http.MethodDelete, "/documents/"+up.DocumentID, a.key, "", nil); r.status != http.StatusOK {
 			t.Fatalf("delete: %s", r)
 		}

@@ -67,8 +67,12 @@ func jsonError(where string, v any, err error) error {
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return badRequest("%snot valid JSON (%s): send a JSON object", where, strings.TrimPrefix(err.Error(), "json: "))
+	case errors.As(err, &syntaxErr):
+		// Go's own words ("invalid character 'o' in literal null") say
+		// little to a client; where it went wrong says more.
+		return badRequest("%snot valid JSON: it goes wrong at byte %d; send a JSON object", where, syntaxErr.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return badRequest("%snot valid JSON: it ends before it is complete; send a JSON object", where)
 	case errors.As(err, &typeErr) && typeErr.Field == "":
 		return badRequest("%sthe request body must be a JSON object", where)
 	case errors.As(err, &typeErr):
