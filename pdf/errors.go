@@ -168,6 +168,9 @@ func (e *noTextError) Error() string {
 	case ocrUnavailable:
 		return what + ", and " + e.detail
 	case ocrFailed:
+		if e.format.IsImage() {
+			return what + ", and OCR failed on it: " + e.detail
+		}
 		return what + ", and OCR failed on them: " + e.detail
 	}
 	return what

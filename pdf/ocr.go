@@ -358,8 +358,11 @@ type fitzPages interface {
 // text, or a problem (ocrProblemTimeout or ocrProblemFailed) and a detail.
 func (o *pageOCR) recognisePage(ctx context.Context, doc fitzPages, data []byte, i int) (text, problem, detail string) {
 	bound, err := doc.Bound(i)
-	if err != nil || bound.Dx() <= 0 || bound.Dy() <= 0 {
-		return "", ocrProblemFailed, "the page could not be measured for OCR"
+	switch {
+	case err != nil:
+		return "", ocrProblemFailed, "its size could not be read"
+	case bound.Dx() <= 0 || bound.Dy() <= 0:
+		return "", ocrProblemFailed, "it is too small to read (under a point across)"
 	}
 	dpi, tessDPI := float64(o.cfg.DPI), o.cfg.DPI
 	if o.format.IsImage() {
@@ -382,7 +385,12 @@ func (o *pageOCR) recognisePage(ctx context.Context, doc fitzPages, data []byte,
 	}
 	img, err := doc.ImageDPI(i, dpi)
 	if err != nil {
-		return "", ocrProblemFailed, "the page could not be rendered for OCR: " + err.Error()
+		// MuPDF says only "cannot run page contents"; an image too large
+		// for it to decode is the likely cause worth naming.
+		if o.format.IsImage() {
+			return "", ocrProblemFailed, fmt.Sprintf("it could not be decoded to be read (it is %.0f×%.0f pixels: a smaller image, or one cut in parts, may read)", w, h)
+		}
+		return "", ocrProblemFailed, "the page could not be drawn to be read"
 	}
 	pgm := encodePGM(img)
 	img = nil // the grey copy is all Tesseract needs; let the RGBA go

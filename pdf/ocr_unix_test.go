@@ -3,8 +3,11 @@
 package pdf
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -197,5 +200,22 @@ func TestCheckOCR(t *testing.T) {
 	_, err := CheckOCR(context.Background(), OCR{Binary: filepath.Join(t.TempDir(), "tesseract")})
 	if !errors.Is(err, ErrOCRUnavailable) || !strings.Contains(err.Error(), "apt-get install tesseract-ocr tesseract-ocr-eng") {
 		t.Errorf("CheckOCR without tesseract = %v", err)
+	}
+}
+
+// An image too small to read is said to be so, of it (not "them"), before
+// Tesseract runs.
+func TestOCRTinyImage(t *testing.T) {
+	bin, dir := fakeTesseract(t, `exit 0`)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, 1, 1))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ExtractWith(context.Background(), FormatPNG, buf.Bytes(), Options{OCR: OCR{Binary: bin, PageTimeout: fakePageTimeout}})
+	if want := "the PNG image has no text layer: it can only be read with OCR, and OCR failed on it: it is too small to read"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a 1×1 image: %v, want it to say %q", err, want)
+	}
+	if n := runs(t, dir); n != 0 {
+		t.Errorf("Tesseract ran %d times on an image too small to read", n)
 	}
 }
