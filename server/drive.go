@@ -377,10 +377,10 @@ func (s *Server) driveError(c echo.Context, err error, field string) error {
 	case errors.Is(err, drive.ErrRefused):
 		return errorf(http.StatusForbidden, "Google Drive would not give this file (its owner may have turned downloading off, or Google cannot export it)")
 	case errors.Is(err, context.DeadlineExceeded):
-		return errorf(http.StatusServiceUnavailable, "Google Drive took too long to send the file: try again")
+		return errorf(http.StatusServiceUnavailable, "Google Drive took too long to answer: try again")
 	case errors.Is(err, drive.ErrUnavailable):
 		s.log.Warn("Google Drive request failed", "request_id", requestID(c), "err", err)
-		return errorf(http.StatusServiceUnavailable, "Google Drive did not answer: try again in a moment")
+		return errorf(http.StatusServiceUnavailable, "Google Drive is not answering as it should right now: try again in a moment")
 	}
 	return err
 }
