@@ -122,17 +122,18 @@ type Engine struct {
 
 	ended    chan struct{} // closed and replaced whenever a job ends or is requeued
 	endedMu  sync.Mutex
-	// running cancels the job of a document being processed, by document
-	// id: a deleted document's job stops at once, not at its end (OCR of
-	// a long scan takes minutes of a worker).
-	running   map[string]context.CancelCauseFunc
-	runningMu sync.Mutex
 	small    chan struct{} // a slot for each small text job running (see smallTextBytes)
 	wake     chan struct{} // a job was queued
 	stop     chan struct{} // closed: claim no more jobs
 	cancel   context.CancelFunc
 	workers  sync.WaitGroup
 	stopOnce sync.Once
+
+	// running cancels the job of a document being processed, by document
+	// id: a deleted document's job stops at once, not at its end (OCR of
+	// a long scan takes minutes of a worker).
+	running   map[string]context.CancelCauseFunc
+	runningMu sync.Mutex
 }
 
 // New returns an engine over st whose index snapshots live in indexDir.
