@@ -284,8 +284,10 @@ func TestCLIRefusals(t *testing.T) {
 	if _, err := runCLI(t, "webhook", "create", "--project", first, "--url", "https://app.example/one-more", "--data", missing); err == nil || !strings.Contains(err.Error(), "the project has 20 webhooks, the most it may have") {
 		t.Errorf("a 21st webhook: %v", err)
 	}
-	// The list shows no secret, not even an empty one.
-	if listed := mustCLI(t, "webhook", "list", "--json", "--project", first, "--data", missing); strings.Count(listed, `"webhook_id"`) != 20 || strings.Contains(listed, `"secret"`) {
+	// The list shows no secret, not even an empty one, and the events
+	// in the order the API gives them.
+	if listed := mustCLI(t, "webhook", "list", "--json", "--project", first, "--data", missing); strings.Count(listed, `"webhook_id"`) != 20 || strings.Contains(listed, `"secret"`) ||
+		!strings.Contains(listed, `"events":["job.failed","job.succeeded"]`) {
 		t.Errorf("webhook list --json printed %s", listed)
 	}
 
@@ -300,6 +302,13 @@ func TestCLIRefusals(t *testing.T) {
 	}
 	if _, err := runCLI(t, "bench", "query", "--url", nobody, "--key", "dsk_x", "--owner", "prj_x", "--queries", queries, "--top-k", "0"); err == nil || !strings.Contains(err.Error(), "--top-k is 0") {
 		t.Errorf("bench query --top-k 0: %v", err)
+	}
+	// Help on a command that does not exist fails; on one that does, helps.
+	if _, err := runCLI(t, "help", "nosuch"); err == nil || !strings.Contains(err.Error(), `no command "nosuch"`) {
+		t.Errorf("docsift help nosuch: %v", err)
+	}
+	if out, err := runCLI(t, "help", "key", "revoke"); err != nil || !strings.Contains(out, "Revoke an API key by its id") {
+		t.Errorf("docsift help key revoke: %v, %q", err, out)
 	}
 	// A benchmark of nothing is refused, naming the flag, not run on a
 	// default or reported as a throughput of 0.

@@ -41,7 +41,26 @@ func rootCmd(version string) *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return plainFlagError(err) })
 	root.AddCommand(serveCmd(version), projectCmd(), keyCmd(), evalCmd(), benchCmd(), reindexCmd(), modelsCmd(), backupCmd(), restoreCmd(), doctorCmd(), webhookCmd())
+	root.SetHelpCommand(helpCmd())
 	return root
+}
+
+// helpCmd is `docsift help [command]`. cobra's own prints "Unknown help
+// topic" for a command that does not exist and exits 0, which a script
+// takes for success.
+func helpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil || len(rest) > 0 || (len(args) > 0 && target == cmd.Root()) {
+				return fmt.Errorf("no command %q: see docsift --help for the commands", strings.Join(args, " "))
+			}
+			target.InitDefaultHelpFlag()
+			return target.Help()
+		},
+	}
 }
 
 // groupCmd is a command that only holds subcommands. Run with anything

@@ -31,9 +31,7 @@ func webhookCmd() *cobra.Command {
 			if err := webhook.CheckEndpoint(url, evs); err != nil {
 				return err
 			}
-			if evs == nil {
-				evs = webhook.Events
-			}
+			evs = webhook.EventSet(evs)
 			have, err := a.Webhooks(projectID)
 			if err != nil {
 				return notFound(err, "project", projectID)

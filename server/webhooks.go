@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/docsift/docsift/store"
@@ -58,9 +57,6 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err := webhook.CheckEndpoint(req.URL, req.Events); err != nil {
 		return badRequest("%s", err)
 	}
-	if req.Events == nil {
-		req.Events = webhook.Events
-	}
 	p := project(c)
 	have, err := s.store.Webhooks(p.ID)
 	if err != nil {
@@ -69,7 +65,7 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err := webhook.CheckRoom(len(have)); err != nil {
 		return badRequest("%s", err)
 	}
-	w, err := s.store.CreateWebhook(p.ID, req.URL, slices.Compact(slices.Sorted(slices.Values(req.Events))))
+	w, err := s.store.CreateWebhook(p.ID, req.URL, webhook.EventSet(req.Events))
 	if err != nil {
 		return err
 	}

@@ -337,6 +337,16 @@ func Verify(secret, header string, body []byte, tolerance time.Duration, now tim
 // Events are the events an endpoint can ask for.
 var Events = []string{store.EventJobSucceeded, store.EventJobFailed}
 
+// EventSet is the events an endpoint registered with events hears, in one
+// order whoever registered it (the API or the CLI): each once, sorted;
+// nil means all.
+func EventSet(events []string) []string {
+	if events == nil {
+		events = Events
+	}
+	return slices.Compact(slices.Sorted(slices.Values(events)))
+}
+
 // maxPerProject bounds a project's endpoints: a handful is what a project
 // needs, and each ended job queues a delivery to every one.
 const maxPerProject = 20
