@@ -394,6 +394,9 @@ func (o *pageOCR) recognisePage(ctx context.Context, doc fitzPages, data []byte,
 	}
 	pgm := encodePGM(img)
 	img = nil // the grey copy is all Tesseract needs; let the RGBA go
+	if uniform(pgm) {
+		return "", "", "" // a blank page: nothing for Tesseract to read, in seconds
+	}
 	text, err = o.tesseract(ctx, pgm, tessDPI)
 	switch {
 	case errors.Is(err, errOCRPageTimeout):
@@ -500,6 +503,37 @@ func encodePGM(img *image.RGBA) []byte {
 		}
 	}
 	return out
+}
+
+// blankContrast is the least difference between a page's darkest and
+// lightest grey that can be print: under it the page is one tone (blank
+// paper, with a scanner's noise), which Tesseract reads as nothing.
+const blankContrast = 32
+
+// uniform reports whether the grey image pgm (encodePGM's) is of one tone:
+// a blank page, which is not worth a Tesseract run. Faint print still
+// stands out from its paper by more than blankContrast.
+func uniform(pgm []byte) bool {
+	// The header is three lines: P5, the size, the largest value.
+	pix := pgm
+	for range 3 {
+		i := bytes.IndexByte(pix, '\n')
+		if i < 0 {
+			return false
+		}
+		pix = pix[i+1:]
+	}
+	if len(pix) == 0 {
+		return false
+	}
+	lo, hi := pix[0], pix[0]
+	for _, v := range pix {
+		lo, hi = min(lo, v), max(hi, v)
+		if int(hi)-int(lo) >= blankContrast {
+			return false
+		}
+	}
+	return true
 }
 
 // countLetters counts the letters in s.

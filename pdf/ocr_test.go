@@ -62,14 +62,30 @@ func scanOf(t testing.TB, name string, pages []int, dpi float64) []byte {
 	return scan
 }
 
-// blankScan is an image-only PDF of n small white pages: enough for the
-// tests whose Tesseract is a stand-in that ignores the pixels.
+// blankScan is an image-only PDF of n small white pages with a speck each:
+// enough for the tests whose Tesseract is a stand-in that ignores the
+// pixels.
 func blankScan(n int) []byte {
 	imgs := make([]*image.Gray, n)
 	for i := range imgs {
 		imgs[i] = image.NewGray(image.Rect(0, 0, 60, 60))
 		for p := range imgs[i].Pix {
 			imgs[i].Pix[p] = 0xff
+		}
+		// A speck, so that the page is not one tone (which OCR skips)
+		// and reaches Tesseract.
+		imgs[i].Pix[60*30+30] = 0
+	}
+	return writeScanPDF(imgs, 72)
+}
+
+// uniformScan is a scan of n pages of blank paper: one tone each.
+func uniformScan(n int) []byte {
+	imgs := make([]*image.Gray, n)
+	for i := range imgs {
+		imgs[i] = image.NewGray(image.Rect(0, 0, 60, 60))
+		for p := range imgs[i].Pix {
+			imgs[i].Pix[p] = 0xf0 + byte(p%8) // paper, with a scanner's noise
 		}
 	}
 	return writeScanPDF(imgs, 72)

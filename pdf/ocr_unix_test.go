@@ -219,3 +219,16 @@ func TestOCRTinyImage(t *testing.T) {
 		t.Errorf("Tesseract ran %d times on an image too small to read", n)
 	}
 }
+
+// Blank paper is not worth a Tesseract run: a scan of blank pages ends
+// with no text found, Tesseract never started.
+func TestOCRSkipsBlankPages(t *testing.T) {
+	bin, dir := fakeTesseract(t, `echo text that is not there`)
+	_, err := ExtractWith(context.Background(), FormatPDF, uniformScan(3), Options{OCR: OCR{Binary: bin, PageTimeout: fakePageTimeout}})
+	if !errors.Is(err, ErrNoText) || !strings.Contains(err.Error(), "OCR found no text on them") {
+		t.Errorf("a scan of blank pages: %v, want no text found", err)
+	}
+	if n := runs(t, dir); n != 0 {
+		t.Errorf("Tesseract ran %d times on blank pages", n)
+	}
+}
