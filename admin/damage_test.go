@@ -41,25 +41,11 @@ func TestDamagedDatabase(t *testing.T) {
 	n.store.Close()
 
 	// The documents bucket's root page gets flags no page has.
-	db, err := bolt.Open(filepath.Join(dir, store.DBFileName), 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var offset int64
-	db.View(func(tx *bolt.Tx) error {
-		offset = int64(tx.Bucket([]byte("documents")).Root())*int64(db.Info().PageSize) + 8
-		return nil
-	})
-	db.Close()
-	if offset == 8 {
-		t.Fatal("the documents bucket is inline: upload more")
-	}
-	damage := func(b []byte) { copy(b[offset:], []byte{0xde, 0xad}) }
 	file, err := os.ReadFile(filepath.Join(dir, store.DBFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	damage(file)
+	damage(t, file)
 	if err := os.WriteFile(filepath.Join(dir, store.DBFileName), file, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +66,7 @@ func TestDamagedDatabase(t *testing.T) {
 
 	// The sound backup with its database damaged as above, and its
 	// manifest made to agree.
-	archive := rewriteDatabase(t, sound.Bytes(), damage)
+	archive := rewriteDatabase(t, sound.Bytes(), func(db []byte) { damage(t, db) })
 	dst := filepath.Join(t.TempDir(), "d")
 	if _, _, err := admin.Restore(bytes.NewReader(archive), dst, false); err == nil || !strings.Contains(err.Error(), "the backup's database is damaged") {
 		t.Errorf("restoring a backup of a damaged database: %v", err)
@@ -88,6 +74,30 @@ func TestDamagedDatabase(t *testing.T) {
 	if _, err := os.Stat(dst); !os.IsNotExist(err) {
 		t.Errorf("the refused restore left %s (%v)", dst, err)
 	}
+}
+
+// damage gives the documents bucket's root page of the database file db
+// flags no page has.
+func damage(t *testing.T, db []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "db")
+	if err := os.WriteFile(path, db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offset int64
+	bdb.View(func(tx *bolt.Tx) error {
+		offset = int64(tx.Bucket([]byte("documents")).Root())*int64(bdb.Info().PageSize) + 8
+		return nil
+	})
+	bdb.Close()
+	if offset == 8 {
+		t.Fatal("the documents bucket is inline: upload more")
+	}
+	copy(db[offset:], []byte{0xde, 0xad})
 }
 
 // rewriteDatabase returns archive with change made to its database file,
