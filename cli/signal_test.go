@@ -1,9 +1,11 @@
 package cli
 
 import (
-	"fmt"
-	"net"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,8 +13,8 @@ import (
 )
 
 // A SIGTERM stops the server cleanly; a second one, while the first waits
-// for a request to finish, stops it at once, as an operator pressing
-// Ctrl-C twice expects.
+// for a webhook delivery in hand, stops it at once, as an operator
+// pressing Ctrl-C twice expects.
 func TestServeStopsOnSignals(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
@@ -26,15 +28,33 @@ func TestServeStopsOnSignals(t *testing.T) {
 		t.Errorf("a clean stop did not log it:\n%s", p.log.tail(10))
 	}
 
+	// An endpoint that holds the delivery it is sent: the stop waits for
+	// the attempt in hand (up to its 10 s), so the process is there until
+	// the endpoint answers.
+	attempted, release := make(chan struct{}, 10), make(chan struct{})
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		attempted <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer endpoint.Close()
+	defer close(release)
 	p = startProcess(t, bin, filepath.Join(t.TempDir(), "data"), freeAddr(t))
-	// A request whose body never comes holds the first stop for its
-	// grace period (20 s).
-	conn, err := net.Dial("tcp", strings.TrimPrefix(p.base, "http://"))
-	if err != nil {
-		t.Fatal(err)
+	key := regexp.MustCompile(`DOCSIFT_API_KEY=(dsk_\w+)`).FindStringSubmatch(p.stdout.String())
+	project := regexp.MustCompile(`\((prj_\w+)\)`).FindStringSubmatch(p.stdout.String())
+	if key == nil || project == nil {
+		t.Fatalf("first start printed no key or project:\n%s", p.stdout)
 	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /upload/text HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"owner_id\":")
+	p.call(t, "POST", "/webhooks", key[1], map[string]any{"url": endpoint.URL})
+	p.call(t, "POST", "/upload/text", key[1], map[string]any{"owner_id": project[1], "text": "A note about tides."})
+	select {
+	case <-attempted:
+	case <-time.After(cliWait):
+		t.Fatal("no delivery reached the endpoint")
+	}
 	p.signal(t, syscall.SIGTERM)
 	deadline := time.Now().Add(cliWait)
 	for !strings.Contains(p.log.String(), "shutting down") {
@@ -44,10 +64,10 @@ func TestServeStopsOnSignals(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.signal(t, syscall.SIGTERM)
-	err = p.cmd.Wait()
+	err := p.cmd.Wait()
 	status, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !status.Signaled() || status.Signal() != syscall.SIGTERM {
-		t.Errorf("after a second SIGTERM: %v, want the process ended by the signal, not waiting for the request", err)
+		t.Errorf("after a second SIGTERM: %v, want the process ended by the signal, not waiting for the delivery", err)
 	}
 }
 
