@@ -147,12 +147,13 @@ func (s *Sender) run() {
 	// sends its webhook's id to ended when it is over.
 	var busy []string
 	ended := make(chan string, maxInFlight)
+	free := func(id string) { busy = slices.DeleteFunc(busy, func(b string) bool { return b == id }) }
 	for {
 		select {
 		case <-s.stop:
 			return // the rest are sent after the restart
 		case id := <-ended:
-			busy = slices.DeleteFunc(busy, func(b string) bool { return b == id })
+			free(id)
 			continue
 		default:
 		}
@@ -194,7 +195,7 @@ func (s *Sender) run() {
 			t.Stop()
 		case id := <-ended:
 			t.Stop()
-			busy = slices.DeleteFunc(busy, func(b string) bool { return b == id })
+			free(id)
 		case <-t.C:
 		}
 	}
