@@ -188,6 +188,11 @@ func TestCreateAndListCustomers(t *testing.T) {
 		{name: "list/find with a bare percent sign", method: "GET", path: "/customers?find=50%", status: 400, want: []string{`"find=50%"`, "percent-encoding", "%25"}},
 		{name: "list/limit with a broken escape", method: "GET", path: "/customers?find=x&limit=5%G1", status: 400, want: []string{`"limit=5%G1"`, "percent-encoding"}},
 		{name: "list/semicolons", method: "GET", path: "/customers?find=x;limit=5", status: 400, want: []string{`"find=x;limit=5"`, "separated by &"}},
+		// A parameter a route does not take is refused, as an unknown
+		// field of a body is, not ignored.
+		{name: "list/misspelt parameter", method: "GET", path: "/customers?limt=5", status: 400, want: []string{`unknown query parameter "limt": GET /customers takes limit, cursor, find`}},
+		{name: "create/parameter of a route that takes none", path: "/customer/create?stream=true", body: ok("x"), status: 400, want: []string{`unknown query parameter "stream": POST /customer/create takes none`}},
+		{name: "job/parameter", method: "GET", path: "/jobs/job_x?verbose=1", status: 400, want: []string{`unknown query parameter "verbose": GET /jobs/{job_id} takes none`}},
 	}.defaults(a.key, ""))
 }
 

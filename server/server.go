@@ -7,8 +7,10 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,7 +132,7 @@ func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Ser
 	// The key is checked per route, not on a group: a group's middleware
 	// would answer 401 instead of 404 for paths that do not exist.
 	api := func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
-		e.Add(method, path, h, append([]echo.MiddlewareFunc{s.requireKey}, m...)...)
+		e.Add(method, path, h, append([]echo.MiddlewareFunc{s.requireKey, knownParams}, m...)...)
 	}
 	api(http.MethodPost, "/customer/create", s.createCustomer)
 	api(http.MethodGet, "/customers", s.listCustomers)
@@ -204,6 +206,47 @@ func checkQueryString(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// queryParams are the query parameters each API route takes, by route
+// pattern; the others take none. A parameter a route does not take is
+// refused, as an unknown field of a body is: a misspelt one (limt=5)
+// would otherwise be ignored without a word.
+var queryParams = map[string][]string{
+	"/documents":                       {"owner_id", "limit", "cursor", "external_id"},
+	"/customers":                       {"limit", "cursor", "find"},
+	"/webhooks/:webhook_id/deliveries": {"limit"},
+}
+
+// knownParams refuses the query parameters the route does not take.
+func knownParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		takes := queryParams[c.Path()]
+		names := slices.Sorted(maps.Keys(c.QueryParams()))
+		for _, name := range names {
+			if slices.Contains(takes, name) {
+				continue
+			}
+			route := c.Request().Method + " " + routeForPeople(c.Path())
+			if len(takes) == 0 {
+				return badRequest("unknown query parameter %q: %s takes none", name, route)
+			}
+			return badRequest("unknown query parameter %q: %s takes %s", name, route, strings.Join(takes, ", "))
+		}
+		return next(c)
+	}
+}
+
+// routeForPeople writes a route pattern as the API's documents do:
+// /webhooks/{webhook_id}, not /webhooks/:webhook_id.
+func routeForPeople(pattern string) string {
+	parts := strings.Split(pattern, "/")
+	for i, p := range parts {
+		if name, ok := strings.CutPrefix(p, ":"); ok {
+			parts[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 // Echo exposes the router, for tests that walk its routes.
