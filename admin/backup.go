@@ -161,12 +161,11 @@ func Restore(r io.Reader, dataDir string, force bool) (m *Manifest, movedAside s
 	if err != nil {
 		return nil, "", fmt.Errorf("restore: the backup's database does not open: %w", err)
 	}
-	_, err = st.Inspect()
+	_, inspectErr := st.Inspect()
 	st.Close()
-	if errors.Is(err, store.ErrDamaged) {
-		return nil, "", fmt.Errorf("restore: the backup's database is damaged (%v): restore an older backup", err)
+	if errors.Is(inspectErr, store.ErrDamaged) {
+		return nil, "", fmt.Errorf("restore: the backup's database is damaged (%v): restore an older backup", inspectErr)
 	}
-	err = nil
 	if !empty {
 		movedAside = fmt.Sprintf("%s.before-restore-%s", filepath.Clean(dataDir), time.Now().UTC().Format("20060102-150405"))
 		// Two restores in one second: the second's contents go beside.

@@ -145,6 +145,7 @@ func New(st store.Backend, embedder llm.Embedder, indexDir string, cfg Config, l
 		indexes:   NewIndexes(st, indexDir, embedder.Model(), embedder.Dim, log).placed(cfg.Holds),
 		embedder:  embedder,
 		embedders: map[string]llm.Embedder{},
+		running:   map[string]context.CancelCauseFunc{},
 		log:       log,
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -481,9 +482,6 @@ func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
 	e.cfg.Metrics.JobStarted()
 	jobCtx, cancel := context.WithCancelCause(ctx)
 	e.runningMu.Lock()
-	if e.running == nil {
-		e.running = map[string]context.CancelCauseFunc{}
-	}
 	e.running[doc.ID] = cancel
 	e.runningMu.Unlock()
 	chunks, pages, err := e.process(jobCtx, doc)

@@ -181,10 +181,9 @@ func (s *Server) driveCallback(c echo.Context) error {
 		return renderNotice(c, http.StatusNotFound, "Upload link not found", msgSessionUnknown)
 	case err != nil:
 		return err
-	case sess.Expired(s.store.Now()) && sess.Closed != "":
-		return renderNotice(c, http.StatusGone, "Upload link closed", msgSessionClosed)
-	case sess.Expired(s.store.Now()):
-		return renderNotice(c, http.StatusGone, "Upload link expired", msgSessionExpired)
+	}
+	if err := ended(sess, s.store.Now()); err != nil {
+		return endedNotice(c, err)
 	}
 	outcome := driveConnected
 	switch errCode := c.QueryParam("error"); {

@@ -32,15 +32,34 @@ func (s *Server) liveSession(c echo.Context) (*store.Session, error) {
 		return nil, errSessionUnknown
 	case err != nil:
 		return nil, err
-	case sess.Expired(s.store.Now()) && sess.Closed != "":
-		return nil, errSessionClosed
-	case sess.Expired(s.store.Now()):
-		return nil, errSessionExpired
+	}
+	if err := ended(sess, s.store.Now()); err != nil {
+		return nil, err
 	}
 	if err := s.sessionLimit.check(c, sess.ID); err != nil {
 		return nil, err
 	}
 	return sess, nil
+}
+
+// ended says why sess can no longer be used at now (errSessionClosed,
+// errSessionExpired), or nil while it can.
+func ended(sess *store.Session, now time.Time) error {
+	switch {
+	case !sess.Expired(now):
+		return nil
+	case sess.Closed != "":
+		return errSessionClosed
+	}
+	return errSessionExpired
+}
+
+// endedNotice is the page of a session that ended (ended's error).
+func endedNotice(c echo.Context, err error) error {
+	if errors.Is(err, errSessionClosed) {
+		return renderNotice(c, http.StatusGone, "Upload link closed", msgSessionClosed)
+	}
+	return renderNotice(c, http.StatusGone, "Upload link expired", msgSessionExpired)
 }
 
 // sessionClose ends a session as its end user leaves the page by Done or

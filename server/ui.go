@@ -188,10 +188,8 @@ func (s *Server) sessionPage(c echo.Context) error {
 	switch {
 	case errors.Is(err, errSessionUnknown):
 		return renderNotice(c, http.StatusNotFound, "Upload link not found", msgSessionUnknown)
-	case errors.Is(err, errSessionExpired):
-		return renderNotice(c, http.StatusGone, "Upload link expired", msgSessionExpired)
-	case errors.Is(err, errSessionClosed):
-		return renderNotice(c, http.StatusGone, "Upload link closed", msgSessionClosed)
+	case errors.Is(err, errSessionExpired), errors.Is(err, errSessionClosed):
+		return endedNotice(c, err)
 	case isStatus(err, http.StatusTooManyRequests):
 		return renderNotice(c, http.StatusTooManyRequests, "Too many requests", "This upload link was used too often in a short time. Wait a few seconds and reload the page.")
 	case err != nil:
