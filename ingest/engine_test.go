@@ -7,19 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/pdf"
-	"github.com/docsift/docsift/store"
 )
 
 // TestExtractionTimeoutFailsAtOnce checks how a job's error is classified:
@@ -105,105 +99,4 @@ func TestDescribeNoTextNamesFormat(t *testing.T) {
 	if got := describe(fmt.Errorf("pdf: extract: %w", pdf.ErrNoText)); got != pdf.ErrNoText.Error() {
 		t.Errorf("describe(PDF without text) = %q", got)
 	}
-}
-
-// failingFinish is a store that cannot record the first few job
-// outcomes, as on a full disk.
-type failingFinish struct {
-	*store.Store
-	fails atomic.Int32 // failures left
-}
-
-func (f *failingFinish) FinishJob(jobID string, chunks, pages int, errMsg string) error {
-	if f.fails.Add(-1) >= 0 {
-		return fmt.Errorf("store: finish job: write docsift.db: %w", syscall.ENOSPC)
-	}
-	return f.Store.FinishJob(jobID, chunks, pages, errMsg)
-}
-
-// A job whose outcome the store could not record at first is recorded
-// once it can: it does not stay PROCESSING until the next start.
-func TestOutcomeRecordedOnceTheStoreCan(t *testing.T) {
-	dir := t.TempDir()
-	st, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	f := &failingFinish{Store: st}
-	f.fails.Store(3)
-	e := New(f, llm.NewBuiltin(), filepath.Join(dir, "index"), Config{Workers: 1, RetryBase: 10 * time.Millisecond}, quietLog())
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown(context.Background())
-	job, _, err := e.Submit(Upload{ProjectID: "prj_p", OwnerID: "prj_p", Name: "tides.txt", Data: []byte("The tide turns twice a day.")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j := waitJob(t, e, job.ID); j.Status != store.StatusSucceeded || f.fails.Load() >= 0 {
-		t.Errorf("job %s %q, %d failures left; want it SUCCEEDED after the store's three failures", j.Status, j.Error, f.fails.Load()+1)
-	}
-}
-
-// failingClaims is a store that cannot claim jobs, as on a full disk; it
-// says when it has been asked n times.
-type failingClaims struct {
-	*store.Store
-	calls atomic.Int32
-	n     int32
-	asked chan struct{}
-}
-
-func (f *failingClaims) ClaimJobs(int, func(*store.Document) bool) ([]*store.Job, []*store.Document, error) {
-	if f.calls.Add(1) == f.n {
-		close(f.asked)
-	}
-	return nil, nil, fmt.Errorf("store: claim job: write docsift.db: %w", syscall.ENOSPC)
-}
-
-// A store that keeps failing to claim is not logged at every try: the
-// 1st, 2nd and 4th failures are, not the 3rd or the 5th.
-func TestClaimFailuresLoggedLessAndLess(t *testing.T) {
-	dir := t.TempDir()
-	st, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	f := &failingClaims{Store: st, n: 6, asked: make(chan struct{})}
-	var logged lockedLog
-	e := New(f, llm.NewBuiltin(), filepath.Join(dir, "index"), Config{Workers: 1}, slog.New(slog.NewTextHandler(&logged, nil)))
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown(context.Background())
-	if _, _, err := e.Submit(Upload{ProjectID: "prj_p", OwnerID: "prj_p", Name: "tides.txt", Data: []byte("The tide turns twice a day.")}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-f.asked:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the store was asked to claim %d times, want %d", f.calls.Load(), f.n)
-	}
-	if n := strings.Count(logged.String(), "claiming a job failed"); n != 3 {
-		t.Errorf("%d of the first 5 failed claims were logged, want 3 (the 1st, 2nd and 4th):\n%s", n, logged.String())
-	}
-}
-
-type lockedLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
