@@ -125,6 +125,25 @@ func newRig(t *testing.T, configure ...func(*webhook.Config)) *rig {
 	return &rig{store: st, engine: e, sender: s}
 }
 
+// threeJobsThenAnAttempt ends three jobs of project, whose events its
+// webhook hears, and waits for the first attempt to reach the endpoint,
+// which says so on arrived.
+func (r *rig) threeJobsThenAnAttempt(t *testing.T, project string, arrived <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, text := range []string{"First about tides.", "Second about ferries.", "Third about buoys."} {
+		if _, err := r.engine.WaitJob(ctx, r.upload(t, project, text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-arrived:
+	case <-ctx.Done():
+		t.Fatal("no delivery reached the endpoint")
+	}
+}
+
 func (r *rig) upload(t *testing.T, project, text string) string {
 	t.Helper()
 	job, _, err := r.engine.Submit(ingest.Upload{ProjectID: project, OwnerID: project, Name: "n.txt", Data: []byte(text)})
@@ -295,18 +314,7 @@ func TestShutdownLeavesTheBacklog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, text := range []string{"First about tides.", "Second about ferries.", "Third about buoys."} {
-		if _, err := r.engine.WaitJob(ctx, r.upload(t, p.ID, text)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case <-arrived:
-	case <-ctx.Done():
-		t.Fatal("no delivery reached the endpoint")
-	}
+	r.threeJobsThenAnAttempt(t, p.ID, arrived)
 	stopped := make(chan struct{})
 	go func() {
 		r.sender.Shutdown()
@@ -375,27 +383,17 @@ func TestSlowEndpointHoldsUpNoOther(t *testing.T) {
 	if quick, err = r.store.CreateWebhook(b.ID, rcv.URL, webhook.Events); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, text := range []string{"First about tides.", "Second about ferries.", "Third about buoys."} {
-		if _, err := r.engine.WaitJob(ctx, r.upload(t, a.ID, text)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case <-arrived:
-	case <-ctx.Done():
-		t.Fatal("no delivery reached the slow endpoint")
-	}
+	r.threeJobsThenAnAttempt(t, a.ID, arrived)
 	job := r.upload(t, b.ID, "Fourth about harbours.")
 	if got := rcv.waitFor(1); got[0].Data.JobID != job {
 		t.Errorf("the quick endpoint got %+v, want job %s's event", got[0], job)
 	}
 	answer() // the slow endpoint answers from now on
+	timeout := time.After(time.Minute)
 	for range 2 {
 		select {
 		case <-arrived:
-		case <-ctx.Done():
+		case <-timeout:
 			t.Fatal("the slow endpoint's backlog was not sent after it answered")
 		}
 	}
