@@ -5,6 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/docsift/docsift/analysis"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
 )
@@ -142,44 +143,14 @@ func chunkSpans(sents []span) []span {
 	return out
 }
 
-// sentences splits text into sentences, and sentences over chunkMaxWords or
-// chunkMaxBytes into pieces within both (see splitLong), so that no chunk
-// is ever over a limit. Paragraph breaks (a blank line) always end a
-// sentence: extracted headings and list items carry no full stop.
+// sentences splits text into sentences (see analysis.Sentences), and
+// sentences over chunkMaxWords or chunkMaxBytes into pieces within both
+// (see splitLong), so that no chunk is ever over a limit.
 func sentences(text string) []span {
 	var out []span
-	start := -1 // start of the current sentence, -1 between sentences
-	skip := 0   // closing marks already taken into the sentence before
-	end := func(at int) {
-		if start >= 0 {
-			out = append(out, splitLong(text, start, at)...)
-		}
-		start = -1
-	}
-	for i, r := range text {
-		if i < skip {
-			continue
-		}
-		if unicode.IsSpace(r) {
-			if r == '\n' && start >= 0 && strings.HasPrefix(strings.TrimLeft(text[i+1:], " \t\r"), "\n") {
-				end(i)
-			}
-			continue
-		}
-		if start < 0 {
-			start = i
-		}
-		switch {
-		case isCJKStop(r) && cjkSentenceEndsAt(text, i):
-			_, size := utf8.DecodeRuneInString(text[i:])
-			skip = closingEnd(text, i+size)
-			end(skip)
-		case (r == '.' || r == '!' || r == '?') && sentenceEndsAt(text, i):
-			skip = closingEnd(text, i+1)
-			end(skip)
-		}
-	}
-	end(len(text))
+	analysis.Sentences(text, func(start, end int) {
+		out = append(out, splitLong(text, start, end)...)
+	})
 	return out
 }
 
@@ -192,7 +163,7 @@ func wordStep(r rune, inWord bool) (starts, in bool) {
 	switch {
 	case unicode.IsSpace(r):
 		return false, false
-	case isCJK(r):
+	case analysis.IsCJK(r):
 		return true, false
 	case isCJKPunct(r):
 		return false, false
@@ -212,128 +183,10 @@ func countWords(s string) int {
 	return n
 }
 
-// isCJK reports an ideograph, kana or Hangul syllable (or jamo), or the
-// katakana length mark, which stands for a syllable too.
-func isCJK(r rune) bool {
-	if r < 0x1100 { // below Hangul Jamo, the first of these blocks
-		return false
-	}
-	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) || r == 'ー' || r == 'ｰ'
-}
-
 // isCJKPunct reports CJK and fullwidth punctuation (、。「」！ and the like):
 // all punctuation from the CJK Symbols and Punctuation block on.
 func isCJKPunct(r rune) bool {
 	return r >= 0x3000 && unicode.IsPunct(r)
-}
-
-// isCJKStop reports the marks that end a sentence in CJK text: the
-// ideographic full stop and its halfwidth, vertical and small forms, the
-// fullwidth full stop (used for it in Chinese scientific writing), and the
-// fullwidth and small exclamation and question marks; also the double
-// marks (‼ ⁇ ⁈ ⁉), which end a sentence in any script.
-func isCJKStop(r rune) bool {
-	switch r {
-	case '。', '｡', '︒', '﹒', '．', '！', '？', '﹗', '﹖', '‼', '⁇', '⁈', '⁉':
-		return true
-	}
-	return false
-}
-
-// cjkSentenceEndsAt reports whether the CJK stop at text[i] ends a
-// sentence. CJK text puts no space after one, so it does unless another
-// stop follows ("？！" ends at its last mark), or it is a fullwidth full
-// stop inside a number or a Latin word ("３．１４").
-func cjkSentenceEndsAt(text string, i int) bool {
-	r, size := utf8.DecodeRuneInString(text[i:])
-	j := closingEnd(text, i+size)
-	if j == len(text) {
-		return true
-	}
-	next, _ := utf8.DecodeRuneInString(text[j:])
-	if isCJKStop(next) || next == '.' || next == '!' || next == '?' {
-		return false
-	}
-	return r != '．' || j > i+size || !unicode.IsDigit(next) && !unicode.Is(unicode.Latin, next)
-}
-
-// closingMarks are the quotes and brackets that may follow a sentence's
-// final mark and belong to it: Western ones, and the CJK corner brackets,
-// lenticular and angle brackets and fullwidth forms.
-const closingMarks = `"')]”’»」』）】〕〗〙〛〉》〞＂＇］｝｣`
-
-// closingEnd extends a sentence end over closing quotes and brackets.
-func closingEnd(text string, i int) int {
-	for i < len(text) {
-		r, size := utf8.DecodeRuneInString(text[i:])
-		if !strings.ContainsRune(closingMarks, r) {
-			break
-		}
-		i += size
-	}
-	return i
-}
-
-// sentenceEndsAt reports whether the terminal mark at text[i] ends a
-// sentence: it is followed by space and then something that may start a
-// sentence (see startsSentence), or the end, or directly by CJK text, which
-// puts no space after a sentence; and it does not close a common
-// abbreviation or an initial ("e.g. the", "Dr. Smith", "J. Doe").
-func sentenceEndsAt(text string, i int) bool {
-	rest := text[closingEnd(text, i+1):]
-	if rest == "" {
-		return true
-	}
-	r, _ := utf8.DecodeRuneInString(rest)
-	switch {
-	case isCJK(r):
-	case !unicode.IsSpace(r):
-		return false // "3.14", "example.com", "e.g."
-	default:
-		next, _ := utf8.DecodeRuneInString(strings.TrimLeftFunc(rest, unicode.IsSpace))
-		if next != utf8.RuneError && !startsSentence(next) {
-			return false
-		}
-	}
-	if text[i] != '.' {
-		return true
-	}
-	// Only the last few bytes can hold an abbreviation or an initial;
-	// looking no further keeps a text of full stops and no spaces linear.
-	from := max(0, i-maxAbbreviationBytes-1)
-	word := text[from:i]
-	k := strings.LastIndexFunc(word, func(r rune) bool { return unicode.IsSpace(r) || r == '(' })
-	if k < 0 && from > 0 {
-		return true // a word longer than any abbreviation
-	}
-	word = word[k+1:]
-	if utf8.RuneCountInString(word) == 1 && unicode.IsUpper([]rune(word)[0]) {
-		return false // an initial
-	}
-	return !abbreviations[strings.ToLower(word)]
-}
-
-// startsSentence reports whether r may open a sentence: a capital, a
-// digit, an opening quote or bracket, or a letter of a script without
-// case (Korean, Chinese, Arabic, Hindi…), whose sentences have no capital
-// to start with. A lower-case letter continues the sentence ("e.g. the").
-func startsSentence(r rune) bool {
-	if unicode.IsUpper(r) || unicode.IsDigit(r) || strings.ContainsRune(`"'(“‘[「『（《〈【`, r) {
-		return true
-	}
-	return unicode.IsLetter(r) && !unicode.IsLower(r) && !unicode.IsTitle(r)
-}
-
-// maxAbbreviationBytes is longer than any entry of abbreviations.
-const maxAbbreviationBytes = 8
-
-// abbreviations that end in a full stop without ending a sentence.
-var abbreviations = map[string]bool{
-	"mr": true, "mrs": true, "ms": true, "dr": true, "prof": true, "sr": true, "jr": true, "st": true,
-	"vs": true, "etc": true, "e.g": true, "i.e": true, "cf": true, "fig": true, "no": true, "vol": true,
-	"approx": true, "inc": true, "ltd": true, "co": true, "corp": true, "jan": true, "feb": true,
-	"mar": true, "apr": true, "jun": true, "jul": true, "aug": true, "sep": true, "sept": true,
-	"oct": true, "nov": true, "dec": true, "sec": true, "ch": true, "eq": true, "ref": true,
 }
 
 // splitLong measures the sentence text[from:to] and cuts it into pieces

@@ -10,39 +10,6 @@ import (
 	"github.com/docsift/docsift/store"
 )
 
-func TestSentences(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{"One. Two! Three?", []string{"One.", "Two!", "Three?"}},
-		{"Pi is 3.14 today. See e.g. the docs. Next", []string{"Pi is 3.14 today.", "See e.g. the docs.", "Next"}},
-		{"Dr. Smith met J. Doe. They talked.", []string{"Dr. Smith met J. Doe.", "They talked."}},
-		{`He said "stop." Then left.`, []string{`He said "stop."`, "Then left."}},
-		{"Heading\n\nBody text here", []string{"Heading", "Body text here"}},
-		{"line one\nline two", []string{"line one\nline two"}},
-		{"  ", nil},
-		// CJK text ends sentences with its own marks and no space after.
-		{"这是第一句。这是第二句！第三句？", []string{"这是第一句。", "这是第二句！", "第三句？"}},
-		{"他说：「好。」然后走了。", []string{"他说：「好。」", "然后走了。"}},
-		{"什么？！真的", []string{"什么？！", "真的"}},
-		{"日本語の文です｡次の文︒最後﹒", []string{"日本語の文です｡", "次の文︒", "最後﹒"}},
-		{"版本３．１４发布了．下一句", []string{"版本３．１４发布了．", "下一句"}},
-		{"I use Go!然后我们走了。", []string{"I use Go!", "然后我们走了。"}},
-		// Scripts without letter case start sentences without a capital.
-		{"안녕하세요. 반갑습니다.", []string{"안녕하세요.", "반갑습니다."}},
-	}
-	for _, tt := range tests {
-		var got []string
-		for _, s := range sentences(tt.in) {
-			got = append(got, tt.in[s.start:s.end])
-		}
-		if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", tt.want) {
-			t.Errorf("sentences(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func words(n int, tag string) string {
 	ws := make([]string, n)
 	for i := range ws {

@@ -121,55 +121,84 @@ func extractAnswer(query string, sources []Source) string {
 	// some six bytes each with its space.
 	buf := make([]int32, 0, textBytes/6)
 	totalWords := 0
-	df := make([]int, nq)
-	inSource := make([]bool, nq)
 	for i := range sources {
-		clear(inSource)
 		for j, sent := range bySource[i] {
+			sent = dropFootnoteMarks(sent)
 			start := len(buf)
 			buf = terms.of(sent, buf)
-			for _, t := range buf[start:] {
-				if t < nq && !inSource[t] {
-					inSource[t] = true
-					df[t]++
-				}
-			}
 			words := strings.Count(sent, " ") + 1
 			totalWords += words
 			all = append(all, sentence{source: i, pos: j, text: sent, words: words, terms: buf[start:len(buf):len(buf)]})
 		}
 	}
-	idf := make([]float64, nq)
-	for t := range idf {
-		idf[t] = bm25IDF(len(sources), df[t])
-	}
-
 	avgWords := float64(totalWords) / float64(max(len(all), 1))
-	cands := make([]extractCandidate, 0, len(all))
-	for _, sent := range all {
-		matched := 0.0
-		for _, t := range sent.terms {
-			if t >= nq {
-				break // ascending: the rest are not the query's
+	candidates := func() ([]extractCandidate, []float64) {
+		df := make([]int, nq)
+		inSource := make([]bool, nq)
+		for k, sent := range all {
+			if k == 0 || sent.source != all[k-1].source {
+				clear(inSource)
 			}
-			matched += idf[t]
+			for _, t := range sent.terms {
+				if t >= nq {
+					break // ascending: the rest are not the query's
+				}
+				if !inSource[t] {
+					inSource[t] = true
+					df[t]++
+				}
+			}
 		}
-		if matched == 0 {
-			continue
+		idf := make([]float64, nq)
+		for t := range idf {
+			idf[t] = bm25IDF(len(sources), df[t])
 		}
-		weight := 1 - rankDecay*float64(min(sent.source, 10))
-		// A long run of text (a table flattened into one "sentence")
-		// matches many terms by chance; without a penalty it would beat the
-		// short sentence that answers. Only longer than average sentences
-		// pay, by the square root, so covering more of the query still wins.
-		weight /= math.Sqrt(max(1, float64(sent.words)/avgWords))
-		// Fragments ("Installation.") match a term by being a heading,
-		// not by saying anything; halve them.
-		if len(sent.terms) < 3 {
-			weight *= 0.5
+		cands := make([]extractCandidate, 0, len(all))
+		for _, sent := range all {
+			matched := 0.0
+			for _, t := range sent.terms {
+				if t >= nq {
+					break
+				}
+				matched += idf[t]
+			}
+			if matched == 0 {
+				continue
+			}
+			weight := 1 - rankDecay*float64(min(sent.source, 10))
+			// A long run of text (a table flattened into one "sentence")
+			// matches many terms by chance; without a penalty it would beat
+			// the short sentence that answers. Only longer than average
+			// sentences pay, by the square root, so covering more of the
+			// query still wins.
+			weight /= math.Sqrt(max(1, float64(sent.words)/avgWords))
+			// Fragments ("Installation.") match a term by being a heading,
+			// not by saying anything; halve them.
+			if len(sent.terms) < 3 {
+				weight *= 0.5
+			}
+			cands = append(cands, extractCandidate{source: sent.source, pos: sent.pos, text: sent.text,
+				terms: sent.terms, weight: weight, score: weight * matched})
 		}
-		cands = append(cands, extractCandidate{source: sent.source, pos: sent.pos, text: sent.text,
-			terms: sent.terms, weight: weight, score: weight * matched})
+		return cands, idf
+	}
+	cands, idf := candidates()
+	if len(cands) == 0 {
+		// No sentence has a term of the query, yet retrieval found these
+		// sources: by a word inside a compound, often ("Versicherung" in
+		// "Lebensversicherung"), which a term of its own does not show.
+		// A sentence with a word that holds a query term counts as having
+		// that term; only now, as such a match is weaker than a word's.
+		queryTerms := make([]string, nq)
+		for term, id := range terms.ids {
+			if id < nq {
+				queryTerms[id] = term
+			}
+		}
+		for k := range all {
+			all[k].terms = withInnerMatches(all[k].text, queryTerms, all[k].terms)
+		}
+		cands, idf = candidates()
 	}
 	if len(cands) == 0 {
 		return NoMatchAnswer
@@ -310,6 +339,78 @@ func bm25IDF(n, df int) float64 {
 	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
 }
 
+// minInnerMatchRunes is the shortest query term withInnerMatches looks for
+// inside a word: shorter ones ("art", "ion") are inside too many words by
+// chance.
+const minInnerMatchRunes = 5
+
+// withInnerMatches returns terms, the ascending term numbers of the
+// sentence text, with the numbers of the query terms (queryTerms[n] is the
+// term numbered n) found inside a longer word of text added in front.
+// terms holds no query term (those are below len(queryTerms)), so the
+// result stays ascending.
+func withInnerMatches(text string, queryTerms []string, terms []int32) []int32 {
+	var found []int32
+	analysis.Words(text, func(w string) {
+		for n, q := range queryTerms {
+			if utf8.RuneCountInString(q) >= minInnerMatchRunes && len(w) > len(q) &&
+				strings.Contains(w, q) && !slices.Contains(found, int32(n)) {
+				found = append(found, int32(n))
+			}
+		}
+	})
+	if len(found) == 0 {
+		return terms
+	}
+	slices.Sort(found)
+	return append(found, terms...)
+}
+
+// dropFootnoteMarks removes the footnote and reference marks a quoted
+// sentence carries from its source ("…capital of Germany [12] and…",
+// "…in 2023.[3][4]"): in an answer they would read as citations of
+// sources that the answer does not have. A bracketed number counts as a
+// mark after a space or punctuation; one right after a word ("a[0]",
+// code) is kept.
+func dropFootnoteMarks(s string) string {
+	if !strings.Contains(s, "]") {
+		return s
+	}
+	var b strings.Builder
+	prev := ' '
+	for i := 0; i < len(s); {
+		if n := footnoteMarkLen(s[i:]); n > 0 && !isWordRune(prev) && prev != '_' {
+			i += n
+			if prev == ' ' && strings.HasPrefix(s[i:], " ") {
+				i++ // "Germany [12] and": one space stays
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteString(s[i : i+size])
+		prev = r
+		i += size
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// footnoteMarkLen is the length of the mark "[n]" (n of one to three
+// digits, not starting with 0) that s begins with, or 0.
+func footnoteMarkLen(s string) int {
+	if len(s) < 3 || s[0] != '[' || s[1] < '1' || s[1] > '9' {
+		return 0
+	}
+	for i := 2; i < len(s) && i <= 4; i++ {
+		switch {
+		case s[i] == ']':
+			return i + 1
+		case s[i] < '0' || s[i] > '9':
+			return 0
+		}
+	}
+	return 0
+}
+
 // nearDuplicate reports whether c says what an already picked sentence says:
 // overlapping chunks repeat sentences, and quoting one twice wastes the answer.
 func nearDuplicate(c extractCandidate, picked []extractCandidate) bool {
@@ -339,8 +440,10 @@ func nearDuplicate(c extractCandidate, picked []extractCandidate) bool {
 
 // clipSentence bounds s to maxExtractSentenceRunes, keeping a window that
 // starts a little before the first word matching a query term, cut at word
-// boundaries and marked with "…" where text was dropped.
+// boundaries and marked with "…" where text was dropped. Words too long to
+// read (see shortenLongWords) are shortened first.
 func clipSentence(s string, isQueryTerm func(string) bool, lang analysis.Lang) string {
+	s = shortenLongWords(s)
 	runes := []rune(s)
 	if len(runes) <= maxExtractSentenceRunes {
 		return s
@@ -356,8 +459,8 @@ func clipSentence(s string, isQueryTerm func(string) bool, lang analysis.Lang) s
 		for j < len(runes) && isWordRune(runes[j]) {
 			j++
 		}
-		if ts := analysis.TermsIn(string(runes[i:j]), lang); len(ts) == 1 && isQueryTerm(ts[0]) {
-			hit = i
+		if k := wordHit(runes[i:j], isQueryTerm, lang); k >= 0 {
+			hit = i + k
 			break
 		}
 		i = j
@@ -365,12 +468,25 @@ func clipSentence(s string, isQueryTerm func(string) bool, lang analysis.Lang) s
 	start := max(0, hit-maxExtractSentenceRunes/4)
 	end := min(len(runes), start+maxExtractSentenceRunes)
 	start = max(0, end-maxExtractSentenceRunes)
-	// Move inward to word boundaries.
-	for start > 0 && start < end && !unicode.IsSpace(runes[start-1]) {
-		start++
+	// Move inward to word boundaries, unless there is none near: text
+	// written without spaces (Chinese, Thai) is cut where the window ends.
+	if start > 0 {
+		k := start
+		for k < end && k-start < maxWordRunes && !unicode.IsSpace(runes[k-1]) {
+			k++
+		}
+		if k < end && unicode.IsSpace(runes[k-1]) {
+			start = k
+		}
 	}
-	for end < len(runes) && end > start && !unicode.IsSpace(runes[end]) {
-		end--
+	if end < len(runes) {
+		k := end
+		for k > start && end-k < maxWordRunes && !unicode.IsSpace(runes[k]) {
+			k--
+		}
+		if k > start && unicode.IsSpace(runes[k]) {
+			end = k
+		}
 	}
 	out := strings.TrimSpace(string(runes[start:end]))
 	if start > 0 {
@@ -382,8 +498,59 @@ func clipSentence(s string, isQueryTerm func(string) bool, lang analysis.Lang) s
 	return out
 }
 
+// wordHit is the offset in the word w of a query term: 0 when w's terms
+// hold one, else -1. A run of text written without spaces (Chinese,
+// Japanese, Thai), a "word" that may be a whole sentence, is searched
+// for the character pair that is the term.
+func wordHit(w []rune, isQueryTerm func(string) bool, lang analysis.Lang) int {
+	if analysis.Spaced(string(w[:1])) {
+		if slices.ContainsFunc(analysis.TermsIn(string(w), lang), isQueryTerm) {
+			return 0
+		}
+		return -1
+	}
+	for k := 0; k+1 < len(w); k++ {
+		if slices.ContainsFunc(analysis.TermsIn(string(w[k:k+2]), lang), isQueryTerm) {
+			return k
+		}
+	}
+	return -1
+}
+
+// maxWordRunes is the longest word a quote keeps whole. Longer ones, in
+// a script written with spaces, are base64, hashes, hex dumps and long
+// URLs: a quote shows their beginning (shortWordRunes) and "…", so that
+// one does not fill the quote in place of the words around it.
+const (
+	maxWordRunes   = 40
+	shortWordRunes = 24
+)
+
+// shortenLongWords shortens the words of s over maxWordRunes (see there).
+func shortenLongWords(s string) string {
+	if len(s) <= maxWordRunes {
+		return s
+	}
+	long := func(w string) bool {
+		return len(w) > maxWordRunes && utf8.RuneCountInString(w) > maxWordRunes && analysis.Spaced(w)
+	}
+	words := strings.Split(s, " ")
+	if !slices.ContainsFunc(words, long) {
+		return s
+	}
+	for i, w := range words {
+		if long(w) {
+			words[i] = string([]rune(w)[:shortWordRunes]) + "…"
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// isWordRune reports the runes of words: letters, digits and the marks
+// that combine with letters (the vowel signs of Devanagari and other
+// Indic scripts, accents written apart), and apostrophes.
 func isWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '’'
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '\'' || r == '’'
 }
 
 // splitAfterCitations cuts an answer into pieces that each end with a
@@ -405,25 +572,16 @@ func splitAfterCitations(answer string) []string {
 	return pieces
 }
 
-// sentenceAbbreviations end with a period that does not end a sentence. Lower-case,
-// without the period. Single letters (initials) are handled separately.
-var sentenceAbbreviations = map[string]bool{
-	"e.g": true, "i.e": true, "vs": true, "cf": true, "mr": true,
-	"mrs": true, "ms": true, "dr": true, "prof": true, "st": true, "no": true,
-	"fig": true, "figs": true, "vol": true, "p": true, "pp": true, "ch": true,
-	"sec": true, "approx": true, "inc": true, "ltd": true, "jr": true, "sr": true,
-	"eq": true, "ref": true, "al": true,
-}
-
 // splitSentences cuts text into sentences: at blank lines and bullet lines
-// (structure a PDF or Markdown text keeps), and after ., ! or ? followed by
-// a space and a word that does not start in lower case, unless the period
-// belongs to a known abbreviation, an initial or a list number. Whitespace
-// inside a sentence is collapsed, so PDF line breaks disappear.
+// (structure a PDF or Markdown text keeps), and where analysis.Sentences
+// ends one, as chunking does. Whitespace inside a sentence is collapsed, so
+// PDF line breaks disappear.
 func splitSentences(text string) []string {
 	var out []string
 	for _, block := range splitBlocks(text) {
-		out = append(out, splitBlock(block)...)
+		analysis.Sentences(block, func(start, end int) {
+			out = append(out, strings.Join(strings.Fields(block[start:end]), " "))
+		})
 	}
 	return out
 }
@@ -460,69 +618,4 @@ func isBulletLine(s string) bool {
 		}
 	}
 	return false
-}
-
-func splitBlock(block string) []string {
-	words := strings.Fields(block)
-	var out []string
-	start := 0
-	for i, w := range words {
-		if i+1 == len(words) || !endsSentence(w, i-start) {
-			continue
-		}
-		if next, _ := utf8.DecodeRuneInString(words[i+1]); unicode.IsLower(next) {
-			continue
-		}
-		out = append(out, strings.Join(words[start:i+1], " "))
-		start = i + 1
-	}
-	if start < len(words) {
-		out = append(out, strings.Join(words[start:], " "))
-	}
-	return out
-}
-
-// endsSentence reports whether word w, the index-th word of the sentence so
-// far, closes it.
-func endsSentence(w string, index int) bool {
-	// Most words end in a letter: no closing mark or stop to look past.
-	if last := w[len(w)-1]; last < utf8.RuneSelf && !strings.ContainsRune(")]\"'.!?", rune(last)) {
-		return false
-	}
-	core := strings.TrimRight(w, ")]\"'”’»")
-	if core == "" {
-		return false
-	}
-	last, _ := utf8.DecodeLastRuneInString(core)
-	switch last {
-	case '!', '?':
-		return true
-	case '.':
-	default:
-		return false
-	}
-	stem := strings.ToLower(strings.TrimRight(core, "."))
-	stem = strings.TrimLeft(stem, "([\"'“‘«")
-	if sentenceAbbreviations[stem] {
-		return false
-	}
-	if utf8.RuneCountInString(stem) == 1 && unicode.IsLetter([]rune(stem)[0]) {
-		return false // an initial: "J. Smith"
-	}
-	if index == 0 && isListNumber(stem) {
-		return false // a list number: "1. Install it"
-	}
-	return true
-}
-
-func isListNumber(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -41,6 +41,46 @@ func TestExtractiveAnswer(t *testing.T) {
 			want:    NoMatchAnswer,
 		},
 		{
+			// Sentences are cut where chunking cuts them: not after an
+			// ordinal, an abbreviation or before a number.
+			name:    "a date's day is not a sentence end",
+			query:   "Wann muss ich die Steuererklärung abgeben?",
+			sources: []Source{{Text: "Die Steuererklärung für das Jahr 2024 muss bis zum 31. Juli 2025 beim Finanzamt eingereicht werden. Das Finanzamt hat montags geschlossen."}},
+			want:    "Die Steuererklärung für das Jahr 2024 muss bis zum 31. Juli 2025 beim Finanzamt eingereicht werden. [1]",
+		},
+		{
+			name:    "an abbreviation before a number is not a sentence end",
+			query:   "Wie lange braucht der Bus?",
+			sources: []Source{{Text: "Der Bus braucht ca. 30 Minuten bis zum Bahnhof. Er fährt stündlich."}},
+			want:    "Der Bus braucht ca. 30 Minuten bis zum Bahnhof. [1]",
+		},
+		{
+			name:    "Chinese sentences end at their own stops",
+			query:   "会议",
+			sources: []Source{{Text: "新的办公室在北京。会议明天十点开始。停车场没有了。"}},
+			want:    "会议明天十点开始。 [1]",
+		},
+		{
+			name:    "footnote marks are not citations",
+			query:   "capital of Germany",
+			sources: []Source{{Text: "Berlin is the capital of Germany [12] and its largest city.[3][4] Code reads a[0] first."}},
+			want:    "Berlin is the capital of Germany and its largest city. [1]",
+		},
+		{
+			// Retrieval finds a compound by a word inside it: the answer
+			// quotes it rather than saying the words are not there.
+			name:    "a query word inside a compound",
+			query:   "Versicherung",
+			sources: []Source{{Text: "Die Lebensversicherung zahlt im Todesfall die vereinbarte Summe aus."}},
+			want:    "Die Lebensversicherung zahlt im Todesfall die vereinbarte Summe aus. [1]",
+		},
+		{
+			name:    "a long unbroken word does not crowd out the sentence",
+			query:   "when does the certificate expire",
+			sources: []Source{{Text: "Certificate: " + strings.Repeat("MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A", 17) + " expires on 2026-05-01."}},
+			want:    "Certificate: MIIBIjANBgkqhkiG9w0BAQEF… expires on 2026-05-01. [1]",
+		},
+		{
 			name:  "picks the matching sentence and cites it",
 			query: "How do I rotate an API key?",
 			sources: []Source{
@@ -324,6 +364,31 @@ func BenchmarkExtractiveSourceLanguage(b *testing.B) {
 					sources[i] = Source{Text: c.name + strconv.Itoa(n) + " " + passage, Lang: c.lang}
 				}
 				extractAnswer("Biotonnen Gebühren", sources)
+			}
+		})
+	}
+}
+
+// TestClipSentenceFindsTheWord checks that a long sentence is clipped to
+// a window around the query's word in scripts without spaces and with
+// combining vowel signs, and never to nothing.
+func TestClipSentenceFindsTheWord(t *testing.T) {
+	tests := []struct {
+		name, sentence, word string
+	}{
+		// The one space is after the word: a window moved to it would lose it.
+		{"Chinese, no spaces", strings.Repeat("今天天气很好我们去公园散步", 30) + "电动自行车 很方便" + strings.Repeat("天气很好", 10), "电动自行车"},
+		{"Hindi, vowel signs", strings.Repeat("भारत की जनसंख्या बहुत बड़ी है और मुंबई सबसे बड़ा शहर है ", 8) + "गंगा नदी गंगोत्री से निकलती है", "गंगोत्री"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			query := analysis.TermsIn(tt.word, analysis.Neutral)
+			got := clipSentence(tt.sentence, func(term string) bool { return slices.Contains(query, term) }, analysis.Neutral)
+			if !strings.Contains(got, tt.word) {
+				t.Errorf("clipped to %q, without %q", got, tt.word)
+			}
+			if n := utf8.RuneCountInString(got); n > maxExtractSentenceRunes+2 {
+				t.Errorf("clipped to %d runes, over %d", n, maxExtractSentenceRunes)
 			}
 		})
 	}
