@@ -37,6 +37,7 @@ func TestAnalyze(t *testing.T) {
 		{"unicode hyphen, minus and en dash join", Neutral, "e‐mail −5 1990–2000", []string{"e", "mail", "+email", "5", "1990", "2000"}},
 		{"em dash separates", Neutral, "yes—no", []string{"yes", "no"}},
 		{"soft hyphen is invisible", Neutral, "hy\u00adphen", []string{"hyphen"}},
+		{"joiners are invisible", Neutral, "می\u200cخواهم ab\u200dcd", []string{"میخواهم", "abcd"}},
 		{"file name", Neutral, "acme-q3-report.pdf", []string{"acme", "q3", "report", "pdf", "+acmeq3reportpdf"}},
 		{"identifier", English, "asn1_delete_structure", []string{"asn1", "delet", "structur", "+asn1deletestructure"}},
 		{"camel case and acronyms", Neutral, "XMLParser camelCase", []string{"xml", "parser", "+xmlparser", "camel", "case", "+camelcase"}},

@@ -95,7 +95,10 @@ func cleanPlain(text string) string {
 // normalizeChars unifies line endings and removes characters that are
 // invisible on the page but break word matching: soft hyphens (an
 // unhyphenated word would not match its hyphenated rendering), zero-width
-// spaces and joiners, byte-order marks and stray control characters. Exotic
+// spaces, word joiners, byte-order marks and stray control characters. The
+// zero-width joiner and non-joiner stay: they change what is shown (a
+// Persian word's letters joined or not, an emoji family as one or three
+// faces), and analysis ignores them inside words. Exotic
 // spaces (no-break, thin, em) become plain spaces and Unicode hyphens a
 // plain "-", so tokenisers see one spelling.
 func normalizeChars(s string) string {
@@ -106,7 +109,7 @@ func normalizeChars(s string) string {
 		switch {
 		case r == '\r' || r == '\f' || r == '\v' || r == '\u2028' || r == '\u2029':
 			b.WriteByte('\n')
-		case r == '\u00ad' || r == '\u200b' || r == '\u200c' || r == '\u200d' || r == '\u2060' || r == '\ufeff':
+		case r == '\u00ad' || r == '\u200b' || r == '\u2060' || r == '\ufeff':
 			// invisible: drop
 		case r == '\u2010' || r == '\u2011':
 			b.WriteByte('-')

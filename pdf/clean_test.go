@@ -89,8 +89,8 @@ func TestRunningLinesNeedRepetition(t *testing.T) {
 }
 
 func TestNormalizeChars(t *testing.T) {
-	in := "soft\u00adhyphen zero\u200bwidth no\u00a0break en\u2010dash\r\nline\rcr\x01ctl"
-	want := "softhyphen zerowidth no break en-dash\nline\ncrctl"
+	in := "soft\u00adhyphen zero\u200bwidth no\u00a0break en\u2010dash\r\nline\rcr\x01ctl می\u200cخواهم 👨\u200d👩\u200d👧"
+	want := "softhyphen zerowidth no break en-dash\nline\ncrctl می\u200cخواهم 👨\u200d👩\u200d👧"
 	if got := normalizeChars(in); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
