@@ -158,6 +158,7 @@ func TestCreateAndListCustomers(t *testing.T) {
 	runBad(t, e, badCases{
 		{name: "malformed JSON", body: `{"project_id": "` + a.projectID + `", "name": `, status: 400, want: []string{"not valid JSON: it ends before it is complete"}},
 		{name: "not JSON", body: `notjson`, status: 400, want: []string{"not valid JSON: it goes wrong at byte 2"}},
+		{name: "Latin-1 body", body: `{"project_id": "` + a.projectID + "\", \"name\": \"Caf\xe9\"}", status: 400, want: []string{"not UTF-8", "(0xe9)"}},
 		{name: "empty body", body: ``, status: 400, want: []string{"empty"}},
 		{name: "array body", body: `[]`, status: 400, want: []string{"JSON object"}},
 		{name: "two objects", body: `{"name":"x"} {"name":"y"}`, status: 400, want: []string{"one JSON object"}},
@@ -583,6 +584,7 @@ func TestUploadFile(t *testing.T) {
 		{name: "file part missing", parts: []part{owner(a.projectID)}, status: 400, want: []string{"file"}},
 		{name: "data part missing", parts: []part{txt}, status: 400, want: []string{"data"}},
 		{name: "data part not JSON", parts: []part{txt, dataPart("owner_id=" + a.projectID)}, status: 400, want: []string{"data"}},
+		{name: "data part in Latin-1", parts: []part{txt, dataPart(`{"owner_id": "` + a.projectID + "\", \"name\": \"Caf\xe9\"}")}, status: 400, want: []string{"data part: not UTF-8"}},
 		{name: "data part unknown field", parts: []part{txt, dataPart(map[string]any{"owner_id": a.projectID, "owner": "x"})}, status: 400, want: []string{"unknown field", "owner"}},
 		{name: "data part with text", parts: []part{txt, dataPart(map[string]any{"owner_id": a.projectID, "text": "x"})}, status: 400, want: []string{"text"}},
 		{name: "data part owner_id missing", parts: []part{txt, dataPart(map[string]any{"name": "x"})}, status: 400, want: []string{"owner_id"}},

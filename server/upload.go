@@ -177,6 +177,9 @@ func parseDataPart(raw []byte) (*uploadData, error) {
 	if len(raw) > maxJSONBytes {
 		return nil, errorf(http.StatusRequestEntityTooLarge, "the data part is over the limit of %s", humanBytes(maxJSONBytes))
 	}
+	if err := checkUTF8("data part", raw); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var d uploadData

@@ -4,7 +4,7 @@ package server
 // a 400 (or 413) that names the field and says what is wanted.
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,31 +30,58 @@ import (
 func decodeJSON(c echo.Context, limit int64, v any) error {
 	// The Content-Type is not checked: `curl -d` sends JSON labelled as a
 	// form, and refusing it helps nobody. The body must parse, though.
-	body := bufio.NewReader(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	var maxErr *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxErr):
+		return errorf(http.StatusRequestEntityTooLarge, "the request body is over the limit of %s", humanBytes(limit))
+	case errors.Is(err, errBodyTooSlow):
+		return errTooSlow
+	case err != nil:
+		// The client went away or broke off its body: nothing to decode.
+		return badRequest("the request body could not be read in full")
+	}
 	// A byte order mark, which some editors and Windows tools write, is
 	// not part of the JSON (RFC 8259 lets a reader skip it).
-	if bom, err := body.Peek(3); err == nil && string(bom) == "\ufeff" {
-		body.Discard(3)
+	raw = bytes.TrimPrefix(raw, []byte("\ufeff"))
+	if err := checkUTF8("", raw); err != nil {
+		return err
 	}
-	dec := json.NewDecoder(body)
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	err = dec.Decode(v)
 	if err == nil {
 		if _, extra := dec.Token(); extra != io.EOF {
 			return badRequest("the request body must hold exactly one JSON object")
 		}
 		return nil
 	}
-	var maxErr *http.MaxBytesError
-	switch {
-	case errors.As(err, &maxErr):
-		return errorf(http.StatusRequestEntityTooLarge, "the request body is over the limit of %s", humanBytes(limit))
-	case errors.Is(err, io.EOF):
+	if errors.Is(err, io.EOF) {
 		return badRequest("the request body is empty: send a JSON object")
-	case errors.Is(err, errBodyTooSlow):
-		return errTooSlow
 	}
 	return jsonError("", v, err)
+}
+
+// checkUTF8 refuses a JSON text that is not UTF-8, as JSON must be (RFC
+// 8259): encoding/json would put U+FFFD in place of each byte it cannot
+// read, and a text sent in Latin-1 would be stored with its accented
+// letters lost. where, when set, says which part of the request it is.
+func checkUTF8(where string, raw []byte) error {
+	if utf8.Valid(raw) {
+		return nil
+	}
+	at := 0
+	for at < len(raw) {
+		r, size := utf8.DecodeRune(raw[at:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		at += size
+	}
+	if where != "" {
+		where += ": "
+	}
+	return badRequest("%snot UTF-8: byte %d (0x%02x) is not part of a UTF-8 character; send JSON in UTF-8", where, at, raw[at])
 }
 
 // jsonError says what is wrong with a JSON object that did not decode into
