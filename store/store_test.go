@@ -65,11 +65,19 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 	s, dir := openTest(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.SetClock(func() time.Time { return now })
-	sp, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ChunkID: "chk_a-0001", Varience: 1}, []byte("%PDF-a"), time.Hour)
+	d := &Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
+	if _, err := s.CreateDocument(d, []byte("%PDF-")); err != nil {
+		t.Fatal(err)
+	}
+	chunks := []Chunk{{Position: 0, Page: 1, Text: "a"}}
+	if _, err := s.ReplaceChunks(d.ID, "m", chunks, [][]float32{{1}}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ChunkID: chunks[0].ID, Varience: 1}, []byte("%PDF-a"), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ChunkID: "chk_a-0001", Varience: 1}, []byte("%PDF-b"), time.Hour)
+	again, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ChunkID: chunks[0].ID, Varience: 1}, []byte("%PDF-b"), time.Hour)
 	if err != nil || again.ID != sp.ID {
 		t.Fatalf("second create = %+v, %v; want the first %s", again, err, sp.ID)
 	}

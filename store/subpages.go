@@ -62,9 +62,10 @@ func (s *Store) SubpageFor(chunkID string, varience int) (*Subpage, error) {
 	return sp, err
 }
 
-// CreateSubpage stores a subpage and its PDF, valid for ttl. When a live
-// subpage of the same chunk and varience appeared meanwhile, that one is
-// returned and data is dropped.
+// CreateSubpage stores a subpage and its PDF, valid for ttl, or returns
+// ErrNotFound when its chunk is gone. When a live subpage of the same
+// chunk and varience appeared meanwhile, that one is returned and data is
+// dropped.
 func (s *Store) CreateSubpage(sp Subpage, data []byte, ttl time.Duration) (*Subpage, error) {
 	sp.CreatedAt = s.now().UTC()
 	sp.ExpiresAt = sp.CreatedAt.Add(ttl)
@@ -74,6 +75,11 @@ func (s *Store) CreateSubpage(sp Subpage, data []byte, ttl time.Duration) (*Subp
 	}
 	var out *Subpage
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		// Its chunk goes with its document, and the subpages with both:
+		// a subpage stored after that would outlive them.
+		if tx.Bucket(bucketChunks).Get([]byte(sp.ChunkID)) == nil {
+			return fmt.Errorf("chunk %s: %w", sp.ChunkID, ErrNotFound)
+		}
 		b := tx.Bucket(bucketSubpages)
 		key := []byte(subpageKey(sp.ChunkID, sp.Varience))
 		if id := b.Get(key); id != nil {

@@ -42,9 +42,10 @@ func (s *Store) SubpageFor(chunkID string, varience int) (*store.Subpage, error)
 	return sp, err
 }
 
-// CreateSubpage stores a subpage and its PDF, valid for ttl. When a live
-// subpage of the same chunk and varience appeared meanwhile, on this node
-// or another, that one is returned and data is dropped.
+// CreateSubpage stores a subpage and its PDF, valid for ttl, or returns
+// store.ErrNotFound when its chunk is gone. When a live subpage of the
+// same chunk and varience appeared meanwhile, on this node or another,
+// that one is returned and data is dropped.
 func (s *Store) CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration) (*store.Subpage, error) {
 	ctx, cancel := opContext()
 	defer cancel()
@@ -53,12 +54,21 @@ func (s *Store) CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration) 
 	sp.ExpiresAt = now.Add(ttl).Truncate(time.Microsecond)
 	var out *store.Subpage
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Its chunk's document, locked until this commits: a delete,
+		// which locks it first (lockDocument), then either has removed
+		// it, or waits and then removes this subpage with it.
+		var doc string
+		err := tx.QueryRow(ctx, `SELECT d.id FROM documents d JOIN chunks c ON c.document_id = d.id
+			WHERE c.id = $1 FOR SHARE OF d`, sp.ChunkID).Scan(&doc)
+		if err != nil {
+			return fmt.Errorf("chunk %s: %w", sp.ChunkID, notFound(err))
+		}
 		// Take the cut unless a live subpage holds it. A creator racing
 		// this one waits here on the cut's row, then finds ours live. The
 		// cut's reference to its subpage is checked at commit, so the
 		// PDF is written only by the creator that won.
 		var taken string
-		err := tx.QueryRow(ctx, `INSERT INTO subpage_cuts AS c (chunk_id, varience, subpage_id, expires_at)
+		err = tx.QueryRow(ctx, `INSERT INTO subpage_cuts AS c (chunk_id, varience, subpage_id, expires_at)
 			VALUES ($1, $2, $3, $4)
 			ON CONFLICT (chunk_id, varience) DO UPDATE
 				SET subpage_id = excluded.subpage_id, expires_at = excluded.expires_at

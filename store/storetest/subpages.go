@@ -11,15 +11,13 @@ import (
 	"github.com/docsift/docsift/store"
 )
 
-// Subpages is the slice of small PDFs cut around a chunk's page. A subpage
-// only names its chunk, so the suite needs no chunks.
+// Subpages is the slice of small PDFs cut around a chunk's page, on top
+// of Chunks: a subpage is cut from a chunk that exists, and goes with it.
 type Subpages interface {
+	Chunks
 	SubpageFor(chunkID string, varience int) (*store.Subpage, error)
-	CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration) (*store.Subpage, error)
-	Subpage(id string) (*store.Subpage, error)
 	ReadSubpage(id string) ([]byte, error)
 	SweepSubpages() (int, error)
-	SetClock(now func() time.Time)
 }
 
 // RunSubpages runs every test of the Subpages slice, each on a new store.
@@ -27,6 +25,18 @@ func RunSubpages(t *testing.T, open func(t *testing.T) Subpages) {
 	t.Run("SubpagesReuseAndSweep", func(t *testing.T) { subpagesReuseAndSweep(t, open(t)) })
 	t.Run("ExpiredSubpageReplaced", func(t *testing.T) { expiredSubpageReplaced(t, open(t)) })
 	t.Run("ConcurrentCutsShareOneSubpage", func(t *testing.T) { concurrentCutsShareOne(t, open(t)) })
+	t.Run("NoSubpageOfADeletedDocument", func(t *testing.T) { noSubpageOfADeletedDocument(t, open(t)) })
+}
+
+// twoChunks writes a document of two chunks and returns their ids.
+func twoChunks(t *testing.T, s Subpages) (string, string) {
+	t.Helper()
+	d, _ := upload(t, s, "alice", "manual.pdf", "%PDF-manual")
+	chunks := []store.Chunk{{Position: 0, Page: 4, Text: "a"}, {Position: 1, Page: 9, Text: "b"}}
+	if _, err := s.ReplaceChunks(d.ID, "m", chunks, [][]float32{{1}, {1}}); err != nil {
+		t.Fatal(err)
+	}
+	return chunks[0].ID, chunks[1].ID
 }
 
 func sameSubpage(a, b *store.Subpage) bool {
@@ -50,8 +60,9 @@ func mustCreateSubpage(t *testing.T, s Subpages, sp store.Subpage, data string, 
 }
 
 func subpagesReuseAndSweep(t *testing.T, s Subpages) {
+	chunkA, chunkB := twoChunks(t, s)
 	c := newClock(s)
-	in := cut("chk_a-0001", 1)
+	in := cut(chunkA, 1)
 	sp := mustCreateSubpage(t, s, in, "%PDF-a", time.Hour)
 	if sp.ID != in.ID || !strings.HasPrefix(sp.ID, store.PrefixSubpage) || sp.OwnerID != "alice" || sp.FirstPage != 3 ||
 		sp.LastPage != 5 || sp.FileName != "manual.pdf" || !sp.CreatedAt.Equal(c.Now()) || !sp.ExpiresAt.Equal(c.Now().Add(time.Hour)) {
@@ -59,17 +70,17 @@ func subpagesReuseAndSweep(t *testing.T, s Subpages) {
 	}
 	// A second cut of the same chunk and varience keeps the first.
 	c.Advance(time.Minute)
-	again, err := s.CreateSubpage(cut("chk_a-0001", 1), []byte("%PDF-b"), time.Hour)
+	again, err := s.CreateSubpage(cut(chunkA, 1), []byte("%PDF-b"), time.Hour)
 	if err != nil || !sameSubpage(again, sp) {
 		t.Fatalf("second create = %+v, %v; want the first %+v", again, err, sp)
 	}
 	// Another varience or chunk is another subpage.
-	wider := mustCreateSubpage(t, s, cut("chk_a-0001", 2), "%PDF-wider", 2*time.Hour)
-	other := mustCreateSubpage(t, s, cut("chk_b-0001", 1), "%PDF-other", 2*time.Hour)
+	wider := mustCreateSubpage(t, s, cut(chunkA, 2), "%PDF-wider", 2*time.Hour)
+	other := mustCreateSubpage(t, s, cut(chunkB, 1), "%PDF-other", 2*time.Hour)
 	if wider.ID == sp.ID || other.ID == sp.ID || wider.ID == other.ID {
 		t.Fatalf("subpages %s, %s, %s: want three", sp.ID, wider.ID, other.ID)
 	}
-	if got, err := s.SubpageFor("chk_a-0001", 1); err != nil || !sameSubpage(got, sp) {
+	if got, err := s.SubpageFor(chunkA, 1); err != nil || !sameSubpage(got, sp) {
 		t.Fatalf("SubpageFor = %+v, %v; want %+v", got, err, sp)
 	}
 	if got, err := s.Subpage(sp.ID); err != nil || !sameSubpage(got, sp) {
@@ -80,7 +91,7 @@ func subpagesReuseAndSweep(t *testing.T, s Subpages) {
 			t.Fatalf("ReadSubpage(%s) = %q, %v; want %q", id, data, err, want)
 		}
 	}
-	if _, err := s.SubpageFor("chk_a-0001", 3); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.SubpageFor(chunkA, 3); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("SubpageFor(never cut): err = %v, want ErrNotFound", err)
 	}
 	if _, err := s.Subpage("sub_nope"); !errors.Is(err, store.ErrNotFound) {
@@ -94,7 +105,7 @@ func subpagesReuseAndSweep(t *testing.T, s Subpages) {
 	}
 
 	c.t = sp.ExpiresAt
-	if _, err := s.SubpageFor("chk_a-0001", 1); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.SubpageFor(chunkA, 1); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("expired subpage still reused: err = %v", err)
 	}
 	// Expired, it is still a record until swept.
@@ -110,20 +121,21 @@ func subpagesReuseAndSweep(t *testing.T, s Subpages) {
 	if _, err := s.ReadSubpage(sp.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("PDF survived the sweep: err = %v", err)
 	}
-	if got, err := s.SubpageFor("chk_a-0001", 2); err != nil || got.ID != wider.ID {
+	if got, err := s.SubpageFor(chunkA, 2); err != nil || got.ID != wider.ID {
 		t.Fatalf("the sweep took a live subpage: %+v, %v", got, err)
 	}
 }
 
 func expiredSubpageReplaced(t *testing.T, s Subpages) {
+	chunkA, _ := twoChunks(t, s)
 	c := newClock(s)
-	old := mustCreateSubpage(t, s, cut("chk_a-0001", 1), "%PDF-old", time.Hour)
+	old := mustCreateSubpage(t, s, cut(chunkA, 1), "%PDF-old", time.Hour)
 	c.Advance(2 * time.Hour)
-	fresh := mustCreateSubpage(t, s, cut("chk_a-0001", 1), "%PDF-new", time.Hour)
+	fresh := mustCreateSubpage(t, s, cut(chunkA, 1), "%PDF-new", time.Hour)
 	if fresh.ID == old.ID || !fresh.CreatedAt.Equal(c.Now()) {
 		t.Fatalf("cut of an expired subpage's chunk = %+v; want a new one", fresh)
 	}
-	if got, err := s.SubpageFor("chk_a-0001", 1); err != nil || got.ID != fresh.ID {
+	if got, err := s.SubpageFor(chunkA, 1); err != nil || got.ID != fresh.ID {
 		t.Fatalf("SubpageFor = %+v, %v; want the new %s", got, err, fresh.ID)
 	}
 	if data, err := s.ReadSubpage(fresh.ID); err != nil || string(data) != "%PDF-new" {
@@ -132,7 +144,7 @@ func expiredSubpageReplaced(t *testing.T, s Subpages) {
 	if n, err := s.SweepSubpages(); n != 1 || err != nil {
 		t.Fatalf("SweepSubpages = %d, %v; want the old one only", n, err)
 	}
-	if got, err := s.SubpageFor("chk_a-0001", 1); err != nil || got.ID != fresh.ID {
+	if got, err := s.SubpageFor(chunkA, 1); err != nil || got.ID != fresh.ID {
 		t.Fatalf("after the sweep, SubpageFor = %+v, %v; want the new %s", got, err, fresh.ID)
 	}
 	if _, err := s.Subpage(old.ID); !errors.Is(err, store.ErrNotFound) {
@@ -143,6 +155,7 @@ func expiredSubpageReplaced(t *testing.T, s Subpages) {
 // Cuts of one chunk and varience asked for at once, as by requests on
 // several nodes, all get the same subpage and its PDF.
 func concurrentCutsShareOne(t *testing.T, s Subpages) {
+	chunkA, _ := twoChunks(t, s)
 	newClock(s)
 	const cutters = 8
 	in := make([]store.Subpage, cutters)
@@ -150,7 +163,7 @@ func concurrentCutsShareOne(t *testing.T, s Subpages) {
 	errs := make([]error, cutters)
 	var wg sync.WaitGroup
 	for i := range cutters {
-		in[i] = cut("chk_a-0001", 1)
+		in[i] = cut(chunkA, 1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -177,5 +190,56 @@ func concurrentCutsShareOne(t *testing.T, s Subpages) {
 	}
 	if data, err := s.ReadSubpage(got[0].ID); err != nil || string(data) != fmt.Sprint("%PDF-", winner) {
 		t.Fatalf("ReadSubpage = %q, %v; want cutter %d's PDF", data, err, winner)
+	}
+}
+
+// A subpage is never kept for a document deleted before it was stored,
+// nor while it was: the PDF cut from a deleted document's pages would be
+// served, without a key, until it expired. Cuts and deletes race here as
+// a delete during a cut does.
+func noSubpageOfADeletedDocument(t *testing.T, s Subpages) {
+	newClock(s)
+	chunk, _ := twoChunks(t, s)
+	c, err := s.Chunk(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteDocument(c.DocumentID); err != nil {
+		t.Fatal(err)
+	}
+	in := cut(chunk, 1)
+	if sp, err := s.CreateSubpage(in, []byte("%PDF-late"), time.Hour); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("CreateSubpage of a deleted document's chunk = %+v, %v; want ErrNotFound", sp, err)
+	}
+	if _, err := s.ReadSubpage(in.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused subpage's PDF was kept: err = %v", err)
+	}
+
+	for round := range 20 {
+		chunk, _ := twoChunks(t, s)
+		c, err := s.Chunk(chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := cut(chunk, 1)
+		var sp *store.Subpage
+		var cutErr, deleteErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); sp, cutErr = s.CreateSubpage(in, []byte("%PDF-raced"), time.Hour) }()
+		go func() { defer wg.Done(); _, deleteErr = s.DeleteDocument(c.DocumentID) }()
+		wg.Wait()
+		if deleteErr != nil {
+			t.Fatalf("round %d: DeleteDocument: %v", round, deleteErr)
+		}
+		if cutErr != nil && !errors.Is(cutErr, store.ErrNotFound) {
+			t.Fatalf("round %d: CreateSubpage: %v", round, cutErr)
+		}
+		if got, err := s.Subpage(in.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("round %d: subpage %+v of a deleted document kept (cut returned %+v, %v)", round, got, sp, cutErr)
+		}
+		if _, err := s.ReadSubpage(in.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("round %d: a deleted document's subpage PDF kept: err = %v", round, err)
+		}
 	}
 }
