@@ -4,17 +4,25 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/docsift/docsift/internal/testpdf"
 
 	"github.com/docsift/docsift/pdf"
+	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
@@ -214,7 +222,7 @@ func TestSubpageClampingReuseExpiryAndErrors(t *testing.T) {
 			{map[string]any{"chunk_id": first, "owner_id": owner, "varience": -1}, 400, "whole number"},
 			{map[string]any{"chunk_id": first, "owner_id": owner, "varience": 51}, 400, "whole number"},
 			{map[string]any{"chunk_id": first, "owner_id": owner, "varience": "1"}, 400, "varience"},
-			{map[string]any{"chunk_id": first, "owner_id": owner, "variance": 1}, 400, "unknown field"},
+			{map[string]any{"chunk_id": first, "owner_id": owner, "variance": 1}, 400, `the interface spells it "varience"`},
 			{map[string]any{"owner_id": owner, "varience": 1}, 400, "chunk_id is required"},
 			{map[string]any{"chunk_id": first, "varience": 1}, 400, "owner_id is required"},
 			{map[string]any{"chunk_id": textChunk, "owner_id": owner, "varience": 1}, 400, "not from a PDF"},
@@ -229,6 +237,25 @@ func TestSubpageClampingReuseExpiryAndErrors(t *testing.T) {
 		wantError(t, e.postJSON(t, "/subpage", e.b.key, map[string]any{"chunk_id": first, "owner_id": owner, "varience": 1}), 404)
 		wantError(t, e.fetch(t, e.base+"/subpages/sub_guess.pdf"), 404)
 	})
+
+	// Viewers ask for ranges, and are told the length.
+	req, err := http.NewRequest(http.MethodGet, a.SubpageURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Range", "bytes=0-4")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent || string(head) != "%PDF-" || resp.Header.Get("Content-Type") != "application/pdf" {
+		t.Errorf("range of a subpage: %s %q %q", resp.Status, head, resp.Header.Get("Content-Type"))
+	}
+	if r := e.fetch(t, a.SubpageURL); r.header.Get("Content-Length") != strconv.Itoa(len(r.body)) {
+		t.Errorf("Content-Length %q of a %d-byte subpage", r.header.Get("Content-Length"), len(r.body))
+	}
 
 	// Caches keep the file an hour at most, and never past the URL's expiry.
 	if cc := e.fetch(t, a.SubpageURL).header.Get("Cache-Control"); cc != "private, max-age=3600" {
@@ -392,5 +419,114 @@ func TestTextUploadIsTextWhateverItStartsWith(t *testing.T) {
 		if want := map[bool]string{true: "markdown", false: "text"}[strings.HasPrefix(text, "#")]; d.Format != want {
 			t.Errorf("%q: format %s, want %s", text, d.Format, want)
 		}
+	}
+}
+
+// Subpages are cut two at a time: a cut holds its whole PDF in memory, and
+// a request for a cut that the one before it made takes that one.
+func TestSubpageCutsWaitTheirTurn(t *testing.T) {
+	e := newEnv(t, withMaxFileBytes(1<<20))
+	owner := e.a.customers[0]
+	if j := e.uploadPDF(t, e.a.key, owner, "numbered.pdf", numberedPDF(5)); j.Status != store.StatusSucceeded {
+		t.Fatalf("job: %+v", j)
+	}
+	chunk := e.query(t, e.a.key, "/query/customer", map[string]any{"customer_id": owner, "query": "three things", "top_k": 1}).Chunks[0].ChunkID
+
+	var running, most, cuts atomic.Int32
+	entered, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(server.WatchCuts(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		cuts.Add(1)
+		entered <- struct{}{}
+		<-release
+		running.Add(-1)
+		return slice(data, first, last)
+	}))
+
+	// Four cuts of their own, and four asking for one cut.
+	variences := []int{0, 1, 2, 3, 4, 4, 4, 4}
+	urls := make([]string, len(variences))
+	var wg sync.WaitGroup
+	for i, v := range variences {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": chunk, "owner_id": owner, "varience": v})
+			if r.status != http.StatusOK {
+				t.Errorf("varience %d: %s", v, r)
+				return
+			}
+			urls[i] = decodeAs[apiSubpage](t, r).SubpageURL
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for {
+		select {
+		case <-entered:
+			release <- struct{}{}
+			continue
+		case <-done:
+		}
+		break
+	}
+	if m := most.Load(); m > server.MaxCuts || server.MaxCuts >= 5 {
+		t.Errorf("%d cuts ran at once, want at most %d, fewer than the 5 asked for", m, server.MaxCuts)
+	}
+	if n := cuts.Load(); n > int32(5+server.MaxCuts-1) {
+		t.Errorf("%d cuts for 5 subpages: the requests for one cut did not take the first's", n)
+	}
+	for i := 5; i < len(urls); i++ {
+		if urls[i] != urls[4] {
+			t.Errorf("one cut gave two URLs: %s, %s", urls[4], urls[i])
+		}
+	}
+}
+
+// A document deleted while a subpage of it is cut leaves no subpage: its
+// URL would serve the deleted pages, with no key, until it expired.
+func TestSubpageOfADocumentDeletedWhileCut(t *testing.T) {
+	e := newEnv(t, withMaxFileBytes(1<<20))
+	owner := e.a.customers[0]
+	up := decodeAs[apiUpload](t, e.uploadFile(t, e.a.key, dataPart(map[string]string{"owner_id": owner}), filePart("numbered.pdf", numberedPDF(3))))
+	if j := e.waitJob(t, e.a.key, up.JobID); j.Status != store.StatusSucceeded {
+		t.Fatalf("job: %+v", j)
+	}
+	chunk := e.query(t, e.a.key, "/query/customer", map[string]any{"customer_id": owner, "query": "two things", "top_k": 1}).Chunks[0].ChunkID
+	t.Cleanup(server.WatchCuts(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
+		if r := e.do(t, http.MethodDelete, "/documents/"+up.DocumentID, e.a.key, "", nil); r.status != http.StatusOK {
+			t.Errorf("delete during the cut: %s", r)
+		}
+		return slice(data, first, last)
+	}))
+	wantError(t, e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": chunk, "owner_id": owner, "varience": 1}), http.StatusNotFound, "chunk "+chunk+" not found")
+	entries, err := os.ReadDir(filepath.Join(e.dir, "subpages"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("%d subpage files of a deleted document kept", len(entries))
+	}
+}
+
+func TestSubpageFileName(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"numbered.pdf", "numbered-pages-1-2.pdf"},
+		{"UPPER.PDF", "UPPER-pages-1-2.pdf"},
+		{"Отчёт 2024.pdf", "Отчёт_2024-pages-1-2.pdf"},
+		{"報告書.pdf", "報告書-pages-1-2.pdf"},
+		{"a/b\\c\"d;e.pdf", "a_b_c_d_e-pages-1-2.pdf"},
+		{"???.pdf", "document-pages-1-2.pdf"},
+	} {
+		if got := server.SubpageFileName(c.doc, 1, 2); got != c.want {
+			t.Errorf("subpageFileName(%q) = %q, want %q", c.doc, got, c.want)
+		}
+	}
+	// The header carries a name in any script, as RFC 2231 encodes it.
+	_, params, err := mime.ParseMediaType(mime.FormatMediaType("inline", map[string]string{"filename": server.SubpageFileName("Отчёт.pdf", 1, 2)}))
+	if err != nil || params["filename"] != "Отчёт-pages-1-2.pdf" {
+		t.Errorf("Content-Disposition filename = %q, %v", params["filename"], err)
 	}
 }

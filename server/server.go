@@ -105,11 +105,15 @@ type Server struct {
 	echo   *echo.Echo
 
 	projectLimit, sessionLimit *rateLimiter
+
+	// cuts holds a place for each subpage being cut (see maxCuts).
+	cuts chan struct{}
 }
 
 // New builds the API over its parts.
 func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Service, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg.withDefaults(), store: st, engine: engine, search: search, log: log}
+	s := &Server{cfg: cfg.withDefaults(), store: st, engine: engine, search: search, log: log,
+		cuts: make(chan struct{}, maxCuts)}
 	s.projectLimit = newRateLimiter(s.cfg.RateLimit, "project", s.cfg.RateBuckets)
 	s.sessionLimit = newRateLimiter(s.cfg.SessionRateLimit, "upload session", s.cfg.RateBuckets)
 	e := echo.New()
