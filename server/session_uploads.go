@@ -43,11 +43,13 @@ func (s *Server) liveSession(c echo.Context) (*store.Session, error) {
 }
 
 // ended says why sess can no longer be used at now (errSessionClosed,
-// errSessionExpired), or nil while it can.
+// errSessionRevoked, errSessionExpired), or nil while it can.
 func ended(sess *store.Session, now time.Time) error {
 	switch {
 	case !sess.Expired(now):
 		return nil
+	case sess.Closed == store.SessionRevoked:
+		return errSessionRevoked
 	case sess.Closed != "":
 		return errSessionClosed
 	}
@@ -56,8 +58,11 @@ func ended(sess *store.Session, now time.Time) error {
 
 // endedNotice is the page of a session that ended (ended's error).
 func endedNotice(c echo.Context, err error) error {
-	if errors.Is(err, errSessionClosed) {
+	switch {
+	case errors.Is(err, errSessionClosed):
 		return renderNotice(c, http.StatusGone, "Upload link closed", msgSessionClosed)
+	case errors.Is(err, errSessionRevoked):
+		return renderNotice(c, http.StatusGone, "Upload link withdrawn", msgSessionRevoked)
 	}
 	return renderNotice(c, http.StatusGone, "Upload link expired", msgSessionExpired)
 }

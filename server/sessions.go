@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -81,6 +82,9 @@ func (s *Server) createSession(c echo.Context, req sessionRequest, owner string)
 		ProjectID: req.ProjectID, OwnerID: owner, CustomerID: customerID, KeyID: c.Get(ctxKeyID).(string),
 		Services: req.Services, SuccessURL: req.SuccessURL, CancelURL: req.CancelURL,
 	}, s.cfg.SessionTTL)
+	if errors.Is(err, store.ErrKeyRevoked) { // while the request was read
+		return s.unauthorized(c, "invalid or revoked API key")
+	}
 	if err != nil {
 		return err
 	}

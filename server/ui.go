@@ -36,6 +36,7 @@ const (
 	msgSessionUnknown = "This upload link is not valid. Ask the site that sent you here for a new one."
 	msgSessionExpired = "This upload link has expired. Ask the site that sent you here for a new one."
 	msgSessionClosed  = "This upload link was closed when the page was left with Done or Cancel. Files uploaded through it are kept; ask the site that sent you here for a new link to add more."
+	msgSessionRevoked = "This upload link was withdrawn by the site that made it. Files uploaded through it are kept; ask the site that sent you here for a new link to add more."
 )
 
 // uiTemplates are the pages, parsed once: they are embedded, so a parse
@@ -161,6 +162,7 @@ var (
 	errSessionUnknown = errorf(http.StatusNotFound, "%s", msgSessionUnknown)
 	errSessionExpired = errorf(http.StatusGone, "%s", msgSessionExpired)
 	errSessionClosed  = errorf(http.StatusGone, "%s", msgSessionClosed)
+	errSessionRevoked = errorf(http.StatusGone, "%s", msgSessionRevoked)
 )
 
 type uploadPage struct {
@@ -188,7 +190,7 @@ func (s *Server) sessionPage(c echo.Context) error {
 	switch {
 	case errors.Is(err, errSessionUnknown):
 		return renderNotice(c, http.StatusNotFound, "Upload link not found", msgSessionUnknown)
-	case errors.Is(err, errSessionExpired), errors.Is(err, errSessionClosed):
+	case errors.Is(err, errSessionExpired), errors.Is(err, errSessionClosed), errors.Is(err, errSessionRevoked):
 		return endedNotice(c, err)
 	case isStatus(err, http.StatusTooManyRequests):
 		return renderNotice(c, http.StatusTooManyRequests, "Too many requests", "This upload link was used too often in a short time. Wait a few seconds and reload the page.")

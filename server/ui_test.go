@@ -400,11 +400,11 @@ func TestUISessionEndsWithItsKey(t *testing.T) {
 	if _, err := e.store.RevokeKey(k.ID); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.do(t, http.MethodGet, byRevoked.path(), "", "", nil); r.status != http.StatusGone {
-		t.Errorf("page of a session whose key was revoked: %s, want 410", r)
+	if r := e.do(t, http.MethodGet, byRevoked.path(), "", "", nil); r.status != http.StatusGone || !strings.Contains(string(r.body), "This upload link was withdrawn") {
+		t.Errorf("page of a session whose key was revoked: %s, want 410 saying it was withdrawn", r)
 	}
-	wantUIError(t, e.uploadMultipart(t, byRevoked.path()+"/upload", "", [3]string{"file", "after.txt", "too late"}), http.StatusGone, "expired")
-	wantUIError(t, e.do(t, http.MethodGet, byRevoked.path()+"/jobs", "", "", nil), http.StatusGone, "expired")
+	wantUIError(t, e.uploadMultipart(t, byRevoked.path()+"/upload", "", [3]string{"file", "after.txt", "too late"}), http.StatusGone, "was withdrawn")
+	wantUIError(t, e.do(t, http.MethodGet, byRevoked.path()+"/jobs", "", "", nil), http.StatusGone, "was withdrawn")
 	// A session made with another key lives on.
 	e.sessionUpload(t, byOther, "other.txt", "another key's session still works")
 }
@@ -700,4 +700,59 @@ func TestUISessionClose(t *testing.T) {
 	s := e.newSession(t, e.customer.ID, []string{"file_upload"}, "https://app.example/ok", "https://app.example/no")
 	e.advance(2 * time.Hour)
 	wantUIError(t, e.do(t, http.MethodPost, s.path()+"/close?how=done", "", "", nil), http.StatusGone, "has expired")
+}
+
+// TestUISessionAskedForAsItsKeyIsRevoked: a session asked for with a key
+// revoked while the request was still being read is refused, not handed
+// out to outlive the key.
+func TestUISessionAskedForAsItsKeyIsRevoked(t *testing.T) {
+	e := newUIEnv(t)
+	secret, key, err := e.store.CreateKey(e.project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{"project_id": e.project.ID, "customer_id": e.customer.ID, "services": []string{"file_upload"},
+		"success_url": "https://app.example/ok", "cancel_url": "https://app.example/no"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The body is sent only once the server asks for it (Expect:
+	// 100-continue), which it does past the key's check: the key is
+	// revoked between the two.
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest(http.MethodPost, e.base+"/session/multi-tenant", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := client.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- result{status: resp.StatusCode, body: string(b)}
+	}()
+	if _, err := pw.Write(b[:10]); err != nil { // returns once the server asked for the body
+		t.Fatal(err)
+	}
+	if _, err := e.store.RevokeKey(key.ID); err != nil {
+		t.Fatal(err)
+	}
+	pw.Write(b[10:])
+	pw.Close()
+	if got := <-done; got.err != nil || got.status != http.StatusUnauthorized || !strings.Contains(got.body, "revoked API key") {
+		t.Errorf("session asked for while its key was revoked: %d %s %v", got.status, got.body, got.err)
+	}
 }

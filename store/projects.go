@@ -184,6 +184,24 @@ func (s *Store) RevokeKey(keyID string) (*APIKey, error) {
 	return found, err
 }
 
+// keyRevoked reports whether the key keyID is revoked, or gone. Keys are
+// stored by their secret's hash, so this reads them all: a project has a
+// few.
+func keyRevoked(tx *bolt.Tx, keyID string) (bool, error) {
+	b := tx.Bucket(bucketKeys)
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		rec, err := get[storedKey](b, string(k))
+		if err != nil {
+			return false, err
+		}
+		if rec.ID == keyID {
+			return rec.RevokedAt != nil, nil
+		}
+	}
+	return true, nil
+}
+
 // Authenticate returns the project a key secret belongs to and the key's
 // id, or ErrNotFound for an unknown or revoked key.
 //

@@ -23,7 +23,8 @@ type Session struct {
 	CreatedAt  time.Time `json:"created_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
 	// Closed is how the end user left the page, SessionDone or
-	// SessionCancelled, which ended the session then; empty while open.
+	// SessionCancelled, or SessionRevoked, which ended the session then;
+	// empty while open.
 	Closed string `json:"closed,omitempty"`
 }
 
@@ -31,6 +32,7 @@ type Session struct {
 const (
 	SessionDone      = "done"
 	SessionCancelled = "cancelled"
+	SessionRevoked   = "revoked" // the API key that made it was revoked
 )
 
 // Expired reports whether the session can no longer be used at t: it
@@ -44,6 +46,18 @@ func (s *Store) CreateSession(sess Session, ttl time.Duration) (*Session, string
 	sess.CreatedAt = s.now().UTC()
 	sess.ExpiresAt = sess.CreatedAt.Add(ttl)
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		// The key was good when the request came in, but a session it
+		// asks for after its revocation would outlive it, as none of
+		// the sessions it made before do.
+		if sess.KeyID != "" {
+			revoked, err := keyRevoked(tx, sess.KeyID)
+			if err != nil {
+				return err
+			}
+			if revoked {
+				return ErrKeyRevoked
+			}
+		}
 		return put(tx.Bucket(bucketSessions), hashSecret(token), &sess)
 	})
 	if err != nil {
@@ -105,7 +119,7 @@ func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		sess.ExpiresAt = now
+		sess.ExpiresAt, sess.Closed = now, SessionRevoked
 		if err := put(b, string(k), sess); err != nil {
 			return err
 		}

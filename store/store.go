@@ -86,6 +86,9 @@ var (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrLocked   = errors.New("the data directory is in use by another docsift process")
+	// ErrKeyRevoked is a session asked for with an API key revoked since
+	// the request was let in.
+	ErrKeyRevoked = errors.New("the API key was revoked")
 )
 
 // Store is docsift's state. It is safe for concurrent use.

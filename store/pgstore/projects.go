@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -158,7 +159,7 @@ func (s *Store) RevokeKey(keyID string) (*store.APIKey, error) {
 		}
 		// A revoked key must not live on through the upload links it
 		// handed out.
-		_, err = tx.Exec(ctx, "UPDATE sessions SET expires_at = $2 WHERE key_id = $1 AND expires_at > $2", keyID, now)
+		_, err = tx.Exec(ctx, "UPDATE sessions SET expires_at = $2, closed = $3 WHERE key_id = $1 AND expires_at > $2", keyID, now, store.SessionRevoked)
 		return err
 	})
 	if err != nil {
@@ -282,11 +283,28 @@ func (s *Store) CreateSession(sess store.Session, ttl time.Duration) (*store.Ses
 	if services == nil {
 		services = []string{}
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO sessions (token_hash, id, project_id, owner_id, customer_id,
-		key_id, services, success_url, cancel_url, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		hashSecret(token), sess.ID, sess.ProjectID, sess.OwnerID, sess.CustomerID,
-		sess.KeyID, services, sess.SuccessURL, sess.CancelURL, sess.CreatedAt, sess.ExpiresAt)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The key was good when the request came in, but a session it
+		// asks for after its revocation would outlive it. Its row locked
+		// for share: a revocation, which locks it to update, then either
+		// came first or ends this session with the others.
+		if sess.KeyID != "" {
+			var revoked *time.Time
+			err := tx.QueryRow(ctx, "SELECT revoked_at FROM api_keys WHERE id = $1 FOR SHARE", sess.KeyID).Scan(&revoked)
+			if errors.Is(err, pgx.ErrNoRows) || err == nil && revoked != nil {
+				return store.ErrKeyRevoked
+			}
+			if err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO sessions (token_hash, id, project_id, owner_id, customer_id,
+			key_id, services, success_url, cancel_url, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			hashSecret(token), sess.ID, sess.ProjectID, sess.OwnerID, sess.CustomerID,
+			sess.KeyID, services, sess.SuccessURL, sess.CancelURL, sess.CreatedAt, sess.ExpiresAt)
+		return err
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("store: create session: %w", err)
 	}

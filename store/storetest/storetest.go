@@ -364,11 +364,44 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 		t.Fatal(err)
 	}
 	ended, err := s.SessionByToken(token)
-	if err != nil || !ended.Expired(c.Now()) || !ended.ExpiresAt.Equal(c.Now()) {
-		t.Fatalf("session of the revoked key = %+v, %v; want expired at the revocation", ended, err)
+	if err != nil || !ended.Expired(c.Now()) || !ended.ExpiresAt.Equal(c.Now()) || ended.Closed != store.SessionRevoked {
+		t.Fatalf("session of the revoked key = %+v, %v; want closed as revoked at the revocation", ended, err)
 	}
 	if got, _ := s.SessionByToken(keptToken); got == nil || got.ID != kept.ID || got.Expired(c.Now()) {
 		t.Fatalf("another key's session = %+v; want it still open", got)
+	}
+	// A request let in before the revocation asks for its session after.
+	in.KeyID = key.ID
+	if late, _, err := s.CreateSession(in, time.Hour); !errors.Is(err, store.ErrKeyRevoked) {
+		t.Fatalf("session of a revoked key = %+v, %v; want ErrKeyRevoked", late, err)
+	}
+	in.KeyID = "key_nope"
+	if late, _, err := s.CreateSession(in, time.Hour); !errors.Is(err, store.ErrKeyRevoked) {
+		t.Fatalf("session of a key that does not exist = %+v, %v; want ErrKeyRevoked", late, err)
+	}
+
+	// A session asked for while its key is revoked never outlives it.
+	for round := range 20 {
+		_, k, err := s.CreateKey(p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.KeyID = k.ID
+		var tok string
+		var createErr, revokeErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); _, tok, createErr = s.CreateSession(in, time.Hour) }()
+		go func() { defer wg.Done(); _, revokeErr = s.RevokeKey(k.ID) }()
+		wg.Wait()
+		if revokeErr != nil || createErr != nil && !errors.Is(createErr, store.ErrKeyRevoked) {
+			t.Fatalf("round %d: revoke %v, create %v", round, revokeErr, createErr)
+		}
+		if createErr == nil {
+			if got, err := s.SessionByToken(tok); err != nil || !got.Expired(c.Now()) {
+				t.Fatalf("round %d: session %+v (%v) of a revoked key still open", round, got, err)
+			}
+		}
 	}
 }
 
