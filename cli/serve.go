@@ -96,7 +96,7 @@ project named "default" is created and its API key printed once.`,
 	f.Var(&o.maxFile, "max-file-size", "largest file upload: a size such as 64MiB, or a number of bytes")
 	f.Var(&o.maxText, "max-text-size", "largest text upload: a size such as 10MiB, or a number of bytes")
 	f.DurationVar(&o.sessionTTL, "session-ttl", server.DefaultSessionTTL, "how long an upload session URL stays valid")
-	f.DurationVar(&o.subpageTTL, "subpage-ttl", server.DefaultSubpageTTL, "how long a subpage URL stays valid")
+	f.DurationVar(&o.subpageTTL, "subpage-ttl", server.DefaultSubpageTTL, "how long a subpage URL stays valid; asked for again with less than half of it left, it is renewed")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "least severe log lines written: debug, info, warn or error; info writes a line a request and one a job when it ends, debug also when each job is queued and started")
 	f.StringVar(&o.logFile, "log-file", "", "write the log to this file instead of standard error; SIGHUP reopens it (for log rotation)")

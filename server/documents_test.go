@@ -49,9 +49,10 @@ var realPDFs = []struct {
 }
 
 type apiSubpage struct {
-	SubpageURL string `json:"subpage_url"`
-	FirstPage  int    `json:"first_page"`
-	LastPage   int    `json:"last_page"`
+	SubpageURL string    `json:"subpage_url"`
+	FirstPage  int       `json:"first_page"`
+	LastPage   int       `json:"last_page"`
+	ExpiresAt  time.Time `json:"expires_at"`
 }
 
 // fetch GETs an absolute URL without a key.
@@ -268,8 +269,19 @@ func TestSubpageClampingReuseExpiryAndErrors(t *testing.T) {
 		t.Errorf("Cache-Control 90 s before expiry = %q, want a max-age of at most 90", cc)
 	}
 
+	// Asked for again with less than half its time left, the same URL is
+	// made to last a full time to live from then.
+	again := decodeAs[apiSubpage](t, e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": first, "owner_id": owner, "varience": 1}))
+	if again.SubpageURL != a.SubpageURL || again.ExpiresAt.Sub(e.clock.Now()) < 24*time.Hour-time.Second {
+		t.Errorf("asked for again 90 s before expiry: %s, expires %s; want %s for another 24 h", again.SubpageURL, again.ExpiresAt, a.SubpageURL)
+	}
+	e.clock.Advance(time.Hour)
+	if r := e.fetch(t, a.SubpageURL); r.status != http.StatusOK {
+		t.Errorf("an extended subpage past its first expiry: %s", r)
+	}
+
 	// After the time to live, the URL answers 410.
-	e.clock.Advance(25 * time.Hour)
+	e.clock.Advance(24 * time.Hour)
 	wantError(t, e.fetch(t, a.SubpageURL), http.StatusGone, "expired")
 }
 

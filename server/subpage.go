@@ -77,7 +77,7 @@ func (s *Server) createSubpage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if sp, err := s.store.SubpageFor(chunk.ID, varience); err == nil {
+	if sp, ok := s.reuseSubpage(chunk.ID, varience); ok {
 		return c.JSON(http.StatusOK, s.subpageResponse(sp))
 	}
 	select {
@@ -87,7 +87,7 @@ func (s *Server) createSubpage(c echo.Context) error {
 		return c.Request().Context().Err()
 	}
 	// A request for the same cut that went first may have made it.
-	if sp, err := s.store.SubpageFor(chunk.ID, varience); err == nil {
+	if sp, ok := s.reuseSubpage(chunk.ID, varience); ok {
 		return c.JSON(http.StatusOK, s.subpageResponse(sp))
 	}
 	doc, err := s.store.Document(chunk.DocumentID)
@@ -138,6 +138,21 @@ func (s *Server) createSubpage(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, s.subpageResponse(sp))
+}
+
+// reuseSubpage returns the live subpage of a chunk and varience, if there
+// is one, extended to last the full time to live when less than half of
+// it is left: a URL handed out must not die a minute later.
+func (s *Server) reuseSubpage(chunkID string, varience int) (*store.Subpage, bool) {
+	sp, err := s.store.SubpageFor(chunkID, varience)
+	if err != nil {
+		return nil, false
+	}
+	if sp.ExpiresAt.Sub(s.store.Now()) >= s.cfg.SubpageTTL/2 {
+		return sp, true
+	}
+	sp, err = s.store.ExtendSubpage(sp.ID, s.cfg.SubpageTTL)
+	return sp, err == nil
 }
 
 func pageCount(data []byte) int {

@@ -75,6 +75,7 @@ type Backend interface {
 	// Subpages: PDF slices served at capability URLs.
 	SubpageFor(chunkID string, varience int) (*Subpage, error)
 	CreateSubpage(sp Subpage, data []byte, ttl time.Duration) (*Subpage, error)
+	ExtendSubpage(id string, ttl time.Duration) (*Subpage, error)
 	Subpage(id string) (*Subpage, error)
 	ReadSubpage(id string) ([]byte, error)
 	SweepSubpages() (int, error)

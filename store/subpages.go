@@ -103,6 +103,29 @@ func (s *Store) CreateSubpage(sp Subpage, data []byte, ttl time.Duration) (*Subp
 	return out, nil
 }
 
+// ExtendSubpage makes a live subpage valid for ttl from now, so that its
+// URL, handed out again, lasts as a new one would. A subpage that is gone
+// or expired is ErrNotFound: the caller cuts a new one.
+func (s *Store) ExtendSubpage(id string, ttl time.Duration) (*Subpage, error) {
+	var sp *Subpage
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		b := tx.Bucket(bucketSubpages)
+		if sp, err = get[Subpage](b, id); err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		if sp.Expired(now) {
+			return fmt.Errorf("subpage %s expired: %w", id, ErrNotFound)
+		}
+		sp.ExpiresAt = now.Add(ttl)
+		return put(b, id, sp)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: extend subpage: %w", err)
+	}
+	return sp, nil
+}
+
 // Subpage returns a subpage record by id, expired or not.
 func (s *Store) Subpage(id string) (*Subpage, error) {
 	return record[Subpage](s, bucketSubpages, id)

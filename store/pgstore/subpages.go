@@ -97,6 +97,31 @@ func (s *Store) CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration) 
 	return out, nil
 }
 
+// ExtendSubpage makes a live subpage valid for ttl from now, so that its
+// URL, handed out again, lasts as a new one would. A subpage that is gone
+// or expired is store.ErrNotFound: the caller cuts a new one.
+func (s *Store) ExtendSubpage(id string, ttl time.Duration) (*store.Subpage, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	now := s.timestamp()
+	expires := now.Add(ttl).Truncate(time.Microsecond)
+	var sp *store.Subpage
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		sp, err = scanSubpage(tx.QueryRow(ctx, `UPDATE subpages s SET expires_at = $2
+			WHERE s.id = $1 AND s.expires_at > $3 RETURNING `+subpageColumns, id, expires, now))
+		if err != nil {
+			return notFound(err)
+		}
+		_, err = tx.Exec(ctx, "UPDATE subpage_cuts SET expires_at = $2 WHERE subpage_id = $1", id, expires)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: extend subpage %s: %w", id, err)
+	}
+	return sp, nil
+}
+
 // Subpage returns a subpage record by id, expired or not.
 func (s *Store) Subpage(id string) (*store.Subpage, error) {
 	ctx, cancel := opContext()

@@ -16,6 +16,7 @@ import (
 type Subpages interface {
 	Chunks
 	SubpageFor(chunkID string, varience int) (*store.Subpage, error)
+	ExtendSubpage(id string, ttl time.Duration) (*store.Subpage, error)
 	ReadSubpage(id string) ([]byte, error)
 	SweepSubpages() (int, error)
 }
@@ -26,6 +27,7 @@ func RunSubpages(t *testing.T, open func(t *testing.T) Subpages) {
 	t.Run("ExpiredSubpageReplaced", func(t *testing.T) { expiredSubpageReplaced(t, open(t)) })
 	t.Run("ConcurrentCutsShareOneSubpage", func(t *testing.T) { concurrentCutsShareOne(t, open(t)) })
 	t.Run("NoSubpageOfADeletedDocument", func(t *testing.T) { noSubpageOfADeletedDocument(t, open(t)) })
+	t.Run("ExtendedSubpageLastsAsNew", func(t *testing.T) { extendedSubpageLastsAsNew(t, open(t)) })
 }
 
 // twoChunks writes a document of two chunks and returns their ids.
@@ -241,5 +243,41 @@ func noSubpageOfADeletedDocument(t *testing.T, s Subpages) {
 		if _, err := s.ReadSubpage(in.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("round %d: a deleted document's subpage PDF kept: err = %v", round, err)
 		}
+	}
+}
+
+// A subpage handed out again is extended to last its time to live from
+// then; one expired, or gone, is not brought back.
+func extendedSubpageLastsAsNew(t *testing.T, s Subpages) {
+	c := newClock(s)
+	chunk, _ := twoChunks(t, s)
+	sp := mustCreateSubpage(t, s, cut(chunk, 1), "%PDF-a", time.Hour)
+	c.Advance(50 * time.Minute)
+	got, err := s.ExtendSubpage(sp.ID, time.Hour)
+	if err != nil || got.ID != sp.ID || !got.ExpiresAt.Equal(c.Now().Add(time.Hour)) || !sameTime(got.CreatedAt, sp.CreatedAt) {
+		t.Fatalf("ExtendSubpage = %+v, %v; want %s to expire an hour from now", got, err, sp.ID)
+	}
+	c.Advance(30 * time.Minute) // past its first expiry
+	for _, read := range []func() (*store.Subpage, error){
+		func() (*store.Subpage, error) { return s.SubpageFor(chunk, 1) },
+		func() (*store.Subpage, error) { return s.Subpage(sp.ID) },
+	} {
+		if got, err := read(); err != nil || got.Expired(c.Now()) || !got.ExpiresAt.Equal(c.Now().Add(30*time.Minute)) {
+			t.Fatalf("extended subpage read back = %+v, %v", got, err)
+		}
+	}
+	if n, err := s.SweepSubpages(); n != 0 || err != nil {
+		t.Fatalf("SweepSubpages of an extended subpage = %d, %v; want 0", n, err)
+	}
+	// Another cut of the chunk still takes the extended one.
+	if again, err := s.CreateSubpage(cut(chunk, 1), []byte("%PDF-b"), time.Hour); err != nil || again.ID != sp.ID {
+		t.Fatalf("CreateSubpage over an extended subpage = %+v, %v; want %s", again, err, sp.ID)
+	}
+	c.Advance(time.Hour)
+	if got, err := s.ExtendSubpage(sp.ID, time.Hour); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ExtendSubpage of an expired subpage = %+v, %v; want ErrNotFound", got, err)
+	}
+	if got, err := s.ExtendSubpage("sub_nope", time.Hour); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ExtendSubpage(unknown) = %+v, %v; want ErrNotFound", got, err)
 	}
 }
