@@ -96,7 +96,7 @@ func extractAnswer(query string, sources []Source) string {
 	terms := newAnswerTerms(answerLanguage(query, sources))
 	// The query's terms are numbered first: a sentence's terms below nq
 	// are the ones it shares with the query.
-	nq := int32(len(terms.of(query, nil)))
+	nq := int32(len(terms.ofQuery(query, queryStopLangs(query, sources))))
 	if nq == 0 {
 		return NoMatchAnswer
 	}
@@ -330,6 +330,40 @@ func (a *answerTerms) of(text string, buf []int32) []int32 {
 	buf, a.buf = a.buf, nil
 	slices.Sort(buf[start:])
 	return buf[:start+len(slices.Compact(buf[start:]))]
+}
+
+// ofQuery is of for the query, dropping the stop words of the languages
+// in alsoStop as well as those of the answer's.
+func (a *answerTerms) ofQuery(query string, alsoStop []analysis.Lang) []int32 {
+	a.buf = nil
+	analysis.AnalyzeQuery(query, a.lang, alsoStop, a.add)
+	buf := a.buf
+	a.buf = nil
+	slices.Sort(buf)
+	return slices.Compact(buf)
+}
+
+// queryStopLangs are the languages whose stop words a query drops, as
+// search drops them (index.view.queryTerms): the query's own when
+// detection is sure of it, and the language most of the sources are in.
+// A query too short to tell its language is cut in the first source's
+// (answerLanguage); if that source is Japanese among English ones, "the"
+// in "the password" would otherwise be a word of the question.
+func queryStopLangs(query string, sources []Source) []analysis.Lang {
+	var count [analysis.NumLangs]int
+	most := analysis.Neutral
+	for _, s := range sources {
+		if s.Lang < analysis.NumLangs {
+			if count[s.Lang]++; count[s.Lang] > count[most] {
+				most = s.Lang
+			}
+		}
+	}
+	langs := []analysis.Lang{most}
+	if l, sure := analysis.Detect(query); sure && l != most {
+		langs = append(langs, l)
+	}
+	return langs
 }
 
 // bm25IDF weights a term found in df of n sources, in the BM25 form: rare

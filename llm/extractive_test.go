@@ -81,6 +81,19 @@ func TestExtractiveAnswer(t *testing.T) {
 			want:    "Certificate: MIIBIjANBgkqhkiG9w0BAQEF… expires on 2026-05-01. [1]",
 		},
 		{
+			// Too short to tell its language, the query is cut in the
+			// first source's (Japanese), but "the" is still a stop word
+			// of the language most sources are in, as in search.
+			name:  "stop words of the sources' language",
+			query: "the password",
+			sources: []Source{
+				{Text: "会議は明日の10時からです。", Lang: analysis.Japanese},
+				{Text: "The weather is nice today.", Lang: analysis.English},
+				{Text: "The office opens at nine.", Lang: analysis.English},
+			},
+			want: NoMatchAnswer,
+		},
+		{
 			name:  "picks the matching sentence and cites it",
 			query: "How do I rotate an API key?",
 			sources: []Source{
