@@ -137,6 +137,8 @@ func checkSnapshots(dir string, owners map[string]store.Holder) []Finding {
 		}
 		x, lastSeq, err := index.ReadSnapshot(filepath.Join(dir, name))
 		switch {
+		case errors.Is(err, index.ErrOtherVersion):
+			out = append(out, Finding{Check: "index", Status: StatusOK, Detail: fmt.Sprintf("%s: %v; it is rebuilt from the store when the owner's index loads", name, err)})
 		case err != nil:
 			out = append(out, Finding{Check: "index", Status: StatusWarn, Detail: fmt.Sprintf("%s: %v", name, err),
 				Fix: "nothing: it is rebuilt from the store when the owner's index loads (slower, for large owners)"})

@@ -51,7 +51,7 @@ directory is opened directly. Restore it with docsift restore.`,
 					}
 					return m, err
 				}
-				st, err := openExisting(data)
+				st, err := openExisting(data, false)
 				if err != nil {
 					return nil, err
 				}
@@ -174,8 +174,9 @@ func sizeLabel(n int64) string {
 
 // openExisting opens the store of a data dir that has one. store.Open
 // would create an empty one: a mistyped --data must not make a backup or a
-// health report of nothing.
-func openExisting(data string) (*store.Store, error) {
+// health report of nothing. Data of an older docsift is upgraded only when
+// upgrade is set (see openAsIs).
+func openExisting(data string, upgrade bool) (*store.Store, error) {
 	if isClusterDir(data) {
 		return nil, fmt.Errorf("%s is a cluster node's data directory: its records are in PostgreSQL; back them up and check them with PostgreSQL's own tools (pg_dump, a streaming replica), see docs/cluster.md", data)
 	}
@@ -188,7 +189,22 @@ func openExisting(data string) (*store.Store, error) {
 		}
 		return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
 	}
-	return store.Open(data)
+	if upgrade {
+		return store.Open(data)
+	}
+	return openAsIs(data)
+}
+
+// openAsIs opens a data dir's store without upgrading data of an older
+// docsift, which older versions would then refuse: a backup taken to go
+// back to the older version with, or a look at its health, must leave it
+// as it is.
+func openAsIs(data string) (*store.Store, error) {
+	st, err := store.OpenAsIs(data)
+	if errors.Is(err, store.ErrOlderData) {
+		return nil, fmt.Errorf("%s holds data of an older docsift (%v): use that version for this, or start `docsift serve --data %s` once to upgrade the data (older versions then refuse it)", data, err, data)
+	}
+	return st, err
 }
 
 // permissionDenied says that this user may not read a data dir, which

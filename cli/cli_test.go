@@ -22,6 +22,7 @@ import (
 
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	bolt "go.etcd.io/bbolt"
 )
 
 // cliWait bounds how long a test waits for the server to come up or stop.
@@ -854,4 +855,43 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 	if resp, err := http.Get(srv.base + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("the public listener serves /metrics: %v %v", resp, err)
 	}
+}
+
+// Data an older docsift wrote is upgraded by serve alone, which logs it:
+// a backup taken to go back with, a health check or a key listing leave
+// it as it is, saying why they will not read it.
+func TestOlderDataIsUpgradedOnlyByServe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := createProject(t, dir, "older")
+	db, err := bolt.Open(filepath.Join(dir, store.DBFileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), []byte{0, 0, 0, 0, 0, 0, 0, 5})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	archive := filepath.Join(t.TempDir(), "docsift.tar")
+	for _, args := range [][]string{
+		{"backup", "--data", dir, "--out", archive},
+		{"doctor", "--data", dir},
+		{"key", "list", "--project", p.ProjectID, "--data", dir},
+	} {
+		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "older docsift (the data was written by an older docsift (schema 5") ||
+			!strings.Contains(err.Error(), "docsift serve --data "+dir) {
+			t.Errorf("docsift %s on older data: %v, want a refusal naming serve", args[0], err)
+		}
+	}
+	logFile := filepath.Join(t.TempDir(), "serve.log")
+	srv := startServe(t, dir, freeAddr(t), "--log-file", logFile)
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if log, err := os.ReadFile(logFile); err != nil || !strings.Contains(string(log), "data upgraded from an older docsift") || !strings.Contains(string(log), "from_schema=5") {
+		t.Errorf("serve's log of the upgrade (%v):\n%s", err, log)
+	}
+	mustCLI(t, "backup", "--data", dir, "--out", archive)
 }

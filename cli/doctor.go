@@ -31,7 +31,7 @@ checking.`,
 					return err
 				}
 			} else {
-				st, err := openExisting(data)
+				st, err := openExisting(data, false)
 				if err != nil {
 					return err
 				}

@@ -63,7 +63,11 @@ func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool
 	if made && !create {
 		return nil, nil, false, fmt.Errorf("no docsift data in %s: give the --data of a server (or start `docsift serve --data %s` once)", a.data, a.data)
 	}
-	bolt, err := store.Open(a.data)
+	opener := openAsIs // a command does not upgrade data it did not make
+	if made {
+		opener = store.Open
+	}
+	bolt, err := opener(a.data)
 	if err != nil {
 		return nil, nil, false, err
 	}

@@ -43,7 +43,7 @@ until each owner switches over; otherwise the data dir is opened directly.`,
 				return c.Reindex(cmd.Context(), owner, cmd.OutOrStdout(), progress)
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			st, err := openExisting(data)
+			st, err := openExisting(data, true)
 			if err != nil {
 				return err
 			}

@@ -264,6 +264,9 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return err
 	}
 	defer st.Close()
+	if s, ok := st.(*store.Store); ok && s.UpgradedFrom() > 0 {
+		log.Info("data upgraded from an older docsift: older versions now refuse it (restore a backup taken before to go back)", "data", o.data, "from_schema", s.UpgradedFrom())
+	}
 	// Bound before the first start prints its key and the curl lines that
 	// name this address, which another process may hold.
 	ln, err := net.Listen("tcp", o.addr)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/docsift/docsift/analysis"
@@ -147,8 +148,9 @@ func TestSnapshotKeepsLanguagesAndHeads(t *testing.T) {
 }
 
 // TestSnapshotOfOtherRulesIsRefused checks that an index whose terms were
-// cut by other analysis rules is rebuilt rather than searched with
-// queries it cannot match.
+// cut by other analysis rules, or of another format, is rebuilt rather
+// than searched with queries it cannot match, and said to be of another
+// version, not corrupt.
 func TestSnapshotOfOtherRulesIsRefused(t *testing.T) {
 	x := entryIndex(t, Entry{ID: 1, Text: "some text"})
 	path := filepath.Join(t.TempDir(), "o.idx")
@@ -165,8 +167,14 @@ func TestSnapshotOfOtherRulesIsRefused(t *testing.T) {
 	body := b[:len(b)-4]
 	putU32(b[len(b)-4:], crc32.Checksum(body, castagnoli))
 	must(t, os.WriteFile(path, b, 0o600))
-	if _, _, err := ReadSnapshot(path); !errors.Is(err, ErrCorruptSnapshot) {
-		t.Fatalf("ReadSnapshot of other rules = %v, want ErrCorruptSnapshot", err)
+	if _, _, err := ReadSnapshot(path); !errors.Is(err, ErrOtherVersion) || errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("ReadSnapshot of other rules = %v, want ErrOtherVersion, not corrupt", err)
+	}
+	// So is a snapshot of an older format, whatever follows its version.
+	putU32(b[len(snapshotMagic):], 5)
+	must(t, os.WriteFile(path, b, 0o600))
+	if _, _, err := ReadSnapshot(path); !errors.Is(err, ErrOtherVersion) || errors.Is(err, ErrCorruptSnapshot) || !strings.Contains(err.Error(), "format 5") {
+		t.Fatalf("ReadSnapshot of format 5 = %v, want ErrOtherVersion naming it", err)
 	}
 }
 

@@ -216,7 +216,7 @@ func loadMapped(m *mapping, more int) (x *OwnerIndex, lastSeq uint64, err error)
 		return nil, 0, fmt.Errorf("unsupported version %d", v)
 	}
 	if rules := d.str(); d.err == nil && rules != analysis.Version {
-		return nil, 0, fmt.Errorf("terms cut by analysis rules %q, not the current %q", rules, analysis.Version)
+		return nil, 0, fmt.Errorf("%w: terms cut by analysis rules %q, not the current %q", ErrOtherVersion, rules, analysis.Version)
 	}
 	model := d.str()
 	dim := int(d.u32())

@@ -3,6 +3,7 @@ package index
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -43,6 +44,12 @@ const (
 // file cannot be trusted (as opposed to missing or unreadable): the caller
 // rebuilds the index from the store.
 var ErrCorruptSnapshot = errors.New("index: corrupt snapshot")
+
+// ErrOtherVersion is wrapped by a ReadSnapshot error for a sound snapshot
+// that another docsift version wrote, in a format or with analysis rules
+// this one does not read: the caller rebuilds the index from the store,
+// as for a corrupt one, but nothing is wrong.
+var ErrOtherVersion = errors.New("index: snapshot written by another docsift version")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -527,6 +534,9 @@ func readSnapshotFile(path string, more int) (*OwnerIndex, uint64, error) {
 	stop := readAhead(m.b, adviseWillNeed)
 	defer stop()
 	x, lastSeq, err := parseSnapshot(m, more)
+	if errors.Is(err, ErrOtherVersion) {
+		return nil, 0, fmt.Errorf("read snapshot %s: %w", path, err)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot %s: %w: %w", path, ErrCorruptSnapshot, err)
 	}
@@ -539,6 +549,10 @@ func parseSnapshot(m *mapping, more int) (*OwnerIndex, uint64, error) {
 	b := m.b
 	if len(b) < len(snapshotMagic)+4 || string(b[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, 0, errors.New("not a snapshot")
+	}
+	// The format first: an older one is not read further, nor checked.
+	if v := binary.LittleEndian.Uint32(b[len(snapshotMagic):]); v != mappedVersion {
+		return nil, 0, fmt.Errorf("%w: format %d, this version reads %d", ErrOtherVersion, v, mappedVersion)
 	}
 	body, sum := b[:len(b)-4], b[len(b)-4:]
 	want := uint32(sum[0]) | uint32(sum[1])<<8 | uint32(sum[2])<<16 | uint32(sum[3])<<24

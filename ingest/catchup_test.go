@@ -80,7 +80,7 @@ func TestLoadSearchableBeforeCatchUp(t *testing.T) {
 	if len(res) == 0 || !strings.Contains(res[0].Chunk.Text, "sourdough") {
 		t.Fatalf("the snapshot's chunks are not found while catching up: %+v", res)
 	}
-	if !strings.Contains(strings.Join(warnings, "\n"), "catching up: 5 recent chunks are not found yet") {
+	if !strings.Contains(strings.Join(warnings, "\n"), "catching up with the store since this server started: 5 of its chunks are not found yet") {
 		t.Errorf("warnings while catching up: %q", warnings)
 	}
 	e.indexes.catchUpStarts <- struct{}{}
@@ -248,7 +248,7 @@ func TestRestartReadsSegment(t *testing.T) {
 			t.Errorf("the segment's chunk found before the segment was read: %q", r.Chunk.Text)
 		}
 	}
-	if !strings.Contains(strings.Join(warnings, "\n"), "catching up: 1 recent chunks are not found yet") {
+	if !strings.Contains(strings.Join(warnings, "\n"), "catching up with the store since this server started: 1 of its chunks are not found yet") {
 		t.Fatalf("warnings of the snapshot alone: %q", warnings) // and no load behind it to wait for
 	}
 	if res, _, err := svc.Search(context.Background(), owner, "quarterly budget meeting note", 5); err != nil || len(res) == 0 {

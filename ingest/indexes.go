@@ -494,6 +494,9 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		x = index.New(model, dim)
+	case errors.Is(err, index.ErrOtherVersion):
+		r.log.Info("index snapshot is of another docsift version, rebuilding it from the store", "owner", owner, "err", err)
+		x, lastSeq = index.New(model, dim), 0
 	default:
 		r.log.Warn("index snapshot unusable, rebuilding from the store", "owner", owner, "err", err)
 		x, lastSeq = index.New(model, dim), 0

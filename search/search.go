@@ -174,7 +174,7 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 		warnings = append(warnings, fmt.Sprintf("%d chunks are still being embedded; they are found by their words only", n))
 	}
 	if n := s.indexes.CatchingUp(owner); n > 0 {
-		warnings = append(warnings, fmt.Sprintf("the index was loaded from its last snapshot and is catching up: %d recent chunks are not found yet", n))
+		warnings = append(warnings, fmt.Sprintf("the index is catching up with the store since this server started: %d of its chunks are not found yet", n))
 	}
 	var hits []index.Hit
 	var chunks []store.Chunk

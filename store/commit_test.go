@@ -553,3 +553,55 @@ func TestProjectCustomersIndexedOnUpgrade(t *testing.T) {
 		t.Fatalf("customers after the upgrade: %v, want %v", got, want)
 	}
 }
+
+// Data of an older schema is upgraded by Open, which says so, and left as
+// it is by OpenAsIs, which refuses it: a backup taken to go back to the
+// older version with must not be of upgraded data.
+func TestOpenAsIsLeavesOlderDataAlone(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.UpgradedFrom() != 0 {
+		t.Fatalf("a new store says it was upgraded from %d", s.UpgradedFrom())
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketProjectCustomers); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(5))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	before, err := os.ReadFile(filepath.Join(dir, DBFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenAsIs(dir); !errors.Is(err, ErrOlderData) || !strings.Contains(err.Error(), "schema 5") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("OpenAsIs of schema 5 = %v, want ErrOlderData naming it", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, DBFileName)); !bytes.Equal(after, before) {
+		t.Fatal("OpenAsIs changed the file it refused")
+	}
+	s, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.UpgradedFrom() != 5 {
+		t.Fatalf("UpgradedFrom = %d, want 5", s.UpgradedFrom())
+	}
+	s.Close()
+	s, err = OpenAsIs(dir)
+	if err != nil {
+		t.Fatalf("OpenAsIs of current data: %v", err)
+	}
+	defer s.Close()
+	if s.UpgradedFrom() != 0 {
+		t.Fatalf("current data says it was upgraded from %d", s.UpgradedFrom())
+	}
+}

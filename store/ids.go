@@ -53,15 +53,26 @@ func NewID(prefix string) string {
 	return prefix + idEncoding.EncodeToString(b[:])
 }
 
-// IsID reports whether id is one NewID(prefix) could have made.
+// IsID reports whether id is one NewID(prefix) could have made, or one
+// made before ids began with their time: 16 characters of base32 (RFC
+// 4648, lower case), which data from then still holds.
 func IsID(id, prefix string) bool {
 	rest, ok := strings.CutPrefix(id, prefix)
-	if !ok || len(rest) != 26 {
+	switch {
+	case !ok:
 		return false
+	case len(rest) == 16:
+		_, err := legacyIDEncoding.DecodeString(rest)
+		return err == nil
+	case len(rest) == 26:
+		_, err := idEncoding.DecodeString(rest)
+		return err == nil
 	}
-	_, err := idEncoding.DecodeString(rest)
-	return err == nil
+	return false
 }
+
+// legacyIDEncoding is that of the ids made before NewID put the time first.
+var legacyIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // idClock hands out the first 64 bits of ids: milliseconds and a count
 // within one, never the same twice and never going back, even when the

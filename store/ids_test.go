@@ -68,3 +68,26 @@ func TestIDCounterNeverGoesBack(t *testing.T) {
 		t.Fatalf("clock past the last id: %x, want %x", v, uint64(ms+10)<<16)
 	}
 }
+
+// IsID takes the ids NewID makes and those made before ids began with
+// their time, which data from then still holds (a cursor of a list of
+// its documents is one): nothing else.
+func TestIsID(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		want bool
+	}{
+		{NewID(PrefixDocument), true},
+		{"doc_mfrggzdfmztwq2lk", true}, // 16 characters of the older ids' base32
+		{"cus_mfrggzdfmztwq2lk", false},
+		{"doc_mfrggzdfmztwq2l", false},
+		{"doc_mfrggzdfmztwq2l1", false},           // 1 is not in the older alphabet
+		{"doc_06h121cb5r000qcgy6fcq4wjwu", false}, // u is not in the newer one
+		{"doc_", false},
+		{"", false},
+	} {
+		if got := IsID(c.id, PrefixDocument); got != c.want {
+			t.Errorf("IsID(%q) = %v, want %v", c.id, got, c.want)
+		}
+	}
+}

@@ -106,11 +106,25 @@ type Store struct {
 	orphansHeld bool
 	now         func() time.Time
 	noSync      bool
+	// upgradedFrom is the schema Open found older and upgraded, or 0.
+	upgradedFrom int
 }
 
 // Open opens (creating if needed) the store in dir: dir/docsift.db for
-// records and dir/files/ for uploaded originals.
-func Open(dir string) (*Store, error) {
+// records and dir/files/ for uploaded originals. Data an older docsift
+// wrote is upgraded (see UpgradedFrom); older versions then refuse it.
+func Open(dir string) (*Store, error) { return open(dir, true) }
+
+// OpenAsIs is Open for commands that must not change a data dir's version
+// (a backup, to go back with; a health check): data an older docsift
+// wrote is ErrOlderData, not upgraded.
+func OpenAsIs(dir string) (*Store, error) { return open(dir, false) }
+
+// ErrOlderData is data written by an older docsift, which OpenAsIs does
+// not upgrade.
+var ErrOlderData = errors.New("the data was written by an older docsift")
+
+func open(dir string, upgrade bool) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create data dir: %w", err)
 	}
@@ -125,14 +139,18 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
 	s := &Store{db: db, filesDir: filepath.Join(dir, "files"), now: time.Now}
-	if err := s.init(); err != nil {
+	if err := s.init(upgrade); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Store) init() error {
+// UpgradedFrom is the schema version Open upgraded the data from, or 0
+// when it was current (or new).
+func (s *Store) UpgradedFrom() int { return s.upgradedFrom }
+
+func (s *Store) init(upgrade bool) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -147,7 +165,10 @@ func (s *Store) init() error {
 		switch got := fromU64(v); {
 		case got > schemaVersion:
 			return fmt.Errorf("store: data was written by a newer docsift (schema %d, this build reads %d)", got, schemaVersion)
+		case got < schemaVersion && !upgrade:
+			return fmt.Errorf("%w (schema %d, this version writes %d)", ErrOlderData, got, schemaVersion)
 		case got < schemaVersion:
+			s.upgradedFrom = int(got)
 			if got < 3 {
 				if err := listRunning(tx); err != nil {
 					return err
