@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/docsift/docsift/store"
@@ -211,6 +212,10 @@ func (c *Client) call(method, path string, body, out any) error {
 	if resp.StatusCode != http.StatusOK {
 		var e errorReply
 		json.NewDecoder(resp.Body).Decode(&e)
+		if e.Error == "" {
+			// Not this version's reply: an older server, without the call.
+			return fmt.Errorf("the server running on this data dir does not answer %s %s (HTTP %d): it may be an older docsift; restart it with this version, or stop it to run the command on the data dir", method, strings.SplitN(path, "?", 2)[0], resp.StatusCode)
+		}
 		if resp.StatusCode == http.StatusNotFound {
 			return notFoundError(e.Error)
 		}

@@ -3,6 +3,9 @@ package admin_test
 import (
 	"context"
 	"io"
+	"net"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,5 +53,27 @@ func TestSocketOnBackendOnly(t *testing.T) {
 	}
 	if _, err := c.Backup(context.Background(), io.Discard); err == nil || !strings.Contains(err.Error(), "pg_dump") {
 		t.Errorf("backup through the socket of a store without a bbolt file = %v; want a refusal saying what to use", err)
+	}
+}
+
+// TestSocketOfAnOlderServer: a server that does not know a call (an older
+// docsift, whose mux answers 404 in plain text) is said to be one, not
+// reported as an empty error.
+func TestSocketOfAnOlderServer(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, admin.SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.NotFoundHandler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := admin.Dial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Keys("prj_x")
+	if err == nil || !strings.Contains(err.Error(), "does not answer GET /keys (HTTP 404): it may be an older docsift") {
+		t.Errorf("a call the server does not know: %v", err)
 	}
 }
