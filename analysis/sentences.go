@@ -30,7 +30,7 @@ func Sentences(text string, fn func(start, end int)) {
 		if i < skip {
 			continue
 		}
-		if unicode.IsSpace(r) {
+		if isSpace(r) {
 			if r == '\n' && start >= 0 && strings.HasPrefix(strings.TrimLeft(text[i+1:], " \t\r"), "\n") {
 				end(i)
 			}
@@ -38,6 +38,9 @@ func Sentences(text string, fn func(start, end int)) {
 		}
 		if start < 0 {
 			start = i
+		}
+		if r < utf8.RuneSelf && r != '.' && r != '!' && r != '?' {
+			continue // most of any text, and no stop
 		}
 		switch {
 		case isCJKStop(r) && cjkSentenceEndsAt(text, i):
@@ -51,6 +54,15 @@ func Sentences(text string, fn func(start, end int)) {
 		}
 	}
 	end(len(text))
+}
+
+// isSpace is unicode.IsSpace, quicker on ASCII: Sentences asks it of
+// every character.
+func isSpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == ' ' || '\t' <= r && r <= '\r'
+	}
+	return unicode.IsSpace(r)
 }
 
 // isTerminal reports the marks that end a sentence when a space follows them:
@@ -144,13 +156,15 @@ func referenceLen(s string) int {
 
 // sentenceEndsAt reports whether the terminal mark at text[i] ends a
 // sentence: it is followed by space and then something that may start a
-// sentence (see startsSentence), or the end, or directly by CJK text, which
-// puts no space after a sentence; and a full stop does not close an
-// abbreviation, an initial or an ordinal number (see ordinary).
+// sentence (see startsSentence; after ? ! and the like, a number too), or
+// the end, or directly by CJK text, which puts no space after a sentence;
+// and a full stop does not close an abbreviation, an initial or an
+// ordinal (see ordinary and shortNumber).
 func sentenceEndsAt(text string, i int) bool {
 	_, size := utf8.DecodeRuneInString(text[i:])
 	rest := text[closingEnd(text, i+size):]
-	if strings.TrimLeftFunc(rest, unicode.IsSpace) == "" {
+	next := strings.TrimLeftFunc(rest, unicode.IsSpace)
+	if next == "" {
 		return true
 	}
 	r, _ := utf8.DecodeRuneInString(rest)
@@ -158,7 +172,12 @@ func sentenceEndsAt(text string, i int) bool {
 	case IsCJK(r):
 	case !unicode.IsSpace(r):
 		return false // "3.14", "example.com", "e.g."
-	case !startsSentence(strings.TrimLeftFunc(rest, unicode.IsSpace)):
+	case text[i] != '.':
+		// No abbreviation ends in "?", and a number after one starts a
+		// sentence: "Was it good? 42 people said yes."
+		n, _ := utf8.DecodeRuneInString(next)
+		return startsSentence(next) || unicode.IsDigit(n)
+	case !startsSentence(next):
 		return false
 	}
 	if text[i] != '.' {
@@ -169,53 +188,61 @@ func sentenceEndsAt(text string, i int) bool {
 	// spaces linear.
 	from := max(0, i-maxAbbreviationBytes-1)
 	word := text[from:i]
-	k := strings.LastIndexFunc(word, func(r rune) bool { return unicode.IsSpace(r) || r == '(' })
-	if k < 0 && from > 0 {
+	if k := strings.LastIndexFunc(word, func(r rune) bool { return unicode.IsSpace(r) || r == '(' }); k >= 0 {
+		_, size := utf8.DecodeRuneInString(word[k:])
+		word = word[k+size:]
+	} else if from > 0 {
 		return true // a word longer than any abbreviation
 	}
-	return ordinary(word[k+1:])
+	if shortNumber(word) {
+		// An ordinal ("am 31. Juli", "der 2. Weltkrieg": German and the
+		// Nordic, Slavic, Baltic, Hungarian and Turkish languages write
+		// them so) or a list's number ("1. Install it"), unless a list's
+		// next item follows ("…page 19. 2. If the name…"). An English
+		// sentence that ends in such a number runs on into the next,
+		// which costs less than a date cut from its month.
+		return listItem(next)
+	}
+	return ordinary(word)
+}
+
+// shortNumber reports whether word is a number of one or two digits.
+func shortNumber(word string) bool {
+	return word != "" && len(word) <= 2 && strings.Trim(word, "0123456789") == ""
+}
+
+// listItem reports whether s starts with a list's number and its item:
+// "2. If", "10) Run"; not "12. 2025", a date's month and year.
+func listItem(s string) bool {
+	rest := strings.TrimLeft(s, "0123456789")
+	if len(rest) == len(s) || len(rest) < 3 || rest[0] != '.' && rest[0] != ')' || rest[1] != ' ' {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(rest[2:])
+	return unicode.IsLetter(r) && !unicode.IsLower(r)
 }
 
 // ordinary reports whether word, followed by a full stop, is an ordinary
 // word that the stop ends a sentence after. It is not when it is
 //
-//   - an initial ("J. Doe", "z. B."), or letters of one to three apart
-//     by stops ("U.S.", "e.g.", "z.B.", "a.m.", "т.е.", "Ph.D.");
+//   - an initial ("J. Doe", "z. B."), or letters of one or two apart by
+//     stops ("U.S.", "e.g.", "z.B.", "a.m.", "т.е.", "Ph.D."; "app.js."
+//     and "bbc.co.uk." are ordinary);
 //   - a common abbreviation of the languages analysis knows (see
 //     abbreviations), whichever language the text is in: "Nr." abbreviates
-//     in an English text too, and few of them end sentences anywhere;
-//   - a number of one or two digits: an ordinal ("am 31. Juli", "der 2.
-//     Weltkrieg", German and the Nordic, Slavic, Baltic, Hungarian and
-//     Turkish languages write ordinals so) or a list's number ("1.
-//     Install it"). An English sentence that ends in such a number runs
-//     on into the next, which costs less than a date cut from its month.
+//     in an English text too, and few of them end sentences anywhere.
 func ordinary(word string) bool {
-	if word == "" {
-		return true
-	}
-	if n := len(word); n <= 2 && strings.Trim(word, "0123456789") == "" {
+	if abbreviations[strings.ToLower(word)] {
 		return false
 	}
-	letters, parts := 0, 0
-	for _, r := range word {
-		switch {
-		case r == '.':
-			if letters == 0 {
-				return !abbreviations[strings.ToLower(word)]
-			}
-			letters, parts = 0, parts+1
-		case unicode.IsLetter(r):
-			if letters++; letters > 3 {
-				return !abbreviations[strings.ToLower(word)]
-			}
-		default:
-			return !abbreviations[strings.ToLower(word)]
+	for part := range strings.SplitSeq(word, ".") {
+		if n := utf8.RuneCountInString(part); n == 0 || n > 2 || strings.ContainsFunc(part, func(r rune) bool { return !unicode.IsLetter(r) }) {
+			return true
 		}
 	}
-	if parts > 0 || utf8.RuneCountInString(word) == 1 {
-		return false // "U.S", "e.g", "Ph.D"; an initial
-	}
-	return !abbreviations[strings.ToLower(word)]
+	// Parts of one or two letters: an initial, or letters apart by stops;
+	// but a word of two letters alone ("in", "it") ends a sentence.
+	return !strings.Contains(word, ".") && utf8.RuneCountInString(word) == 2
 }
 
 // startsSentence reports whether s, the text after a terminal mark and

@@ -28,9 +28,15 @@ func TestSentences(t *testing.T) {
 		{"Адрес: ул. Ленина, д. 5. Приходите.", []string{"Адрес: ул. Ленина, д. 5. Приходите."}},
 		{"It was founded in 1998. The next year it grew. See Fig. 2 for more.", []string{"It was founded in 1998.", "The next year it grew.", "See Fig. 2 for more."}},
 		{"1. Install it. 2. Run it. 3) Stop it.", []string{"1. Install it.", "2. Run it.", "3) Stop it."}},
+		{"Was it good? 42 people said yes! 3 did not.", []string{"Was it good?", "42 people said yes!", "3 did not."}},
+		{"It is described on page 19. 2. If the name does not match, stop.", []string{"It is described on page 19.", "2. If the name does not match, stop."}},
+		{"Es gilt bis zum 31. 12. 2025 für alle.", []string{"Es gilt bis zum 31. 12. 2025 für alle."}},
+		{"Edit app.js. Then run it.", []string{"Edit app.js.", "Then run it."}},
+		{"Er traf\u00a0Dr. Müller.", []string{"Er traf\u00a0Dr. Müller."}},
 		{"Paris is in France.[1] It has 2 million people.[3][4] Next", []string{"Paris is in France.[1]", "It has 2 million people.[3][4]", "Next"}},
 		// Other scripts' stops.
 		{"यह पहला वाक्य है। यह दूसरा है।", []string{"यह पहला वाक्य है।", "यह दूसरा है।"}},
+		{"यह सच है। 2024 में चुनाव हुए।", []string{"यह सच है।", "2024 में चुनाव हुए।"}},
 		{"هل أنت هنا؟ نعم.", []string{"هل أنت هنا؟", "نعم."}},
 		// CJK text ends sentences with its own marks and no space after.
 		{"这是第一句。这是第二句！第三句？", []string{"这是第一句。", "这是第二句！", "第三句？"}},

@@ -400,12 +400,12 @@ func withInnerMatches(text string, queryTerms []string, terms []int32) []int32 {
 	return append(found, terms...)
 }
 
-// dropFootnoteMarks removes the footnote and reference marks a quoted
-// sentence carries from its source ("…capital of Germany [12] and…",
-// "…in 2023.[3][4]"): in an answer they would read as citations of
-// sources that the answer does not have. A bracketed number counts as a
-// mark after a space or punctuation; one right after a word ("a[0]",
-// code) is kept.
+// dropFootnoteMarks removes the footnote marks a quoted sentence carries
+// from its source where they follow punctuation ("…the capital of
+// Germany,[12] and…", "…in 2023.[3][4]"): in an answer they would read as
+// citations of sources that the answer does not have. A bracketed number
+// anywhere else is content and stays: a reference ("as shown in [12]"),
+// an index ("a[0]", "f(x)[1]"), a shell's job ("[1] 25647").
 func dropFootnoteMarks(s string) string {
 	if !strings.Contains(s, "]") {
 		return s
@@ -413,19 +413,16 @@ func dropFootnoteMarks(s string) string {
 	var b strings.Builder
 	prev := ' '
 	for i := 0; i < len(s); {
-		if n := footnoteMarkLen(s[i:]); n > 0 && !isWordRune(prev) && prev != '_' {
+		if n := footnoteMarkLen(s[i:]); n > 0 && strings.ContainsRune(".,;:!?\"”’", prev) {
 			i += n
-			if prev == ' ' && strings.HasPrefix(s[i:], " ") {
-				i++ // "Germany [12] and": one space stays
-			}
-			continue
+			continue // prev stays: a mark may follow a mark
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		b.WriteString(s[i : i+size])
 		prev = r
 		i += size
 	}
-	return strings.TrimSpace(b.String())
+	return b.String()
 }
 
 // footnoteMarkLen is the length of the mark "[n]" (n of one to three
@@ -474,9 +471,13 @@ func nearDuplicate(c extractCandidate, picked []extractCandidate) bool {
 
 // clipSentence bounds s to maxExtractSentenceRunes, keeping a window that
 // starts a little before the first word matching a query term, cut at word
-// boundaries and marked with "…" where text was dropped. Words too long to
-// read (see shortenLongWords) are shortened first.
+// boundaries and marked with "…" where text was dropped. In a sentence
+// over the bound, words too long to read (see shortenLongWords) are
+// shortened first.
 func clipSentence(s string, isQueryTerm func(string) bool, lang analysis.Lang) string {
+	if utf8.RuneCountInString(s) <= maxExtractSentenceRunes {
+		return s // whole, a checksum or a URL in it too
+	}
 	s = shortenLongWords(s)
 	runes := []rune(s)
 	if len(runes) <= maxExtractSentenceRunes {
@@ -614,10 +615,24 @@ func splitSentences(text string) []string {
 	var out []string
 	for _, block := range splitBlocks(text) {
 		analysis.Sentences(block, func(start, end int) {
-			out = append(out, strings.Join(strings.Fields(block[start:end]), " "))
+			out = append(out, collapseSpaces(block[start:end]))
 		})
 	}
 	return out
+}
+
+// collapseSpaces joins the words of s, which has no space at either end,
+// by one space each: s itself when they are already.
+func collapseSpaces(s string) string {
+	prev := false
+	for _, r := range s {
+		space := r == ' ' || r < utf8.RuneSelf && '\t' <= r && r <= '\r' || r >= utf8.RuneSelf && unicode.IsSpace(r)
+		if space && (r != ' ' || prev) {
+			return strings.Join(strings.Fields(s), " ")
+		}
+		prev = space
+	}
+	return s
 }
 
 // splitBlocks separates paragraphs and list items.

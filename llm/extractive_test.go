@@ -63,8 +63,8 @@ func TestExtractiveAnswer(t *testing.T) {
 		{
 			name:    "footnote marks are not citations",
 			query:   "capital of Germany",
-			sources: []Source{{Text: "Berlin is the capital of Germany [12] and its largest city.[3][4] Code reads a[0] first."}},
-			want:    "Berlin is the capital of Germany and its largest city. [1]",
+			sources: []Source{{Text: "Berlin is the capital of Germany,[12] as shown in [5], and its largest city.[3][4] Code reads a[0] first."}},
+			want:    "Berlin is the capital of Germany, as shown in [5], and its largest city. [1]",
 		},
 		{
 			// Retrieval finds a compound by a word inside it: the answer
@@ -73,6 +73,12 @@ func TestExtractiveAnswer(t *testing.T) {
 			query:   "Versicherung",
 			sources: []Source{{Text: "Die Lebensversicherung zahlt im Todesfall die vereinbarte Summe aus."}},
 			want:    "Die Lebensversicherung zahlt im Todesfall die vereinbarte Summe aus. [1]",
+		},
+		{
+			name:    "a short sentence is quoted whole",
+			query:   "What is the SHA-256 checksum?",
+			sources: []Source{{Text: "The SHA-256 checksum is e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 for the file."}},
+			want:    "The SHA-256 checksum is e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 for the file. [1]",
 		},
 		{
 			name:    "a long unbroken word does not crowd out the sentence",
