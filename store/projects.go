@@ -185,10 +185,17 @@ func (s *Store) RevokeKey(keyID string) (*APIKey, error) {
 }
 
 // keyRevoked reports whether the key keyID is revoked, or gone. Keys are
-// stored by their secret's hash, so this reads them all: a project has a
-// few.
-func keyRevoked(tx *bolt.Tx, keyID string) (bool, error) {
+// stored by their secret's hash: the hash is that Authenticate found for
+// the key (a request's, so nearly always there), else every key is read.
+func (s *Store) keyRevoked(tx *bolt.Tx, keyID string) (bool, error) {
 	b := tx.Bucket(bucketKeys)
+	if h, ok := s.keyHashes.Load(keyID); ok {
+		rec, err := get[storedKey](b, h.(string))
+		if errors.Is(err, ErrNotFound) {
+			return true, nil
+		}
+		return err != nil || rec.RevokedAt != nil, err
+	}
 	c := b.Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		rec, err := get[storedKey](b, string(k))
@@ -225,6 +232,9 @@ func (s *Store) Authenticate(secret string) (*Project, string, error) {
 		p, err = get[Project](tx.Bucket(bucketProjects), rec.ProjectID)
 		return err
 	})
+	if err == nil {
+		s.keyHashes.Store(keyID, h) // for keyRevoked
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, "", ErrNotFound
 	}

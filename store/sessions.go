@@ -50,7 +50,7 @@ func (s *Store) CreateSession(sess Session, ttl time.Duration) (*Session, string
 		// asks for after its revocation would outlive it, as none of
 		// the sessions it made before do.
 		if sess.KeyID != "" {
-			revoked, err := keyRevoked(tx, sess.KeyID)
+			revoked, err := s.keyRevoked(tx, sess.KeyID)
 			if err != nil {
 				return err
 			}

@@ -108,6 +108,9 @@ type Store struct {
 	noSync      bool
 	// upgradedFrom is the schema Open found older and upgraded, or 0.
 	upgradedFrom int
+	// keyHashes maps the ids of keys Authenticate let in to their
+	// secrets' hashes, by which keys are stored (see keyRevoked).
+	keyHashes sync.Map
 }
 
 // Open opens (creating if needed) the store in dir: dir/docsift.db for

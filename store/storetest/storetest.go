@@ -327,7 +327,7 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, otherKey, _ := s.CreateKey(p.ID)
+	otherSecret, otherKey, _ := s.CreateKey(p.ID)
 	in := store.Session{ProjectID: p.ID, OwnerID: "user-1", CustomerID: "cus_x", KeyID: key.ID,
 		Services: []string{"drive", "web"}, SuccessURL: "https://example.test/ok", CancelURL: "https://example.test/no"}
 	sess, token, err := s.CreateSession(in, time.Hour)
@@ -371,6 +371,16 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 		t.Fatalf("another key's session = %+v; want it still open", got)
 	}
 	// A request let in before the revocation asks for its session after.
+	if _, _, err := s.Authenticate(otherSecret); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RevokeKey(otherKey.ID); err != nil {
+		t.Fatal(err)
+	}
+	in.KeyID = otherKey.ID
+	if late, _, err := s.CreateSession(in, time.Hour); !errors.Is(err, store.ErrKeyRevoked) {
+		t.Fatalf("session of a key revoked after it authenticated = %+v, %v; want ErrKeyRevoked", late, err)
+	}
 	in.KeyID = key.ID
 	if late, _, err := s.CreateSession(in, time.Hour); !errors.Is(err, store.ErrKeyRevoked) {
 		t.Fatalf("session of a revoked key = %+v, %v; want ErrKeyRevoked", late, err)
@@ -380,11 +390,17 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 		t.Fatalf("session of a key that does not exist = %+v, %v; want ErrKeyRevoked", late, err)
 	}
 
-	// A session asked for while its key is revoked never outlives it.
+	// A session asked for while its key is revoked never outlives it:
+	// the key authenticated first, as a request's is, or not.
 	for round := range 20 {
-		_, k, err := s.CreateKey(p.ID)
+		secret, k, err := s.CreateKey(p.ID)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if round%2 == 0 {
+			if _, _, err := s.Authenticate(secret); err != nil {
+				t.Fatal(err)
+			}
 		}
 		in.KeyID = k.ID
 		var tok string
