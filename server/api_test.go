@@ -158,7 +158,8 @@ func TestCreateAndListCustomers(t *testing.T) {
 	runBad(t, e, badCases{
 		{name: "malformed JSON", body: `{"project_id": "` + a.projectID + `", "name": `, status: 400, want: []string{"not valid JSON: it ends before it is complete"}},
 		{name: "not JSON", body: `notjson`, status: 400, want: []string{"not valid JSON: it goes wrong at byte 2"}},
-		{name: "Latin-1 body", body: `{"project_id": "` + a.projectID + "\", \"name\": \"Caf\xe9\"}", status: 400, want: []string{"not UTF-8", "(0xe9)"}},
+		{name: "Latin-1 body", body: `{"project_id": "` + a.projectID + "\", \"name\": \"Caf\xe9\"}", status: 400, want: []string{"not UTF-8", fmt.Sprintf("byte %d (0xe9)", 31+len(a.projectID))}},
+		{name: "Latin-1 body after a byte order mark", body: "\ufeff" + `{"project_id": "` + a.projectID + "\", \"name\": \"Caf\xe9\"}", status: 400, want: []string{fmt.Sprintf("byte %d (0xe9)", 34+len(a.projectID))}},
 		{name: "empty body", body: ``, status: 400, want: []string{"empty"}},
 		{name: "array body", body: `[]`, status: 400, want: []string{"JSON object"}},
 		{name: "two objects", body: `{"name":"x"} {"name":"y"}`, status: 400, want: []string{"one JSON object"}},

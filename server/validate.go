@@ -41,12 +41,12 @@ func decodeJSON(c echo.Context, limit int64, v any) error {
 		// The client went away or broke off its body: nothing to decode.
 		return badRequest("the request body could not be read in full")
 	}
-	// A byte order mark, which some editors and Windows tools write, is
-	// not part of the JSON (RFC 8259 lets a reader skip it).
-	raw = bytes.TrimPrefix(raw, []byte("\ufeff"))
 	if err := checkUTF8("", raw); err != nil {
 		return err
 	}
+	// A byte order mark, which some editors and Windows tools write, is
+	// not part of the JSON (RFC 8259 lets a reader skip it).
+	raw = bytes.TrimPrefix(raw, []byte("\ufeff"))
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	err = dec.Decode(v)
