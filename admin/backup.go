@@ -125,6 +125,52 @@ func addSnapshots(add func(store.BackupItem) error, dir string) error {
 	return nil
 }
 
+// checkRestored checks that the database unpacked in dir opens and its
+// records read without damage. Data an older docsift wrote is checked on
+// a copy, which opening upgrades, so that what is restored stays as that
+// version wrote it: restoring is how one goes back to it.
+func checkRestored(dir string) error {
+	st, err := store.OpenAsIs(dir)
+	if errors.Is(err, store.ErrOlderData) {
+		scratch, mkErr := os.MkdirTemp(dir, ".check-")
+		if mkErr != nil {
+			return fmt.Errorf("admin: restore: %w", mkErr)
+		}
+		defer os.RemoveAll(scratch)
+		if cpErr := copyFile(filepath.Join(dir, store.DBFileName), filepath.Join(scratch, store.DBFileName)); cpErr != nil {
+			return fmt.Errorf("admin: restore: %w", cpErr)
+		}
+		st, err = store.Open(scratch)
+	}
+	if err != nil {
+		return fmt.Errorf("restore: the backup's database does not open: %w", err)
+	}
+	_, inspectErr := st.Inspect()
+	st.Close()
+	if errors.Is(inspectErr, store.ErrDamaged) {
+		return fmt.Errorf("restore: the backup's database is damaged (%v): restore an older backup", inspectErr)
+	}
+	return nil
+}
+
+// copyFile copies the file src to dst, which it creates.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
 // Restore unpacks a backup into dataDir, which must be empty or absent
 // unless force is set; then its contents are moved aside, to the returned
 // path, not deleted. Nothing in dataDir changes until every file has been
@@ -157,14 +203,8 @@ func Restore(r io.Reader, dataDir string, force bool) (m *Manifest, movedAside s
 	if m, err = unpack(r, tmp); err != nil {
 		return nil, "", fmt.Errorf("restore: %w", err)
 	}
-	st, err := store.Open(tmp)
-	if err != nil {
-		return nil, "", fmt.Errorf("restore: the backup's database does not open: %w", err)
-	}
-	_, inspectErr := st.Inspect()
-	st.Close()
-	if errors.Is(inspectErr, store.ErrDamaged) {
-		return nil, "", fmt.Errorf("restore: the backup's database is damaged (%v): restore an older backup", inspectErr)
+	if err := checkRestored(tmp); err != nil {
+		return nil, "", err
 	}
 	if !empty {
 		movedAside = fmt.Sprintf("%s.before-restore-%s", filepath.Clean(dataDir), time.Now().UTC().Format("20060102-150405"))

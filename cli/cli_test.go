@@ -864,16 +864,7 @@ func TestOlderDataIsUpgradedOnlyByServe(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	p := createProject(t, dir, "older")
-	db, err := bolt.Open(filepath.Join(dir, store.DBFileName), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), []byte{0, 0, 0, 0, 0, 0, 0, 5})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	markOlder(t, dir)
 	archive := filepath.Join(t.TempDir(), "docsift.tar")
 	for _, args := range [][]string{
 		{"backup", "--data", dir, "--out", archive},
@@ -894,4 +885,38 @@ func TestOlderDataIsUpgradedOnlyByServe(t *testing.T) {
 		t.Errorf("serve's log of the upgrade (%v):\n%s", err, log)
 	}
 	mustCLI(t, "backup", "--data", dir, "--out", archive)
+}
+
+// reindex, which writes, upgrades older data, and says so.
+func TestReindexSaysItUpgraded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	createProject(t, dir, "older")
+	markOlder(t, dir)
+	cmd := rootCmd("test")
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs([]string{"reindex", "--data", dir, "--embedder", "builtin"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("reindex: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "upgraded the data in "+dir+" from an older docsift (schema 5)") {
+		t.Errorf("reindex of older data said:\n%s%s", out.String(), errOut.String())
+	}
+}
+
+// markOlder marks the data in dir as an older docsift's: schema 5.
+func markOlder(t *testing.T, dir string) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, store.DBFileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), []byte{0, 0, 0, 0, 0, 0, 0, 5})
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

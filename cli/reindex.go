@@ -48,6 +48,9 @@ until each owner switches over; otherwise the data dir is opened directly.`,
 				return err
 			}
 			defer st.Close()
+			if from := st.UpgradedFrom(); from > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "upgraded the data in %s from an older docsift (schema %d): older versions now refuse it\n", data, from)
+			}
 			em, err := o.chooseEmbedder(cmd.Context(), st, log)
 			if err != nil {
 				return err
