@@ -21,15 +21,16 @@ import (
 )
 
 // A backup is a tar archive: the database (bbolt's consistent copy), the
-// original files it refers to, the index snapshots, and last MANIFEST.json
+// original files it refers to, the index snapshots, the subpages and last MANIFEST.json
 // with each file's size and SHA-256. Tar because every system can list and
 // unpack it; the manifest last because the sums are known only once the
 // files are written, and a backup is written as a stream.
 const (
-	manifestName  = "MANIFEST.json"
-	backupFormat  = 1
-	indexDirName  = "index" // index snapshots in the data dir: caches, rebuilt from the database when absent
-	maxBackupFile = 1 << 40 // no entry of a real backup comes near it
+	manifestName    = "MANIFEST.json"
+	backupFormat    = 1
+	indexDirName    = "index"    // index snapshots in the data dir: caches, rebuilt from the database when absent
+	subpagesDirName = "subpages" // subpage PDFs in the data dir, as the store keeps them
+	maxBackupFile   = 1 << 40    // no entry of a real backup comes near it
 )
 
 // Manifest describes a backup.
@@ -86,8 +87,14 @@ func WriteBackup(w io.Writer, st *store.Store, dataDir string) (*Manifest, error
 	if err := st.Backup(add); err != nil {
 		return nil, fmt.Errorf("admin: backup: %w", err)
 	}
-	if err := addSnapshots(add, filepath.Join(dataDir, indexDirName)); err != nil {
+	if err := addFiles(add, dataDir, indexDirName); err != nil {
 		return nil, fmt.Errorf("admin: backup: index snapshots: %w", err)
+	}
+	// The subpages the copy names, so that their URLs work after a
+	// restore: listed after the copy, they are there but for those swept
+	// or deleted since.
+	if err := addFiles(add, dataDir, subpagesDirName); err != nil {
+		return nil, fmt.Errorf("admin: backup: subpages: %w", err)
 	}
 	body, _ := json.MarshalIndent(m, "", "  ")
 	if err := tw.WriteHeader(&tar.Header{Name: manifestName, Size: int64(len(body)), Mode: 0o600, ModTime: m.CreatedAt, Typeflag: tar.TypeReg}); err != nil {
@@ -102,10 +109,11 @@ func WriteBackup(w io.Writer, st *store.Store, dataDir string) (*Manifest, error
 	return m, nil
 }
 
-// addSnapshots adds the finished snapshot files in dir. A snapshot is
-// replaced by rename, so an open file is a whole one; temporary files of a
-// snapshot being written are left out.
-func addSnapshots(add func(store.BackupItem) error, dir string) error {
+// addFiles adds the finished files of the data dir's folder name: index
+// snapshots or subpages. Both are written whole and renamed into place,
+// so an open file is a whole one; temporary files are left out.
+func addFiles(add func(store.BackupItem) error, dataDir, name string) error {
+	dir := filepath.Join(dataDir, name)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -117,7 +125,7 @@ func addSnapshots(add func(store.BackupItem) error, dir string) error {
 		if !e.Type().IsRegular() || strings.Contains(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		err := store.AddFile(add, indexDirName+"/"+e.Name(), filepath.Join(dir, e.Name()))
+		err := store.AddFile(add, name+"/"+e.Name(), filepath.Join(dir, e.Name()))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // one removed since the listing is no loss
 			return err
 		}

@@ -119,6 +119,19 @@ func TestBackupRestoreAnswersTheSame(t *testing.T) {
 	for _, q := range queries {
 		want[q] = src.results(t, owner, q)
 	}
+	// A subpage's URL works after a restore: its PDF is backed up.
+	seqs, err := src.store.OwnerSeqs(owner)
+	if err != nil || len(seqs) == 0 {
+		t.Fatalf("owner seqs: %v, %v", seqs, err)
+	}
+	chunks, err := src.store.ChunksBySeq(seqs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := src.store.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: owner, OwnerID: owner, ChunkID: chunks[0].ID, FileName: "doc.pdf"}, []byte("%PDF-subpage"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	archive := backupThroughSocket(t, src.dir)
 
 	dst := filepath.Join(t.TempDir(), "restored")
@@ -143,6 +156,9 @@ func TestBackupRestoreAnswersTheSame(t *testing.T) {
 		if _, err := restored.store.ReadOriginal(&d); err != nil {
 			t.Errorf("original of %s: %v", d.Name, err)
 		}
+	}
+	if data, err := restored.store.ReadSubpage(sp.ID); err != nil || string(data) != "%PDF-subpage" {
+		t.Errorf("the subpage after restore: %q, %v", data, err)
 	}
 }
 
