@@ -128,6 +128,14 @@ func (s *Server) sessionUpload(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Again now that the file is in: its key may have been revoked, or
+	// the page left, while it came (a body may take minutes).
+	if sess, err = s.store.SessionByToken(c.Param("token")); err != nil {
+		return err
+	}
+	if err := ended(sess, s.store.Now()); err != nil {
+		return err
+	}
 	// submit checks owners against the key's project; here the session
 	// stands in for the key.
 	c.Set(ctxProject, proj)

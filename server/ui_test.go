@@ -716,16 +716,66 @@ func TestUISessionAskedForAsItsKeyIsRevoked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The body is sent only once the server asks for it (Expect:
-	// 100-continue), which it does past the key's check: the key is
-	// revoked between the two.
-	pr, pw := io.Pipe()
-	req, err := http.NewRequest(http.MethodPost, e.base+"/session/multi-tenant", pr)
+	req, err := http.NewRequest(http.MethodPost, e.base+"/session/multi-tenant", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+secret)
 	req.Header.Set("Content-Type", "application/json")
+	status, body := sendWithHeldBody(t, req, b, func() {
+		if _, err := e.store.RevokeKey(key.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if status != http.StatusUnauthorized || !strings.Contains(body, "revoked API key") {
+		t.Errorf("session asked for while its key was revoked: %d %s", status, body)
+	}
+}
+
+// A file that was still coming to an upload link when the link's key was
+// revoked is not indexed.
+func TestUISessionUploadAsItsKeyIsRevoked(t *testing.T) {
+	e := newUIEnv(t)
+	secret, key, err := e.store.CreateKey(e.project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.key = secret
+	s := e.newSession(t, e.customer.ID, []string{"file_upload"}, "https://app.example/ok", "https://app.example/no")
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("file", "late.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write([]byte("Notes that came too late."))
+	mw.Close()
+	req, err := http.NewRequest(http.MethodPost, e.base+s.path()+"/upload", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	status, got := sendWithHeldBody(t, req, body.Bytes(), func() {
+		if _, err := e.store.RevokeKey(key.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if status != http.StatusGone || !strings.Contains(got, "was withdrawn") {
+		t.Errorf("a file that came as its link's key was revoked: %d %s", status, got)
+	}
+	if docs, _, err := e.store.Documents(e.customer.ID, "", 10); err != nil || len(docs) != 0 {
+		t.Errorf("documents after the refused upload: %+v, %v", docs, err)
+	}
+}
+
+// sendWithHeldBody sends req with body, calling meanwhile once the server
+// has asked for the body (Expect: 100-continue), which it does once past
+// its checks of the headers, and then the rest of the body.
+func sendWithHeldBody(t *testing.T, req *http.Request, body []byte, meanwhile func()) (int, string) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	req.Body = pr
+	req.ContentLength = int64(len(body))
 	req.Header.Set("Expect", "100-continue")
 	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
 	type result struct {
@@ -744,15 +794,15 @@ func TestUISessionAskedForAsItsKeyIsRevoked(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		done <- result{status: resp.StatusCode, body: string(b)}
 	}()
-	if _, err := pw.Write(b[:10]); err != nil { // returns once the server asked for the body
+	if _, err := pw.Write(body[:10]); err != nil { // returns once the server asked for the body
 		t.Fatal(err)
 	}
-	if _, err := e.store.RevokeKey(key.ID); err != nil {
-		t.Fatal(err)
-	}
-	pw.Write(b[10:])
+	meanwhile()
+	pw.Write(body[10:])
 	pw.Close()
-	if got := <-done; got.err != nil || got.status != http.StatusUnauthorized || !strings.Contains(got.body, "revoked API key") {
-		t.Errorf("session asked for while its key was revoked: %d %s %v", got.status, got.body, got.err)
+	got := <-done
+	if got.err != nil {
+		t.Fatal(got.err)
 	}
+	return got.status, got.body
 }
