@@ -96,7 +96,7 @@ func extractAnswer(query string, sources []Source) string {
 	terms := newAnswerTerms(answerLanguage(query, sources))
 	// The query's terms are numbered first: a sentence's terms below nq
 	// are the ones it shares with the query.
-	nq := int32(len(terms.ofQuery(query, queryStopLangs(query, sources))))
+	nq := int32(len(terms.of(query, nil, queryStopLangs(query, sources)...)))
 	if nq == 0 {
 		return NoMatchAnswer
 	}
@@ -322,25 +322,15 @@ func newAnswerTerms(lang analysis.Lang) *answerTerms {
 }
 
 // of appends to buf the numbers of the terms of text, each once and in
-// ascending order.
-func (a *answerTerms) of(text string, buf []int32) []int32 {
+// ascending order, dropping the stop words of the languages in alsoStop
+// as well as those of the answer's (for the query: see queryStopLangs).
+func (a *answerTerms) of(text string, buf []int32, alsoStop ...analysis.Lang) []int32 {
 	start := len(buf)
 	a.buf = buf
-	analysis.Analyze(text, a.lang, a.add)
+	analysis.AnalyzeQuery(text, a.lang, alsoStop, a.add)
 	buf, a.buf = a.buf, nil
 	slices.Sort(buf[start:])
 	return buf[:start+len(slices.Compact(buf[start:]))]
-}
-
-// ofQuery is of for the query, dropping the stop words of the languages
-// in alsoStop as well as those of the answer's.
-func (a *answerTerms) ofQuery(query string, alsoStop []analysis.Lang) []int32 {
-	a.buf = nil
-	analysis.AnalyzeQuery(query, a.lang, alsoStop, a.add)
-	buf := a.buf
-	a.buf = nil
-	slices.Sort(buf)
-	return slices.Compact(buf)
 }
 
 // queryStopLangs are the languages whose stop words a query drops, as
