@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -644,11 +645,25 @@ func (s *childServer) call(ctx context.Context, method, path string, body []byte
 
 // ingest uploads documents until their chunks reach cfg.Chunks and waits
 // for every job to end. Documents of at most chunkTargetWords words are
-// one chunk each; longer ones are uploaded until the jobs' chunk counts
-// reach the target.
+// one chunk each; longer ones are uploaded until the chunks of the jobs
+// ended so far, a document on average, say that enough are.
+//
+// The uploads are what is measured, so the waiting costs little: asking
+// GET /jobs/{id} of every document would double the requests the server
+// and the uploaders (which share its machine here) handle. A sample of the
+// jobs, every sampleJobsEvery-th, is followed while the uploads go on, for
+// the chunks a document makes and the progress; the last one uploaded is
+// waited for; then the owners' document lists, a page of 1,000 a request,
+// give every document's status and chunks, and the few jobs still running
+// are waited for one by one. Jobs are claimed in the order they were
+// queued, so once the last has ended nearly all have.
 func (s *childServer) ingest(ctx context.Context, gen *scaleText, cfg ScaleConfig, res *ScaleResult) error {
 	docs := make(chan int)
-	jobs := make(chan string, 4096)
+	type upload struct {
+		doc   int
+		jobID string
+	}
+	uploads := make(chan upload, 4096)
 	errc := make(chan error, cfg.Uploaders+1)
 	var wg sync.WaitGroup
 	for range cfg.Uploaders {
@@ -670,31 +685,38 @@ func (s *childServer) ingest(ctx context.Context, gen *scaleText, cfg ScaleConfi
 					errc <- fmt.Errorf("eval: scale: upload: %w", err)
 					return
 				}
-				jobs <- up.JobID
+				uploads <- upload{i, up.JobID}
 			}
 		}()
 	}
-	// Documents are uploaded until the chunks of those uploaded so far
-	// are enough, estimating from the jobs already ended.
 	var (
-		mu            sync.Mutex
-		chunks, ended int
+		mu                    sync.Mutex
+		sampled, sampleChunks int
+		last                  upload // the last document uploaded
 	)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for id := range jobs {
-			n, err := s.waitJob(ctx, id)
+		for up := range uploads {
+			mu.Lock()
+			if up.doc >= last.doc {
+				last = up
+			}
+			mu.Unlock()
+			if up.doc%sampleJobsEvery != 0 {
+				continue
+			}
+			n, err := s.waitJob(ctx, up.jobID)
 			if err != nil {
 				errc <- err
 				return
 			}
 			mu.Lock()
-			chunks += n
-			ended++
+			sampled++
+			sampleChunks += n
 			mu.Unlock()
-			if ended%1000 == 0 {
-				fmt.Fprintf(cfg.Progress, "  %d chunks indexed\n", chunks)
+			if sampled%(1000/sampleJobsEvery) == 0 {
+				fmt.Fprintf(cfg.Progress, "  document %d indexed\n", up.doc+1)
 			}
 		}
 	}()
@@ -703,8 +725,8 @@ feed:
 	for {
 		mu.Lock()
 		perDoc := 1.0
-		if ended > 0 {
-			perDoc = float64(chunks) / float64(ended)
+		if sampled > 0 {
+			perDoc = float64(sampleChunks) / float64(sampled)
 		}
 		enough := float64(next)*perDoc >= float64(cfg.Chunks)
 		if gen.corpus != nil {
@@ -726,7 +748,7 @@ feed:
 	}
 	close(docs)
 	wg.Wait()
-	close(jobs)
+	close(uploads)
 	<-done
 	select {
 	case err := <-errc:
@@ -736,8 +758,75 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if next > 0 {
+		if _, err := s.waitJob(ctx, last.jobID); err != nil {
+			return err
+		}
+	}
+	chunks, err := s.waitIndexed(ctx, next)
+	if err != nil {
+		return err
+	}
 	res.Chunks, res.Documents = chunks, next
 	return nil
+}
+
+// sampleJobsEvery is how many documents ingest uploads for each job it
+// follows while uploading.
+const sampleJobsEvery = 50
+
+// waitIndexed reads the owners' document lists, waits for the jobs of
+// those not yet ended, and returns the chunks of all; uploaded is how many
+// documents were, which the lists must hold between them.
+func (s *childServer) waitIndexed(ctx context.Context, uploaded int) (int, error) {
+	chunks, listed := 0, 0
+	var running []string
+	for _, owner := range s.owners {
+		cursor := ""
+		for {
+			var page struct {
+				Documents []struct {
+					JobID  string `json:"job_id"`
+					Status string `json:"status"`
+					Chunks int    `json:"chunks"`
+					Error  string `json:"error"`
+				} `json:"documents"`
+				NextCursor string `json:"next_cursor"`
+			}
+			q := url.Values{"owner_id": {owner}, "limit": {"1000"}}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			if err := s.call(ctx, http.MethodGet, "/documents?"+q.Encode(), nil, &page); err != nil {
+				return 0, fmt.Errorf("eval: scale: list documents: %w", err)
+			}
+			for _, d := range page.Documents {
+				listed++
+				switch d.Status {
+				case "SUCCEEDED":
+					chunks += d.Chunks
+				case "FAILED":
+					return 0, fmt.Errorf("eval: job %s failed: %s", d.JobID, d.Error)
+				default:
+					running = append(running, d.JobID)
+				}
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+	}
+	if listed != uploaded {
+		return 0, fmt.Errorf("eval: scale: the owners list %d documents, not the %d uploaded", listed, uploaded)
+	}
+	for _, id := range running {
+		n, err := s.waitJob(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		chunks += n
+	}
+	return chunks, nil
 }
 
 // waitJob polls a job until it ends and returns its chunks.
