@@ -88,6 +88,7 @@ func (c *termCounter) count(terms []string) (counts []termCount, length uint32) 
 	}
 	clear(c.pos)
 	pos := c.pos
+	counts = make([]termCount, 0, len(terms)) // read once into the postings: one allocation, not a doubling series
 	for _, t := range terms {
 		if !isPair(t) {
 			length++

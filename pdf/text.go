@@ -203,12 +203,12 @@ func mayEmph(line string) bool {
 // callers can show it.
 func looksLikeMarkdown(text string) bool {
 	score := 0
-	prev := ""
-	for i, line := range strings.SplitN(text, "\n", markdownSniffLines+1) {
-		if i == markdownSniffLines {
+	prev, lines := "", 0
+	for line := range strings.Lines(text) {
+		if lines++; lines > markdownSniffLines {
 			break
 		}
-		line = strings.TrimRight(line, "\r")
+		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case mdHeading.MatchString(line), mdFence.MatchString(line):
 			score += 2
