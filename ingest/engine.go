@@ -20,6 +20,7 @@ import (
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
+	"golang.org/x/sync/semaphore"
 )
 
 // Defaults of Config. DefaultExtractTimeout bounds the extraction of one
@@ -41,18 +42,26 @@ const (
 // built-in embedder a job of one is mostly waiting for its commits, which
 // only a group of such jobs at once makes cheap (store/commit.go,
 // chunkwrites.go). So a worker that claims one runs it beside its own
-// work, up to smallJobsPerWorker of them per worker, and goes on claiming.
-// Workers thus still bounds the documents read at once through a child
-// process (PDFs, office files, images), which take a core and memory each,
-// and the jobs waiting on a model server, which embeds one batch at a time
-// anyway. The more small jobs wait at once, the more each commit takes:
-// with 8 per worker the MS MARCO sample through the API (2 workers, 32
-// uploaders) cost 0.8 fdatasyncs a document, with 32 per worker 0.26, and
-// fsyncs and commits are a good part of a small document's CPU. A small
-// job holds at most its 64 KiB text, its chunks and their vectors.
+// work and goes on claiming, up to smallJobsInFlight such jobs at once
+// and smallBytesInFlight of their text. Workers thus still bounds the
+// documents read at once through a child process (PDFs, office files,
+// images), which take a core and memory each, and the jobs waiting on a
+// model server, which embeds one batch at a time anyway.
+//
+// A small job spends most of its time waiting for its commits (claimed,
+// chunks written, ended), so the jobs in flight bound how many end a
+// second, and the more wait at once, the more each commit takes and the
+// less each costs. The MS MARCO sample four times over through the API
+// (2 cores, 64 uploaders) was indexed at 3,650–3,700 chunks/s with 64 in
+// flight, 4,450–4,500 with 256 and 4,500–4,700 with 512. The text bound is what keeps their
+// memory small whatever their size: a job holds its text, its chunks (as
+// much again) and their vectors (1.5 KB a chunk of some 1,500 bytes), some
+// three times its text, so at most ~24 MiB in all; 512 passages of MS
+// MARCO's size hold under 2 MiB.
 const (
 	smallTextBytes     = 64 << 10
-	smallJobsPerWorker = 32
+	smallJobsInFlight  = 512
+	smallBytesInFlight = 8 << 20
 )
 
 // Config tunes an Engine. The zero value of each field takes its default.
@@ -122,9 +131,10 @@ type Engine struct {
 
 	ended    chan struct{} // closed and replaced whenever a job ends or is requeued
 	endedMu  sync.Mutex
-	small    chan struct{} // a slot for each small text job running (see smallTextBytes)
-	wake     chan struct{} // a job was queued
-	stop     chan struct{} // closed: claim no more jobs
+	small    chan struct{}       // a slot for each small text job running (see smallTextBytes)
+	smallMem *semaphore.Weighted // and their text's bytes
+	wake     chan struct{}       // a job was queued
+	stop     chan struct{}       // closed: claim no more jobs
 	cancel   context.CancelFunc
 	workers  sync.WaitGroup
 	stopOnce sync.Once
@@ -152,7 +162,7 @@ func New(st store.Backend, embedder llm.Embedder, indexDir string, cfg Config, l
 		ended:     make(chan struct{}),
 	}
 	e.writes.engine = e
-	e.small = make(chan struct{}, e.cfg.Workers*smallJobsPerWorker)
+	e.small, e.smallMem = make(chan struct{}, smallJobsInFlight), semaphore.NewWeighted(smallBytesInFlight)
 	for _, em := range append([]llm.Embedder{llm.NewBuiltin(), embedder}, cfg.Embedders...) {
 		e.embedders[em.Model()] = em
 	}
@@ -460,13 +470,17 @@ func (e *Engine) beside(doc *store.Document) bool {
 }
 
 // runBeside runs a small text job in the background, once one of the
-// slots for them is free, so that the worker can claim the next job.
+// slots for them and room for its text are free, so that the worker can
+// claim the next job.
 func (e *Engine) runBeside(ctx context.Context, job *store.Job, doc *store.Document) {
 	e.small <- struct{}{}
+	size := max(1, doc.Size)                       // at most smallTextBytes (beside)
+	e.smallMem.Acquire(context.Background(), size) // fails only for a done context
 	e.workers.Add(1)
 	go func() {
 		defer e.workers.Done()
 		e.run(ctx, job, doc)
+		e.smallMem.Release(size)
 		<-e.small
 		// The job may be queued again for a retry: the workers, which
 		// did not run it, look at the queue again.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -23,6 +24,20 @@ import (
 // Here the first caller commits at once, and its company is whoever came
 // while it did.
 //
+// Under a stream of writes the commits follow one another with no pause,
+// each taking whoever came while the last one ran, and what a commit costs
+// grows far slower than what it takes: bbolt rewrites every page the
+// group's records land on, and most of a stream's records go at the right
+// edge of their buckets. So when the last group was a crowd (at least
+// gatherCalls) and ended less than commitGather ago, the next leader
+// waits out the rest of commitGather for more company. The MS MARCO
+// sample four times over, uploaded by 64 clients (2 cores), was indexed
+// at 4,900–5,150 chunks/s, with 0.28–0.30 ms of the server's CPU a
+// document and 20 KB written a chunk, against 4,300–5,000, 0.29–0.34 ms and 23 KB without it. A lone
+// client, whose groups are one or two calls, never waits (1,000 uploads a
+// second either way), and a caller in a stream waits at most
+// commitGather more.
+//
 // A function given to update may run more than once: when another one in
 // its transaction fails, the transaction is rolled back and run again
 // without that one. So it must derive every output from its last run,
@@ -33,7 +48,16 @@ type commitQueue struct {
 	mu      sync.Mutex
 	waiting []*commitCall
 	leading bool // a caller is committing; the rest wait for it
+
+	// Of the last group committed, for the next leader (see above).
+	lastEnd   time.Time
+	lastCalls int
 }
+
+const (
+	gatherCalls  = 8
+	commitGather = time.Millisecond
+)
 
 // commitCall is one function waiting in the queue. wake receives true when
 // its caller is to commit the next group itself, false when its function
@@ -59,12 +83,17 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	}
 	// This caller commits every call waiting now, its own among them,
 	// then hands the lead to the first that came meanwhile, so that no
-	// caller commits for others for longer than one group.
+	// caller commits for others for longer than one group. Only leaders
+	// touch lastEnd and lastCalls, one at a time.
+	if wait := q.gather(time.Now()); wait > 0 {
+		time.Sleep(wait)
+	}
 	q.mu.Lock()
 	group := q.waiting
 	q.waiting = nil
 	q.mu.Unlock()
 	s.commitGroup(group)
+	q.lastEnd, q.lastCalls = time.Now(), len(group)
 	q.mu.Lock()
 	if len(q.waiting) > 0 {
 		q.waiting[0].wake <- true
@@ -78,6 +107,15 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 		}
 	}
 	return c.err
+}
+
+// gather is how long a leader starting at now waits for company (see
+// above): a caller that follows a crowd closely.
+func (q *commitQueue) gather(now time.Time) time.Duration {
+	if q.lastCalls < gatherCalls {
+		return 0
+	}
+	return max(0, commitGather-now.Sub(q.lastEnd))
 }
 
 // commitGroup runs the functions of group in one transaction. One that
