@@ -264,58 +264,28 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 }
 
-// A leader that follows a crowd's commit closely waits for company, until
-// commitGather after it; one after a lone call does not.
-func TestGroupCommitGathersAfterACrowd(t *testing.T) {
-	s, _ := openGroupTest(t)
-	bucket := []byte("grouptest")
-	put := func(key string) error {
-		return s.update(func(tx *bolt.Tx) error {
-			b, err := tx.CreateBucketIfNotExists(bucket)
-			if err != nil {
-				return err
+// A leader yields while callers keep joining the queue, and commits once
+// a yield brought nobody, or after gatherYields.
+func TestGroupCommitGathersWhileCallersCome(t *testing.T) {
+	for _, tc := range []struct {
+		arriving []int // calls that join during each yield
+		yields   int
+	}{
+		{nil, 1},            // alone: one yield, which brings nobody
+		{[]int{3}, 2},       // three came during the first
+		{[]int{3, 1, 2}, 4}, // more and more, until nobody comes
+		{[]int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, gatherYields}, // a stream: bounded
+	} {
+		queued, yields := 1, 0
+		gather(func() int { return queued }, func() {
+			if yields < len(tc.arriving) {
+				queued += tc.arriving[yields]
 			}
-			return b.Put([]byte(key), nil)
+			yields++
 		})
-	}
-	if err := put("lone"); err != nil {
-		t.Fatal(err)
-	}
-	q := &s.commits
-	if wait := q.gather(time.Now()); wait != 0 {
-		t.Errorf("after a lone call a leader waits %v, want 0", wait)
-	}
-
-	release, held := holdCommits(t, s)
-	errs := make(chan error, gatherCalls)
-	for i := range gatherCalls {
-		go func() { errs <- put(fmt.Sprint(i)) }()
-	}
-	waitQueued(s, gatherCalls)
-	before := txID(t, s)
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	for range gatherCalls {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+		if yields != tc.yields {
+			t.Errorf("callers arriving %v: %d yields, want %d", tc.arriving, yields, tc.yields)
 		}
-	}
-	if got := txID(t, s) - before; got != 2 {
-		t.Fatalf("the held call and the crowd took %d commits, want 2", got)
-	}
-	if q.lastCalls != gatherCalls {
-		t.Errorf("the last group recorded as %d calls, want %d", q.lastCalls, gatherCalls)
-	}
-	if wait := q.gather(q.lastEnd); wait != commitGather {
-		t.Errorf("right after a crowd a leader waits %v, want %v", wait, commitGather)
-	}
-	if wait := q.gather(q.lastEnd.Add(commitGather / 4)); wait != commitGather*3/4 {
-		t.Errorf("a quarter of commitGather after a crowd a leader waits %v, want %v", wait, commitGather*3/4)
-	}
-	if wait := q.gather(q.lastEnd.Add(commitGather)); wait != 0 {
-		t.Errorf("commitGather after a crowd a leader waits %v, want 0", wait)
 	}
 }
 
