@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # docsift's vector index against hnswlib and FAISS on the same vectors:
 # recall@10, single-thread queries/s, build rate and memory per vector, with
-# matched HNSW parameters. Needs Debian's python3-hnswlib, python3-faiss and
+# matched HNSW parameters (M 16, and the candidate lists docsift's index
+# uses at that size, read from its JSON). Needs Debian's python3-hnswlib, python3-faiss and
 # python3-numpy (installed when missing, as root).
 #
 #   bench/ann_compare.sh [N] [DIM]      (default 100000 384)
@@ -22,6 +23,8 @@ trap 'rm -rf "$dir"' EXIT
 # docsift makes the data (clustered synthetic vectors and exact neighbours),
 # then runs on the files like the others.
 bin/docsift bench index --n "$N" --dim "$DIM" --queries 1000 --export "$dir" >/dev/null
+bin/docsift bench index --vectors "$dir/base.fvecs" --queries "$dir/query.fvecs" --ground-truth "$dir/groundtruth.ivecs" --json >"$dir/docsift.json"
 echo "docsift:"
-bin/docsift bench index --vectors "$dir/base.fvecs" --queries "$dir/query.fvecs" --ground-truth "$dir/groundtruth.ivecs" --json
-$PY bench/ann_compare.py "$dir"
+cat "$dir/docsift.json"
+read -r efc ef < <($PY -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["ef_construction"], r["ef"])' "$dir/docsift.json")
+$PY bench/ann_compare.py "$dir" "$efc" "$ef"

@@ -35,6 +35,14 @@ func benchCmd() *cobra.Command {
 			if err := atLeast(1, flagInt{"--n", ic.N}, flagInt{"--dim", ic.Dim}); err != nil {
 				return err
 			}
+			if err := atLeast(0, flagInt{"--ef-construction", ic.EfConstruction}); err != nil {
+				return err
+			}
+			for _, ef := range ic.Ef {
+				if err := atLeast(1, flagInt{"--ef", ef}); err != nil {
+					return err
+				}
+			}
 			// --queries is a count for synthetic data, or a file beside --vectors.
 			if n, err := strconv.Atoi(queries); err == nil {
 				ic.Queries = n
@@ -45,15 +53,21 @@ func benchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printResult(cmd.OutOrStdout(), asJSON, res, [][2]string{
+			rows := [][2]string{
 				{"vectors", fmt.Sprintf("%d × %d dims, %d queries", res.N, res.Dim, res.Queries)},
-				{"recall@10", fmt.Sprintf("%.4f", res.RecallAt10)},
+				{"recall@10", fmt.Sprintf("%.4f (ef %d)", res.RecallAt10, res.Ef)},
 				{"search p50", fmt.Sprintf("%.3f ms (single thread, %.0f queries/s)", res.SearchP50Ms, res.SearchQPS)},
 				{"search p99", fmt.Sprintf("%.3f ms", res.SearchP99Ms)},
-				{"build", fmt.Sprintf("%.0f vectors/s (%.1f s)", res.BuildVectorsPerSecond, res.BuildSeconds)},
+			}
+			for _, p := range res.Curve[min(1, len(res.Curve)):] {
+				rows = append(rows, [2]string{fmt.Sprintf("ef %d", p.Ef), fmt.Sprintf("recall@10 %.4f, p50 %.3f ms, p99 %.3f ms, %.0f queries/s", p.RecallAt10, p.SearchP50Ms, p.SearchP99Ms, p.SearchQPS)})
+			}
+			rows = append(rows, [][2]string{
+				{"build", fmt.Sprintf("%.0f vectors/s (%.1f s, efConstruction %d)", res.BuildVectorsPerSecond, res.BuildSeconds, res.EfConstruction)},
 				{"snapshot load", fmt.Sprintf("%.2f s, %.1f× faster than rebuilding", res.SnapshotLoadSeconds, res.SnapshotLoadSpeedup)},
 				{"memory", fmt.Sprintf("%.0f bytes/vector", res.BytesPerVector)},
-			})
+			}...)
+			return printResult(cmd.OutOrStdout(), asJSON, res, rows)
 		},
 	}
 	indexCmd.Flags().IntVar(&ic.N, "n", index.BenchDefaultN, "vectors in the index")
@@ -61,6 +75,8 @@ func benchCmd() *cobra.Command {
 	indexCmd.Flags().StringVar(&queries, "queries", strconv.Itoa(index.BenchDefaultQueries), "queries timed and scored: a count of synthetic ones, or an .fvecs file with --vectors")
 	indexCmd.Flags().StringVar(&ic.VectorsFile, "vectors", "", ".fvecs file of the vectors to index, instead of synthetic ones")
 	indexCmd.Flags().StringVar(&ic.GroundTruthFile, "ground-truth", "", ".ivecs file of each query's exact neighbours (default: computed by brute force)")
+	indexCmd.Flags().IntVar(&ic.EfConstruction, "ef-construction", 0, "the graph's insert candidate list (default: the index's for a model's vectors)")
+	indexCmd.Flags().IntSliceVar(&ic.Ef, "ef", nil, "search candidate lists to measure, one pass of the queries each, e.g. 160,320,640 (default: the index's)")
 	indexCmd.Flags().StringVar(&ic.ExportDir, "export", "", "write the vectors, queries and ground truth as .fvecs/.ivecs files to this directory")
 
 	var ingestCfg eval.IngestConfig

@@ -316,6 +316,8 @@ func TestCLIRefusals(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "query", "--url", nobody, "--key", "dsk_x", "--owner", "prj_x", "--queries", queries, "--requests", "0"},
 		{"bench", "index", "--n", "0"},
+		{"bench", "index", "--ef", "0"},
+		{"bench", "index", "--ef-construction", "-1"},
 		{"bench", "scale", "--chunks", "0"},
 		{"bench", "cluster", "--nodes", "1"},
 	} {

@@ -39,6 +39,12 @@ type BenchConfig struct {
 	// HeapVectors keeps the float32 vectors on the heap instead of in
 	// mapped files in Dir (see SetVectorDir), to compare the two.
 	HeapVectors bool
+	// EfConstruction, when set, is the graph's insert candidate list
+	// instead of the index's own for a learned model's vectors; Ef, when
+	// set, the search candidate lists to measure, one pass of the
+	// queries each (the first is the result's, the rest its Curve).
+	EfConstruction int
+	Ef             []int
 
 	// VectorsFile and QueriesFile, when set, are .fvecs files to use
 	// instead of synthetic vectors (they are scaled to unit length: the
@@ -68,6 +74,21 @@ type BenchResult struct {
 	SnapshotLoadSpeedup   float64 `json:"snapshot_load_speedup"`
 	SnapshotBytes         int64   `json:"snapshot_bytes"`
 	BytesPerVector        float64 `json:"bytes_per_vector"`
+	// Ef is the search candidate list of the figures above; Curve has the
+	// recall and speed of every candidate list measured, Ef's first.
+	Ef             int          `json:"ef"`
+	EfConstruction int          `json:"ef_construction"`
+	Curve          []BenchPoint `json:"curve,omitempty"`
+}
+
+// BenchPoint is recall and single-thread speed at one search candidate
+// list.
+type BenchPoint struct {
+	Ef          int     `json:"ef"`
+	RecallAt10  float64 `json:"recall_at_10"`
+	SearchP50Ms float64 `json:"search_p50_ms"`
+	SearchP99Ms float64 `json:"search_p99_ms"`
+	SearchQPS   float64 `json:"search_qps"`
 }
 
 // RunIndexBench measures the vector index on clustered synthetic unit
@@ -132,6 +153,9 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	}
 	fmt.Fprintf(progress, "building index of %d vectors\n", cfg.N)
 	x := New("bench", cfg.Dim)
+	if cfg.EfConstruction > 0 {
+		x.efConstruction = cfg.EfConstruction
+	}
 	start := time.Now()
 	if err := x.Add(entries...); err != nil {
 		return res, fmt.Errorf("index: bench: %w", err)
@@ -145,25 +169,23 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	res.BuildVectorsPerSecond = float64(cfg.N) / build.Seconds()
 	fmt.Fprintf(progress, "built in %.1fs (%.0f vectors/s)\n", res.BuildSeconds, res.BuildVectorsPerSecond)
 
-	fmt.Fprintf(progress, "searching %d queries, one thread\n", cfg.Queries)
-	lat := make([]time.Duration, len(queries))
-	var found int
-	searchStart := time.Now()
-	for i, q := range queries {
-		t := time.Now()
-		hits := x.Search(Query{Vector: q, K: benchK})
-		lat[i] = time.Since(t)
-		for _, h := range hits {
-			if slices.Contains(truth[i], uint32(h.ID)) {
-				found++
-			}
-		}
+	res.EfConstruction = x.efConstruction
+	efs := cfg.Ef
+	if len(efs) == 0 {
+		efs = []int{0} // the index's own
 	}
-	res.SearchQPS = float64(len(queries)) / time.Since(searchStart).Seconds()
-	res.RecallAt10 = float64(found) / float64(len(queries)*benchK)
-	slices.Sort(lat)
-	res.SearchP50Ms = ms(lat[len(lat)/2])
-	res.SearchP99Ms = ms(lat[len(lat)*99/100])
+	for _, ef := range efs {
+		fmt.Fprintf(progress, "searching %d queries, one thread\n", cfg.Queries)
+		p := searchBench(x, queries, truth, ef)
+		fmt.Fprintf(progress, "ef %d: recall@10 %.4f, %.0f queries/s\n", p.Ef, p.RecallAt10, p.SearchQPS)
+		res.Curve = append(res.Curve, p)
+	}
+	first := res.Curve[0]
+	res.Ef, res.RecallAt10, res.SearchQPS = first.Ef, first.RecallAt10, first.SearchQPS
+	res.SearchP50Ms, res.SearchP99Ms = first.SearchP50Ms, first.SearchP99Ms
+	if len(res.Curve) == 1 {
+		res.Curve = nil
+	}
 
 	path := filepath.Join(dir, "bench.idx")
 	fmt.Fprintf(progress, "writing and loading snapshot %s\n", path)
@@ -191,6 +213,39 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	fmt.Fprintf(progress, "recall@10 %.4f, p50 %.3f ms, load %.2fs (%.0fx faster than build)\n",
 		res.RecallAt10, res.SearchP50Ms, res.SnapshotLoadSeconds, res.SnapshotLoadSpeedup)
 	return res, nil
+}
+
+// searchBench times queries one at a time through x's search of vectors
+// alone, the graph walking a candidate list of ef (0: its own), and
+// scores each hit list against truth.
+func searchBench(x *OwnerIndex, queries [][]float32, truth [][]uint32, ef int) BenchPoint {
+	v := x.current.Load()
+	if g := v.gen.graph; g != nil {
+		if ef == 0 {
+			ef = efSearchFor(v.n)
+		}
+		defer func(was int) { g.efSearch = was }(g.efSearch)
+		g.efSearch = ef
+	}
+	lat := make([]time.Duration, len(queries))
+	found := 0
+	start := time.Now()
+	for i, q := range queries {
+		t := time.Now()
+		hits := x.Search(Query{Vector: q, K: benchK})
+		lat[i] = time.Since(t)
+		for _, h := range hits {
+			if slices.Contains(truth[i], uint32(h.ID)) {
+				found++
+			}
+		}
+	}
+	p := BenchPoint{Ef: ef, SearchQPS: float64(len(queries)) / time.Since(start).Seconds()}
+	p.RecallAt10 = float64(found) / float64(len(queries)*benchK)
+	slices.Sort(lat)
+	p.SearchP50Ms = ms(lat[len(lat)/2])
+	p.SearchP99Ms = ms(lat[len(lat)*99/100])
+	return p
 }
 
 // benchData returns the bench's vectors, queries and exact top-10 by row:

@@ -8,7 +8,7 @@ type scored struct {
 
 // searchVectors returns up to k slots alive in v, most similar first:
 // through the graph when the generation has one, its walk keeping at
-// least ef (0: the graph's efSearch), else by scanning every slot, which
+// least ef (0: the graph's own, see efSearchFor), else by scanning every slot, which
 // is as fast for small owners.
 func (v *view) searchVectors(q []float32, k, ef int) []scored {
 	if g := v.gen.graph; g != nil {

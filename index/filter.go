@@ -202,7 +202,7 @@ func (s *lexScores) topAllowed(k int, a *allowed) []scored {
 
 // searchWithin returns the k slots of allow (nil: every slot) most similar
 // to q, alive in v, from a walk that keeps the max(ef, k) best it meets
-// (ef 0: efSearch).
+// (ef 0: the graph's efSearch, else efSearchFor its size).
 // The walk goes through every node, allowed or not (dropping the others
 // would cut the graph into islands), but keeps only allowed ones; since
 // its result list fills with allowed nodes only, it walks until it holds
@@ -224,7 +224,7 @@ func (g *hnsw) searchWithin(v *view, q []float32, k, ef int, allow slotSet) []sc
 	// asking spares a read of each one's deletion mark, a miss to memory
 	// like its code.
 	liveOnly := v.dead > 0 || allow != nil
-	res := g.searchLayer(c, sc, qc, []scored{cur}, max(cmp.Or(ef, g.efSearch), k), 0, false, liveOnly)
+	res := g.searchLayer(c, sc, qc, []scored{cur}, max(cmp.Or(ef, g.efSearch, efSearchFor(sc.n)), k), 0, false, liveOnly)
 	c.allow = nil
 	return rescore(sc.pages, q, res, k)
 }

@@ -11,24 +11,43 @@ import (
 )
 
 // HNSW parameters (Malkov & Yashunin, 2018). M=16 with 2M links on layer 0
-// is the paper's recommended middle ground for 100–1000 dimensions. The ef
-// values come from sweeps on 100k×384 clustered vectors (RunIndexBench's
-// data), where building is the tight budget and searching is not:
+// is the paper's recommended middle ground for 100–1000 dimensions.
 //
-//	efConstruction 100, ef  64: recall@10 0.967, build 1.0×
-//	efConstruction  64, ef 100: recall@10 0.976, build 1.4×
-//	efConstruction  48, ef 160: recall@10 0.973, build 1.7×, p50 ≈ 0.5 ms
+// The candidate lists come from sweeps of `docsift bench index` on
+// clustered 384-d vectors (RunIndexBench's data, 2 cores). At 100,000
+// vectors any choice is good:
 //
-// so the graph is built cheaply and searched with a wider list.
+//	efConstruction  48, ef 160: recall@10 0.968, build 10,700 vectors/s
+//	efConstruction 200, ef  80: recall@10 0.984, build  3,500 vectors/s
+//
+// At 1,000,000 a narrow build cannot be made up for by a wide search:
+//
+//	efConstruction  48, ef 160:             recall@10 0.655, build 4,000 vectors/s
+//	efConstruction 128, ef 480 / 640:       recall@10 0.935 / 0.953, build 2,200
+//	efConstruction 200, ef 160 / 480 / 640: recall@10 0.816 / 0.967 / 0.978, build 1,450
+//
+// (hnswlib on the same vectors, built from 48, reaches 0.849 at ef 640 and
+// 0.911 at 2,560; from 200, 0.827 at 160 and 0.979 at 640.) A
+// learned model's vectors therefore build with hnswEfConstructionLearned:
+// the model's embedding costs far more per chunk than the insert (1,450
+// inserts/s at 1M), and their neighbours are what the vector side is
+// for. The built-in embedder's vectors build with hnswEfConstruction: its
+// embedding is cheap, ingest speed is its point, and their nearest
+// neighbours are near ties no build finds (see hashedCandidates). Searches
+// widen with the graph (efSearchFor).
 const (
 	hnswM  = 16
 	hnswM0 = 2 * hnswM
-	// hnswEfConstruction bounds the candidate list while linking a new node;
-	// larger builds a better graph, slower.
-	hnswEfConstruction = 48
-	// hnswEfSearch is the least candidate list a search keeps; a search for
-	// k > hnswEfSearch keeps k.
-	hnswEfSearch = 160
+	// hnswEfConstruction bounds the candidate list while linking a new node
+	// of the built-in embedder's vectors, hnswEfConstructionLearned one of
+	// a learned model's; larger builds a better graph, slower.
+	hnswEfConstruction        = 48
+	hnswEfConstructionLearned = 200
+	// hnswEfSearch is the least candidate list a search keeps, up to
+	// efSearchGrowFrom nodes (see efSearchFor); a search for more keeps
+	// as many as it asks for.
+	hnswEfSearch     = 160
+	efSearchGrowFrom = 100_000
 	// hnswMaxLevel caps the random level; at M=16 level 8 already needs
 	// ~16^8 nodes to be reached by chance.
 	hnswMaxLevel = 15
@@ -72,8 +91,9 @@ type hnsw struct {
 	mL    float64
 	ctxs  sync.Pool
 
-	// efConstruction and efSearch start at the constants above; they are
-	// fields so that benchmarks can sweep them.
+	// efConstruction is the insert candidate list (see efConstructionFor);
+	// efSearch, when not 0, the search one instead of efSearchFor's, so
+	// that benchmarks can sweep it.
 	efConstruction, efSearch int
 
 	// touched, for a graph read from a snapshot, marks the file's nodes
@@ -83,16 +103,37 @@ type hnsw struct {
 }
 
 // newHNSW returns an empty graph whose levels are drawn from a generator
-// seeded with seed.
-func newHNSW(seed uint64) *hnsw {
+// seeded with seed, linking each node from efConstruction candidates.
+func newHNSW(seed uint64, efConstruction int) *hnsw {
 	return &hnsw{
 		entry: noNode,
 		rng:   rand.New(rand.NewPCG(seed, 0xd0c5)),
 		mL:    1 / math.Log(hnswM),
 
-		efConstruction: hnswEfConstruction,
-		efSearch:       hnswEfSearch,
+		efConstruction: efConstruction,
 	}
+}
+
+// efConstructionFor is the insert candidate list of a graph of model's
+// vectors (see the parameters above).
+func efConstructionFor(model string) int {
+	if hashed(model) {
+		return hnswEfConstruction
+	}
+	return hnswEfConstructionLearned
+}
+
+// efSearchFor is the candidate list a search keeps in a graph of n nodes:
+// hnswEfSearch up to efSearchGrowFrom, then twice hnswEfSearch more for
+// every tenfold, 480 at a million. A bigger graph has longer paths between a
+// query's neighbours, and a list that finds them at 100,000 misses a
+// fifth at a million (recall@10 0.816 against 0.967, for 1.4 times the
+// time).
+func efSearchFor(n uint32) int {
+	if n <= efSearchGrowFrom {
+		return hnswEfSearch
+	}
+	return int(hnswEfSearch * (1 + 2*math.Log10(float64(n)/efSearchGrowFrom)))
 }
 
 // hnswSeed seeds the level generator of a graph built from scratch.

@@ -18,7 +18,7 @@ func BenchmarkHNSWBuild(b *testing.B) {
 	vecs := benchVectors(n, dim)
 	b.ResetTimer()
 	for b.Loop() {
-		gen := newGeneration(dim, newHNSW(hnswSeed))
+		gen := newGeneration(dim, newHNSW(hnswSeed, hnswEfConstruction))
 		slots := make([]uint32, n)
 		for i, v := range vecs {
 			slots[i] = gen.appendSlot(uint64(i), v, 0)

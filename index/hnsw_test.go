@@ -183,3 +183,45 @@ func TestHNSWConcurrentAddSearch(t *testing.T) {
 		checkHits(t, x.Search(Query{Vector: vecs[i%len(vecs)], K: 5}))
 	}
 }
+
+func TestEfConstructionByModel(t *testing.T) {
+	for model, want := range map[string]int{
+		"builtin-v2":       hnswEfConstruction,
+		"nomic-embed-text": hnswEfConstructionLearned,
+	} {
+		x := New(model, 8)
+		x.graphFrom = 0
+		must(t, x.Add(entries(testVectors(300, 8, 21), 0)...))
+		if got := x.gen.graph.efConstruction; got != want {
+			t.Errorf("%s: graph built with efConstruction %d, want %d", model, got, want)
+		}
+		// A graph loaded from a snapshot goes on inserting the same way.
+		path := filepath.Join(t.TempDir(), "g.idx")
+		must(t, x.WriteSnapshot(path, 1))
+		y, _, err := ReadSnapshot(path)
+		must(t, err)
+		if got := y.gen.graph.efConstruction; got != want {
+			t.Errorf("%s: loaded graph inserts with efConstruction %d, want %d", model, got, want)
+		}
+	}
+}
+
+func TestEfSearchGrowsWithGraph(t *testing.T) {
+	if got := efSearchFor(1); got != hnswEfSearch {
+		t.Errorf("one node: ef %d, want %d", got, hnswEfSearch)
+	}
+	if got := efSearchFor(efSearchGrowFrom); got != hnswEfSearch {
+		t.Errorf("%d nodes: ef %d, want %d", efSearchGrowFrom, got, hnswEfSearch)
+	}
+	if got := efSearchFor(1_000_000); got != 3*hnswEfSearch {
+		t.Errorf("a million nodes: ef %d, want %d", got, 3*hnswEfSearch)
+	}
+	prev := 0
+	for n := uint32(50_000); n <= 5_000_000; n += 50_000 {
+		ef := efSearchFor(n)
+		if ef < prev {
+			t.Fatalf("ef shrinks from %d to %d at %d nodes", prev, ef, n)
+		}
+		prev = ef
+	}
+}

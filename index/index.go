@@ -129,6 +129,9 @@ type OwnerIndex struct {
 	// graphThreshold, but tests lower it to exercise the graph on few
 	// entries.
 	graphFrom int
+	// efConstruction is the candidate list of the graph's inserts:
+	// efConstructionFor(model), but benchmarks sweep it.
+	efConstruction int
 	// scanAllowedMax is the largest allowed set a filtered search scans:
 	// filterScanMax, but tests lower it to exercise the filtered graph walk.
 	scanAllowedMax int
@@ -151,10 +154,11 @@ type OwnerIndex struct {
 func New(model string, dim int) *OwnerIndex {
 	x := &OwnerIndex{
 		model: model, dim: dim,
-		gen:       newGeneration(dim, nil),
-		slotOf:    make(map[uint64]uint32),
-		docOf:     make(map[string]uint32),
-		graphFrom: graphThreshold,
+		gen:            newGeneration(dim, nil),
+		slotOf:         make(map[uint64]uint32),
+		docOf:          make(map[string]uint32),
+		graphFrom:      graphThreshold,
+		efConstruction: efConstructionFor(model),
 
 		scanAllowedMax: filterScanMax,
 	}
@@ -350,7 +354,7 @@ func (x *OwnerIndex) rebuild() {
 	old := x.gen
 	var graph *hnsw
 	if x.live >= x.graphFrom {
-		graph = newHNSW(hnswSeed)
+		graph = newHNSW(hnswSeed, x.efConstruction)
 	}
 	gen := newGeneration(x.dim, graph)
 	renum := make([]uint32, old.n) // old slot -> new slot, for live slots

@@ -318,7 +318,7 @@ func loadMapped(m *mapping, more int) (x *OwnerIndex, lastSeq uint64, err error)
 
 	gen := x.gen
 	if graph {
-		gen.graph = newHNSW(uint64(n)) // seeded so levels drawn after a load differ from those before
+		gen.graph = newHNSW(uint64(n), x.efConstruction) // seeded so levels drawn after a load differ from those before
 		gen.graph.entry, gen.graph.maxLevel = entry, maxLevel
 	}
 	// Every page is read in place, the last too when it is not full: it

@@ -24,7 +24,7 @@ import (
 
 // rescoreMin is the fewest candidates, found by their codes, that a scan
 // re-scores exactly before keeping the best k. The graph re-scores its
-// whole candidate list (efSearch), which is larger.
+// whole candidate list (efSearchFor), which is larger.
 const rescoreMin = 64
 
 // code is a quantised vector: the dot product of two codes, times both

@@ -31,7 +31,7 @@ const (
 	// hashedCandidates is the fewest candidates the vector side of a
 	// hybrid search nominates for the built-in embedder's vectors, from a
 	// graph walk keeping hashedWalk (a learned model's side nominates as
-	// many as BM25's, from a walk of the graph's efSearch). Those vectors
+	// many as BM25's, from a walk of efSearchFor the graph). Those vectors
 	// hash the words BM25 scores, so BM25's pool already holds most chunks
 	// they would nominate, and every candidate is scored exactly on both
 	// sides however it came; their nearest neighbours are near ties that
