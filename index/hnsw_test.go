@@ -185,6 +185,7 @@ func TestHNSWConcurrentAddSearch(t *testing.T) {
 }
 
 func TestEfConstructionByModel(t *testing.T) {
+	withLearnedEfConstruction(t)
 	for model, want := range map[string]int{
 		"builtin-v2":       hnswEfConstruction,
 		"nomic-embed-text": hnswEfConstructionLearned,
