@@ -169,7 +169,9 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	res.BuildVectorsPerSecond = float64(cfg.N) / build.Seconds()
 	fmt.Fprintf(progress, "built in %.1fs (%.0f vectors/s)\n", res.BuildSeconds, res.BuildVectorsPerSecond)
 
-	res.EfConstruction = x.efConstruction
+	if g := x.current.Load().gen.graph; g != nil {
+		res.EfConstruction = g.efConstruction // as built, not as asked
+	}
 	efs := cfg.Ef
 	if len(efs) == 0 {
 		efs = []int{0} // the index's own
