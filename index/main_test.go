@@ -5,11 +5,16 @@ import (
 	"testing"
 )
 
-// TestMain builds the tests' graphs of learned-model vectors from the
-// built-in embedder's narrower list (see learnedEfConstruction), but for
-// the tests that ask for the real one (withLearnedEfConstruction).
+// testLearnedEfConstruction is the narrower list the tests' graphs of
+// learned-model vectors build from: wide enough for their recall checks
+// against exact search, a quarter of the product's work under -race.
+const testLearnedEfConstruction = 48
+
+// TestMain builds the tests' graphs of learned-model vectors from
+// testLearnedEfConstruction (see learnedEfConstruction), but for the
+// tests that ask for the real list (withLearnedEfConstruction).
 func TestMain(m *testing.M) {
-	learnedEfConstruction = hnswEfConstruction
+	learnedEfConstruction = testLearnedEfConstruction
 	os.Exit(m.Run())
 }
 
