@@ -1,6 +1,7 @@
 package index
 
 import (
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -19,9 +20,9 @@ type mapping struct {
 	b []byte
 }
 
-// openMapping maps the file at path.
-func openMapping(path string) (*mapping, error) {
-	b, unmap, err := mapFile(path)
+// openMapping maps an open file.
+func openMapping(f *os.File) (*mapping, error) {
+	b, unmap, err := mapFile(f)
 	if err != nil {
 		return nil, err
 	}

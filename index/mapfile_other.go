@@ -2,12 +2,15 @@
 
 package index
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
-// mapFile reads a file whole where memory mapping is not available; see
-// the unix version.
-func mapFile(path string) ([]byte, func(), error) {
-	b, err := os.ReadFile(path)
+// mapFile reads an open file whole where memory mapping is not available;
+// see the unix version.
+func mapFile(f *os.File) ([]byte, func(), error) {
+	b, err := io.ReadAll(f)
 	return b, func() {}, err
 }
 

@@ -11,18 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapFile maps a file privately and returns its bytes and the function
-// that unmaps them. Its pages are the page cache's until written: a write
-// copies the page into the process's memory and never reaches the file
-// (MAP_PRIVATE), which is how a snapshot read in place takes the few
+// mapFile maps an open file privately and returns its bytes and the
+// function that unmaps them. Its pages are the page cache's until written:
+// a write copies the page into the process's memory and never reaches the
+// file (MAP_PRIVATE), which is how a snapshot read in place takes the few
 // changes a writer makes to it (see mapping). The bytes must not be used
-// after unmap.
-func mapFile(path string) ([]byte, func(), error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
+// after unmap; the file may be closed before.
+func mapFile(f *os.File) ([]byte, func(), error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, nil, err
@@ -32,11 +27,11 @@ func mapFile(path string) ([]byte, func(), error) {
 		return nil, func() {}, nil
 	}
 	if int64(int(size)) != size {
-		return nil, nil, fmt.Errorf("%s: %d bytes do not fit in memory", path, size)
+		return nil, nil, fmt.Errorf("%s: %d bytes do not fit in memory", f.Name(), size)
 	}
 	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE)
 	if err != nil {
-		return nil, nil, fmt.Errorf("map %s: %w", path, err)
+		return nil, nil, fmt.Errorf("map %s: %w", f.Name(), err)
 	}
 	return b, func() { syscall.Munmap(b) }, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -158,7 +159,7 @@ func TestMappedSnapshotEveryByteFlipped(t *testing.T) {
 		tried++
 		b := append([]byte(nil), good...)
 		b[i] ^= 0xa5
-		y, _, err := parseSnapshot(&mapping{b: withChecksum(b)}, 0)
+		y, _, err := parseSnapshot(&mapping{b: withChecksum(b)}, nil, 0)
 		if err != nil {
 			refused++
 			continue
@@ -245,7 +246,10 @@ func TestAdviseWillNeedAnyStart(t *testing.T) {
 	page := os.Getpagesize()
 	path := filepath.Join(t.TempDir(), "f")
 	must(t, os.WriteFile(path, make([]byte, 3*page), 0o600))
-	m, err := openMapping(path)
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	m, err := openMapping(f)
 	must(t, err)
 	for _, start := range []int{0, 1, 64, page - 1, page, page + 5, 3*page - 1} {
 		if err := adviseWillNeed(m.b[start:]); err != nil {
@@ -379,5 +383,25 @@ func TestLastPageCopiedOnAppend(t *testing.T) {
 	}
 	if got, want := results(y, qs), results(x, qs); got != want {
 		t.Fatalf("the loaded index answers otherwise than the one never saved:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestChecksumOf: a snapshot's checksum read from its file in buffers is
+// the checksum of its bytes across every buffer boundary, and a file
+// shorter than its mapping is an error, not a checksum of what is there.
+func TestChecksumOf(t *testing.T) {
+	b := make([]byte, 3<<20+5)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for _, n := range []int{0, 1, 1 << 20, 1<<20 + 1, len(b) - 1, len(b)} {
+		got, err := checksumOf(bytes.NewReader(b), int64(n))
+		if err != nil || got != crc32.Checksum(b[:n], castagnoli) {
+			t.Errorf("first %d bytes: checksum %08x, %v; want %08x", n, got, err, crc32.Checksum(b[:n], castagnoli))
+		}
+	}
+	if _, err := checksumOf(bytes.NewReader(b[:100]), 200); err == nil {
+		t.Error("checksum of 200 bytes of a 100-byte file: no error")
 	}
 }

@@ -273,11 +273,16 @@ func (x *OwnerIndex) track(since touchedSet) {
 // it cannot: the index then stays where it is, which costs memory, not
 // correctness.
 func readWritten(path string) *OwnerIndex {
-	m, err := openMapping(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
-	y, _, err := parseSnapshot(m, 0)
+	defer f.Close()
+	m, err := openMapping(f)
+	if err != nil {
+		return nil
+	}
+	y, _, err := parseSnapshot(m, f, 0)
 	if err != nil {
 		return nil
 	}
@@ -527,13 +532,18 @@ func SegmentBytes(path string) int64 {
 // readSnapshotFile is ReadSnapshot of the snapshot alone, its maps sized
 // for more entries to come.
 func readSnapshotFile(path string, more int) (*OwnerIndex, uint64, error) {
-	m, err := openMapping(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
+	}
+	defer f.Close()
+	m, err := openMapping(f)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
 	}
 	stop := readAhead(m.b, adviseWillNeed)
 	defer stop()
-	x, lastSeq, err := parseSnapshot(m, more)
+	x, lastSeq, err := parseSnapshot(m, f, more)
 	if errors.Is(err, ErrOtherVersion) {
 		return nil, 0, fmt.Errorf("read snapshot %s: %w", path, err)
 	}
@@ -545,7 +555,9 @@ func readSnapshotFile(path string, more int) (*OwnerIndex, uint64, error) {
 }
 
 // parseSnapshot checks a snapshot file's magic and checksum and loads it.
-func parseSnapshot(m *mapping, more int) (*OwnerIndex, uint64, error) {
+// The checksum is read from file, the file m maps, when it is not nil
+// (see checksumOf), else from the mapping.
+func parseSnapshot(m *mapping, file io.ReaderAt, more int) (*OwnerIndex, uint64, error) {
 	b := m.b
 	if len(b) < len(snapshotMagic)+4 || string(b[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, 0, errors.New("not a snapshot")
@@ -560,11 +572,50 @@ func parseSnapshot(m *mapping, more int) (*OwnerIndex, uint64, error) {
 	// they run side by side: the loader is as safe on a corrupt file as
 	// on a hostile one, and what it built is dropped unless the checksum
 	// matches too.
-	sumOK := make(chan bool, 1)
-	go func() { sumOK <- crc32.Checksum(body, castagnoli) == want }()
+	sumErr := make(chan error, 1)
+	go func() {
+		var got uint32
+		if file == nil {
+			got = crc32.Checksum(body, castagnoli)
+		} else {
+			var err error
+			if got, err = checksumOf(file, int64(len(body))); err != nil {
+				sumErr <- fmt.Errorf("checksum not read: %w", err)
+				return
+			}
+		}
+		if got != want {
+			sumErr <- errors.New("checksum mismatch")
+			return
+		}
+		sumErr <- nil
+	}()
 	x, lastSeq, err := loadMapped(m, more)
-	if !<-sumOK {
-		return nil, 0, errors.New("checksum mismatch")
+	if err := <-sumErr; err != nil {
+		return nil, 0, err
 	}
 	return x, lastSeq, err
+}
+
+// checksumOf is the CRC-32C of the first n bytes r reads. A mapped
+// snapshot's checksum is read from its file rather than its mapping: the
+// kernel copies the page cache through its own large pages into a buffer
+// the checksum reads from the processor's cache, where a pass over the
+// mapping first touches each of its 4 KB pages, which is most of the
+// pass's cost. A million chunks' 3.9 GB took 0.5 s of CPU against
+// 1.3-1.5; the load beside it still touches the pages it checks (the
+// lexicon's, the documents', the graph's), but no longer the vectors',
+// of which searches touch few.
+func checksumOf(r io.ReaderAt, n int64) (uint32, error) {
+	buf := make([]byte, min(n, 1<<20))
+	var sum uint32
+	for off := int64(0); off < n; {
+		k, err := r.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
+		sum = crc32.Update(sum, castagnoli, buf[:k])
+		off += int64(k)
+		if err != nil && off < n {
+			return 0, err
+		}
+	}
+	return sum, nil
 }
