@@ -159,7 +159,8 @@ func TestMappedSnapshotEveryByteFlipped(t *testing.T) {
 		tried++
 		b := append([]byte(nil), good...)
 		b[i] ^= 0xa5
-		y, _, err := parseSnapshot(&mapping{b: withChecksum(b)}, nil, 0)
+		b = withChecksum(b)
+		y, _, err := parseSnapshot(&mapping{b: b}, bytes.NewReader(b), 0)
 		if err != nil {
 			refused++
 			continue

@@ -555,8 +555,7 @@ func readSnapshotFile(path string, more int) (*OwnerIndex, uint64, error) {
 }
 
 // parseSnapshot checks a snapshot file's magic and checksum and loads it.
-// The checksum is read from file, the file m maps, when it is not nil
-// (see checksumOf), else from the mapping.
+// The checksum is read from file, the file m maps (see checksumOf).
 func parseSnapshot(m *mapping, file io.ReaderAt, more int) (*OwnerIndex, uint64, error) {
 	b := m.b
 	if len(b) < len(snapshotMagic)+4 || string(b[:len(snapshotMagic)]) != snapshotMagic {
@@ -574,15 +573,10 @@ func parseSnapshot(m *mapping, file io.ReaderAt, more int) (*OwnerIndex, uint64,
 	// matches too.
 	sumErr := make(chan error, 1)
 	go func() {
-		var got uint32
-		if file == nil {
-			got = crc32.Checksum(body, castagnoli)
-		} else {
-			var err error
-			if got, err = checksumOf(file, int64(len(body))); err != nil {
-				sumErr <- fmt.Errorf("checksum not read: %w", err)
-				return
-			}
+		got, err := checksumOf(file, int64(len(body)))
+		if err != nil {
+			sumErr <- fmt.Errorf("checksum not read: %w", err)
+			return
 		}
 		if got != want {
 			sumErr <- errors.New("checksum mismatch")
@@ -607,15 +601,10 @@ func parseSnapshot(m *mapping, file io.ReaderAt, more int) (*OwnerIndex, uint64,
 // lexicon's, the documents', the graph's), but no longer the vectors',
 // of which searches touch few.
 func checksumOf(r io.ReaderAt, n int64) (uint32, error) {
-	buf := make([]byte, min(n, 1<<20))
-	var sum uint32
-	for off := int64(0); off < n; {
-		k, err := r.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
-		sum = crc32.Update(sum, castagnoli, buf[:k])
-		off += int64(k)
-		if err != nil && off < n {
-			return 0, err
-		}
+	h := crc32.New(castagnoli)
+	read, err := io.CopyBuffer(h, io.NewSectionReader(r, 0, n), make([]byte, max(min(n, 1<<20), 1)))
+	if err == nil && read < n {
+		err = fmt.Errorf("%d bytes of %d: %w", read, n, io.ErrUnexpectedEOF)
 	}
-	return sum, nil
+	return h.Sum32(), err
 }
