@@ -3,6 +3,7 @@ package index
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
@@ -404,5 +405,71 @@ func TestChecksumOf(t *testing.T) {
 	}
 	if _, err := checksumOf(bytes.NewReader(b[:100]), 200); err == nil {
 		t.Error("checksum of 200 bytes of a 100-byte file: no error")
+	}
+}
+
+// TestFrozenLexiconCheckReadsTheFile: the lexicon's check reads its arrays
+// from the file, blocks at a time, so lists that cross blocks are checked
+// whole, and a fault is found wherever it is, in the file (not the
+// mapping, which the check no longer reads).
+func TestFrozenLexiconCheckReadsTheFile(t *testing.T) {
+	const slots = 1000
+	terms := 3*fileArrayBlock/8 + 5 // keys and ends over three blocks and more
+	keys, ends := make([]uint64, terms), make([]uint64, terms)
+	var postings []posting
+	for i := range terms {
+		keys[i] = uint64(2*i + 1)
+		for s := range i % 7 { // lists of 0 to 6, so some cross blocks
+			postings = append(postings, posting{doc: uint32(s * 131), tf: 1})
+		}
+		ends[i] = uint64(len(postings))
+	}
+	perBlock := fileArrayBlock / 8
+	if len(postings) < 3*perBlock {
+		t.Fatalf("%d postings fill fewer than three blocks", len(postings))
+	}
+	// The three arrays one after the other, as a snapshot ends.
+	file := slices.Concat(memoryOf(keys), memoryOf(ends), memoryOf(postings))
+	endsAt, postingsAt := 8*terms, 16*terms
+	mapped := &frozenLexicon{
+		src:      &mapping{b: file},
+		keys:     castSlice[uint64](file, terms),
+		ends:     castSlice[uint64](file[endsAt:], terms),
+		postings: castSlice[posting](file[postingsAt:], len(postings)),
+	}
+	if err := mapped.check(slots, bytes.NewReader(file)); err != nil {
+		t.Fatalf("a good lexicon refused: %v", err)
+	}
+	// A posting that starts a block and not its list: its list crosses
+	// from the first block.
+	cross := perBlock
+	if slices.Contains(ends, uint64(cross)) {
+		t.Fatalf("posting %d starts a list", cross)
+	}
+	put32 := func(at int, v uint32) func([]byte) {
+		return func(b []byte) { binary.LittleEndian.PutUint32(b[at:], v) }
+	}
+	put64 := func(at int, v uint64) func([]byte) {
+		return func(b []byte) { binary.LittleEndian.PutUint64(b[at:], v) }
+	}
+	for name, alter := range map[string]func([]byte){
+		"first key above the second":                   put64(0, 1<<40),
+		"last key below the one before":                put64(endsAt-8, 0),
+		"an end in the second block past the postings": put64(endsAt+8*(perBlock+3), uint64(len(postings))+1),
+		"the last end short of the postings":           put64(postingsAt-8, uint64(len(postings))-1),
+		"a slot out of range in the last block":        put32(len(file)-8, slots),
+		"no frequency in a middle block":               put32(postingsAt+8*(2*perBlock+1)+4, 0),
+		"a list out of order across blocks":            put32(postingsAt+8*cross, 0),
+		"cut short":                                    func(b []byte) {},
+	} {
+		bad := slices.Clone(file)
+		alter(bad)
+		if name == "cut short" {
+			bad = bad[:len(bad)-1]
+		}
+		// The mapping good, the file faulty: the file is what is checked.
+		if err := mapped.check(slots, bytes.NewReader(bad)); err == nil {
+			t.Errorf("%s: passed", name)
+		}
 	}
 }

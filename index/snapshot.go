@@ -584,7 +584,7 @@ func parseSnapshot(m *mapping, file io.ReaderAt, more int) (*OwnerIndex, uint64,
 		}
 		sumErr <- nil
 	}()
-	x, lastSeq, err := loadMapped(m, more)
+	x, lastSeq, err := loadMapped(m, file, more)
 	if err := <-sumErr; err != nil {
 		return nil, 0, err
 	}
@@ -597,9 +597,10 @@ func parseSnapshot(m *mapping, file io.ReaderAt, more int) (*OwnerIndex, uint64,
 // the checksum reads from the processor's cache, where a pass over the
 // mapping first touches each of its 4 KB pages, which is most of the
 // pass's cost. A million chunks' 3.9 GB took 0.5 s of CPU against
-// 1.3-1.5; the load beside it still touches the pages it checks (the
-// lexicon's, the documents', the graph's), but no longer the vectors',
-// of which searches touch few.
+// 1.3-1.5. The lexicon's check reads its part so too (see
+// frozenLexicon.check); the load still touches the pages of the
+// documents and the graph it checks, but no longer the vectors' and
+// postings', of which searches touch few.
 func checksumOf(r io.ReaderAt, n int64) (uint32, error) {
 	h := crc32.New(castagnoli)
 	read, err := io.CopyBuffer(h, io.NewSectionReader(r, 0, n), make([]byte, max(min(n, 1<<20), 1)))
