@@ -209,8 +209,10 @@ func (v *view) encodeDocTable(e *encoder) []uint32 {
 // file is the file m maps, which the lexicon's check reads. The caller
 // checks the checksum; everything else is checked here, before the index
 // is returned, so that a hostile file can make no search read out of
-// bounds.
-func loadMapped(m *mapping, file io.ReaderAt, more int) (x *OwnerIndex, lastSeq uint64, err error) {
+// bounds. A file this process checked before (see ReadSnapshotAfter) is
+// not checked again where that costs a pass over it: its lexicon and
+// its graph.
+func loadMapped(m *mapping, file io.ReaderAt, more int, checked bool) (x *OwnerIndex, lastSeq uint64, err error) {
 	if !littleEndian {
 		return nil, 0, fmt.Errorf("version %d snapshots are read in place, which needs a little-endian machine", mappedVersion)
 	}
@@ -306,12 +308,17 @@ func loadMapped(m *mapping, file io.ReaderAt, more int) (x *OwnerIndex, lastSeq 
 	// while the checksum reads from the start: each gets read-ahead
 	// workers of its own (see readAhead), or would wait on one fault at a
 	// time.
-	lexOK, stopLexReadAhead := make(chan error, 1), readAhead(lexBytes, adviseWillNeed)
-	go func() {
-		err := lex.check(uint32(n), file)
-		stopLexReadAhead() // before the load can return and drop the mapping
-		lexOK <- err
-	}()
+	lexOK := make(chan error, 1)
+	if checked {
+		lexOK <- nil
+	} else {
+		stopLexReadAhead := readAhead(lexBytes, adviseWillNeed)
+		go func() {
+			err := lex.check(uint32(n), file)
+			stopLexReadAhead() // before the load can return and drop the mapping
+			lexOK <- err
+		}()
+	}
 	defer readAhead(memoryOf(links0), adviseWillNeed)()
 	defer func() {
 		if lerr := <-lexOK; lerr != nil && err == nil {
@@ -402,8 +409,10 @@ func loadMapped(m *mapping, file io.ReaderAt, more int) (x *OwnerIndex, lastSeq 
 				upper = upper[4*words:]
 			}
 		}
-		if err := checkGraph(gen, entry, maxLevel); err != nil {
-			return nil, 0, err
+		if !checked {
+			if err := checkGraph(gen, entry, maxLevel); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	gen.lex.base = lex

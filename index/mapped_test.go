@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -161,7 +163,7 @@ func TestMappedSnapshotEveryByteFlipped(t *testing.T) {
 		b := append([]byte(nil), good...)
 		b[i] ^= 0xa5
 		b = withChecksum(b)
-		y, _, err := parseSnapshot(&mapping{b: b}, bytes.NewReader(b), 0)
+		y, _, err := parseSnapshot(&mapping{b: b}, bytes.NewReader(b), 0, false)
 		if err != nil {
 			refused++
 			continue
@@ -471,5 +473,60 @@ func TestFrozenLexiconCheckReadsTheFile(t *testing.T) {
 		if err := mapped.check(slots, bytes.NewReader(bad)); err == nil {
 			t.Errorf("%s: passed", name)
 		}
+	}
+}
+
+// TestReadSnapshotAfterChecksAFileOnce: behind a preview, the snapshot the
+// preview checked is loaded without checking it again, and one that is
+// not that file as it was checked (another put in its place, or the same
+// one changed) gets every check.
+func TestReadSnapshotAfterChecksAFileOnce(t *testing.T) {
+	x, qs := mappedTestIndex(t, 500)
+	want := results(x, qs)
+	path := filepath.Join(t.TempDir(), "owner.idx")
+	must(t, x.WriteSnapshot(path, 1))
+	preview, _, err := ReadSnapshotAlone(path)
+	must(t, err)
+	y, _, err := ReadSnapshotAfter(path, preview)
+	must(t, err)
+	if results(y, qs) != want {
+		t.Fatal("the snapshot loaded behind its preview searches otherwise")
+	}
+
+	// A vector's byte changed in place, the file's time put back: the
+	// change is the kind the checksum finds, and only a full check does.
+	info, err := os.Stat(path)
+	must(t, err)
+	pg := preview.gen.pages[0]
+	at := int64(uintptr(unsafe.Pointer(&pg.vecs[0])) - uintptr(unsafe.Pointer(&pg.src.b[0])))
+	good, err := os.ReadFile(path)
+	must(t, err)
+	bad := slices.Clone(good)
+	bad[at] ^= 0x40
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteAt(bad[at:at+1], at)
+	must(t, err)
+	must(t, f.Close())
+	must(t, os.Chtimes(path, info.ModTime(), info.ModTime()))
+	if _, _, err := ReadSnapshotAfter(path, preview); err != nil {
+		t.Fatalf("the file the preview checked was checked again: %v", err)
+	}
+	if _, _, err := ReadSnapshot(path); !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("the changed file, read alone: %v, want a corrupt snapshot", err)
+	}
+	later := info.ModTime().Add(time.Second)
+	must(t, os.Chtimes(path, later, later))
+	if _, _, err := ReadSnapshotAfter(path, preview); !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("the file changed since the preview: %v, want a corrupt snapshot", err)
+	}
+
+	// Another file of the same size and time renamed into its place.
+	other := path + ".new"
+	must(t, os.WriteFile(other, bad, 0o600))
+	must(t, os.Chtimes(other, info.ModTime(), info.ModTime()))
+	must(t, os.Rename(other, path))
+	if _, _, err := ReadSnapshotAfter(path, preview); !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("another file in the preview's place: %v, want a corrupt snapshot", err)
 	}
 }

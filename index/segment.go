@@ -107,7 +107,8 @@ func removeSegments(path string) {
 // of the file, and of the segments saved after it.
 type snapshotFile struct {
 	path string
-	sum  uint32 // CRC-32C, as the file ends with
+	info os.FileInfo // the file as read and checked, when it was read
+	sum  uint32      // CRC-32C, as the file ends with
 	size int64
 	n    uint32 // slots the file holds
 	docs uint32 // documents the file holds

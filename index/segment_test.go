@@ -250,7 +250,7 @@ func TestSegmentEveryByteFlipped(t *testing.T) {
 	must(t, err)
 	good, err := os.ReadFile(segmentPath(path, 2))
 	must(t, err)
-	reread := func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path, 0) }
+	reread := func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path, 0, nil) }
 	base, _, err := readSegments(must2(reread()), 1, [][]byte{first}, reread)
 	must(t, err)
 	refused, tried := 0, 0

@@ -17,7 +17,8 @@ import (
 // DOCSIFT_BENCH_SNAPSHOT names the file (`docsift bench scale --dir DIR`
 // leaves one in DIR/data/indexes). The queries are the vectors of random
 // slots; vector is the graph walk of a hybrid query's candidate pool, read
-// the load of the file (with the page cache warm). DOCSIFT_BENCH_QUERIES,
+// the load of the file (with the page cache warm), read-after-preview its
+// load once a preview has checked it (ReadSnapshotAfter). DOCSIFT_BENCH_QUERIES,
 // when set, names a BEIR queries.jsonl for lexical: BM25's side of the
 // same pool (`docsift bench scale --dir DIR` leaves the queries it ran in
 // DIR/queries.jsonl), then again after 1,000 deletions, and with one
@@ -40,6 +41,13 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Run("read-after-preview", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := ReadSnapshotAfter(path, x); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	v := x.current.Load()
 	rng := rand.New(rand.NewPCG(1, 1))
 	queries := make([][]float32, 1000)

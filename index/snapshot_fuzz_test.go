@@ -91,7 +91,7 @@ func FuzzReadSnapshot(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, in := range [][]byte{b, withChecksum(b)} {
 			before := allocated()
-			x, _, err := parseSnapshot(&mapping{b: in}, bytes.NewReader(in), 0)
+			x, _, err := parseSnapshot(&mapping{b: in}, bytes.NewReader(in), 0, false)
 			if grown, limit := allocated()-before, uint64(32*len(in)+1<<20); grown > limit {
 				t.Fatalf("decoding %d bytes allocated %d", len(in), grown)
 			}

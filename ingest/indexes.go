@@ -480,7 +480,8 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 		seqs, err := r.store.OwnerSeqs(owner)
 		stored <- ownerSeqs{seqs, err}
 	}()
-	x, lastSeq, err := index.ReadSnapshot(r.path(owner))
+	// Behind a preview, the snapshot it checked is not checked again.
+	x, lastSeq, err := index.ReadSnapshotAfter(r.path(owner), e.ready.Load())
 	read := time.Since(start)
 	fromSnapshot := false
 	switch {
@@ -632,7 +633,8 @@ func (r *Indexes) preview(owner string, e *ownerIndex, model string, dim int) bo
 // a segment costs about 11 ms a megabyte when its chunks' word pairs are
 // mostly distinct (2.5 s for four of 54 MB at a million chunks), less for
 // common text; from this size a restart would wait a quarter of a second
-// or more, while a preview costs a second read of the snapshot, in place.
+// or more, while a preview costs a second read of the snapshot, in place
+// and not checked again (see index.ReadSnapshotAfter).
 const previewSegmentBytes = 24 << 20
 
 // A load indexes the chunks missing from its snapshot before the owner is
