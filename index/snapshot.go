@@ -603,7 +603,7 @@ func parseSnapshot(m *mapping, file io.ReaderAt, more int, checked bool) (*Owner
 	if checked {
 		sumErr <- nil
 	} else {
-		go checkSum(file, int64(len(body)), want, sumErr)
+		go verifyChecksum(file, int64(len(body)), want, sumErr)
 	}
 	x, lastSeq, err := loadMapped(m, file, more, checked)
 	if err := <-sumErr; err != nil {
@@ -612,9 +612,9 @@ func parseSnapshot(m *mapping, file io.ReaderAt, more int, checked bool) (*Owner
 	return x, lastSeq, err
 }
 
-// checkSum sends on result whether the first n bytes of file have the
+// verifyChecksum sends on result whether the first n bytes of file have the
 // checksum want.
-func checkSum(file io.ReaderAt, n int64, want uint32, result chan<- error) {
+func verifyChecksum(file io.ReaderAt, n int64, want uint32, result chan<- error) {
 	got, err := checksumOf(file, n)
 	switch {
 	case err != nil:
