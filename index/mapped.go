@@ -318,8 +318,8 @@ func loadMapped(m *mapping, file io.ReaderAt, more int, checked bool) (x *OwnerI
 			stopLexReadAhead() // before the load can return and drop the mapping
 			lexOK <- err
 		}()
+		defer readAhead(memoryOf(links0), adviseWillNeed)()
 	}
-	defer readAhead(memoryOf(links0), adviseWillNeed)()
 	defer func() {
 		if lerr := <-lexOK; lerr != nil && err == nil {
 			x, lastSeq, err = nil, 0, lerr
