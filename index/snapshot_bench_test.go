@@ -15,7 +15,7 @@ import (
 // BenchmarkSearchSnapshot searches an owner as a restarted server does,
 // read in place from a snapshot file, at the size a user has:
 // DOCSIFT_BENCH_SNAPSHOT names the file (`docsift bench scale --dir DIR`
-// leaves one in DIR/data/indexes). The queries are the vectors of random
+// leaves one in DIR/data/index). The queries are the vectors of random
 // slots; vector is the graph walk of a hybrid query's candidate pool, read
 // the load of the file (with the page cache warm), read-after-preview its
 // load once a preview has checked it (ReadSnapshotAfter). DOCSIFT_BENCH_QUERIES,
