@@ -146,6 +146,13 @@ func detectTrigrams(text string) (lang Lang, reliable bool) {
 	if lang, ok := stopWordVote(text); ok {
 		return lang, true
 	}
+	if info.Confidence == 0 {
+		// No evidence: languages that tie (whatlanggo ranks them in a
+		// map's order, so "en" was Dutch or Afrikaans by chance, and a
+		// document's terms could change with a rebuild), or one that a
+		// couple of trigrams match alone. Cut by no language's rules.
+		return Neutral, false
+	}
 	return detectLangs[info.Lang], false
 }
 
