@@ -69,6 +69,7 @@ type serveOptions struct {
 	queryEmbedTimeout   time.Duration
 	maxSearches         int
 	memoryLimit         string
+	gcHeadroom          string
 	heapVectors         bool
 }
 
@@ -117,6 +118,7 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on, at /metrics (unset: off); keep it private, e.g. 127.0.0.1:9464")
 	f.DurationVar(&o.webhookFirstRetry, "webhook-first-retry", webhook.DefaultFirstRetry, "wait before a failed webhook delivery is tried again; it doubles up to an hour, for three days")
 	f.StringVar(&o.memoryLimit, "memory-limit", "auto", "soft limit of the Go runtime's memory: auto (three quarters of the memory the process may use, its cgroup's limit or else the machine's; GOMEMLIMIT in the environment wins), off, or a size such as 2GiB or 1500MiB. Without one the heap grows to about twice its live data; near it the garbage collector runs more often, trading CPU for that headroom")
+	f.StringVar(&o.gcHeadroom, "gc-headroom", "auto", "heap growth the garbage collector allows at least before it runs: auto (256MiB, or an eighth of the memory limit when that is less; GOGC in the environment wins), off, or a size. The collector otherwise runs when the heap has doubled, several times a second for a small heap under ingest: more memory held for less CPU")
 	f.BoolVar(&o.heapVectors, "heap-vectors", false, "keep the indexes' float vectors in memory instead of in memory-mapped scratch files under DATA/index (faster re-scoring when memory is plentiful, 1.5 KB more anonymous memory per chunk at 384 dimensions)")
 	o.models.register(f, true, llm.ModeAuto)
 	return cmd
@@ -240,6 +242,16 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		log.Info("Go memory limit", "limit", sizeLabel(limit), "from", memLimit.from)
 	} else {
 		log.Info("Go memory limit is off", "from", memLimit.from)
+	}
+	headroom, err := resolveGCHeadroom(o.gcHeadroom, os.LookupEnv, debug.SetMemoryLimit(-1))
+	if err != nil {
+		return fmt.Errorf("--gc-headroom: %w", err)
+	}
+	defer keepGCHeadroom(headroom.bytes, nil)()
+	if headroom.bytes > 0 {
+		log.Info("garbage collector headroom", "headroom", sizeLabel(headroom.bytes), "from", headroom.from)
+	} else {
+		log.Info("garbage collector headroom is off", "from", headroom.from)
 	}
 	ocr, err := o.ocrConfig(ctx, log)
 	if err != nil {

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"math"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestResolveGCHeadroom(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	withGOGC := func(k string) (string, bool) { return "200", k == "GOGC" }
+	for _, c := range []struct {
+		flag  string
+		env   func(string) (string, bool)
+		limit int64
+		want  gcHeadroom
+	}{
+		{"auto", noEnv, math.MaxInt64, gcHeadroom{bytes: 256 << 20, from: "auto"}},
+		{"", noEnv, 3 << 30, gcHeadroom{bytes: 256 << 20, from: "auto"}},
+		{" auto ", noEnv, 1 << 30, gcHeadroom{bytes: 128 << 20, from: "auto: an eighth of the memory limit"}},
+		{"auto", withGOGC, math.MaxInt64, gcHeadroom{from: "GOGC=200"}},
+		{"off", noEnv, math.MaxInt64, gcHeadroom{from: "off"}},
+		{"0", noEnv, math.MaxInt64, gcHeadroom{from: "off"}},
+		{"64MiB", withGOGC, 1 << 30, gcHeadroom{bytes: 64 << 20, from: "--gc-headroom"}},
+	} {
+		got, err := resolveGCHeadroom(c.flag, c.env, c.limit)
+		if err != nil || got != c.want {
+			t.Errorf("resolveGCHeadroom(%q, limit %d) = %+v, %v; want %+v", c.flag, c.limit, got, err, c.want)
+		}
+	}
+	for _, flag := range []string{"lots", "-5MiB", "2GB"} {
+		_, err := resolveGCHeadroom(flag, noEnv, math.MaxInt64)
+		if err == nil || !strings.Contains(err.Error(), "auto or off") {
+			t.Errorf("resolveGCHeadroom(%q): err = %v, want one naming the sizes, auto and off", flag, err)
+		}
+	}
+}
+
+func TestGCPercentFor(t *testing.T) {
+	for _, c := range []struct {
+		live, headroom int64
+		base, want     int
+	}{
+		{64 << 20, 256 << 20, 100, 400},                    // a small heap may grow four times over
+		{90 << 20, 256 << 20, 100, 285},                    // rounded up: the goal is at least the headroom
+		{1 << 30, 256 << 20, 100, 100},                     // a large one collects at the runtime's own pace
+		{1 << 30, 256 << 20, 150, 150},                     // which GOGC may have raised
+		{0, 256 << 20, 100, 6400},                          // no heap counts as the runtime's least, 4 MiB
+		{4 << 20, math.MaxInt64 / 200, 100, math.MaxInt32}, // no overflow
+	} {
+		if got := gcPercentFor(c.live, c.headroom, c.base); got != c.want {
+			t.Errorf("gcPercentFor(%d, %d, %d) = %d, want %d", c.live, c.headroom, c.base, got, c.want)
+		}
+	}
+}
+
+// TestKeepGCHeadroom runs real collections: after each the percent is
+// raised for a test binary's small heap, and stop puts the runtime's own
+// back.
+func TestKeepGCHeadroom(t *testing.T) {
+	base := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(base)
+	tuned := make(chan int, 16)
+	stop := keepGCHeadroom(256<<20, func(p int) {
+		select {
+		case tuned <- p:
+		default:
+		}
+	})
+	for range 2 { // the second run proves each run arms the next
+		runtime.GC()
+		select {
+		case p := <-tuned:
+			if p <= 100 {
+				t.Errorf("percent after a collection = %d, want above 100 for a heap far below 256 MiB", p)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no percent set within 10s of a collection")
+		}
+	}
+	if got := gcPercent(); got <= 100 {
+		t.Errorf("/gc/gogc:percent = %d while kept, want above 100", got)
+	}
+	stop()
+	if got := gcPercent(); got != 100 {
+		t.Errorf("/gc/gogc:percent = %d after stop, want 100", got)
+	}
+	runtime.GC()
+	if got := gcPercent(); got != 100 {
+		t.Errorf("/gc/gogc:percent = %d after a collection past stop, want 100", got)
+	}
+}
+
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(int64(s[0].Value.Uint64()))
+}
