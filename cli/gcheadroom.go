@@ -17,12 +17,13 @@ import (
 // that live heap again. Keeping the goal at least a fixed headroom above
 // the live heap collects a small heap seldom and a large one as before
 // (the percent never goes below the runtime's own). On the MS MARCO
-// sample four times over (`bench scale --corpus`, 64 clients, three
-// alternated rounds) a headroom of 256 MiB took 0.43–0.49 ms of the
-// server's CPU a document against 0.44–0.57 without, for 331–335 MB of
-// anonymous memory after the ingest against 83–100 (and 268–270 after a
-// restart against 29: an idle server keeps what it grew to). A million
-// chunks' live heap is larger than the headroom: there it changes nothing.
+// sample four times over (`bench scale --corpus`, 64 clients, seven
+// rounds alternated on a quiet day) a headroom of 256 MiB took a median
+// 0.286 ms of the server's CPU a document against 0.322 without, for 341–
+// 351 MB of anonymous memory after the ingest against 97–108 (and 283
+// after a restart against 30: an idle server keeps what it grew to). A
+// million chunks' live heap is larger than the headroom: there it changes
+// nothing.
 //
 // The headroom is memory the server may hold and not use. auto keeps it
 // below an eighth of the Go memory limit, so a small VM's limit is not
