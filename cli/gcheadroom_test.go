@@ -44,16 +44,20 @@ func TestGCPercentFor(t *testing.T) {
 	for _, c := range []struct {
 		live, headroom int64
 		base, want     int
+		since          time.Duration
 	}{
-		{64 << 20, 256 << 20, 100, 400},                    // a small heap may grow four times over
-		{90 << 20, 256 << 20, 100, 285},                    // rounded up: the goal is at least the headroom
-		{1 << 30, 256 << 20, 100, 100},                     // a large one collects at the runtime's own pace
-		{1 << 30, 256 << 20, 150, 150},                     // which GOGC may have raised
-		{0, 256 << 20, 100, 6400},                          // no heap counts as the runtime's least, 4 MiB
-		{4 << 20, math.MaxInt64 / 200, 100, math.MaxInt32}, // no overflow
+		{64 << 20, 256 << 20, 100, 400, time.Second},          // a small heap may grow four times over
+		{90 << 20, 256 << 20, 100, 285, time.Second},          // rounded up: the goal is at least the headroom
+		{1 << 30, 256 << 20, 100, 100, time.Second},           // a large one collects at the runtime's own pace
+		{1 << 30, 256 << 20, 150, 150, time.Second},           // which GOGC may have raised
+		{0, 256 << 20, 100, 6400, time.Second},                // no heap counts as the runtime's least, 4 MiB
+		{4 << 20, math.MaxInt64 / 200, 100, math.MaxInt32, 0}, // no overflow
+		{64 << 20, 256 << 20, 100, 400, gcIdleAfter - time.Second},
+		{64 << 20, 256 << 20, 100, 100, gcIdleAfter}, // collections far apart: no headroom
+		{64 << 20, 256 << 20, 150, 150, 2 * time.Minute},
 	} {
-		if got := gcPercentFor(c.live, c.headroom, c.base); got != c.want {
-			t.Errorf("gcPercentFor(%d, %d, %d) = %d, want %d", c.live, c.headroom, c.base, got, c.want)
+		if got := gcPercentFor(c.live, c.headroom, c.base, c.since); got != c.want {
+			t.Errorf("gcPercentFor(%d, %d, %d, %v) = %d, want %d", c.live, c.headroom, c.base, c.since, got, c.want)
 		}
 	}
 }
