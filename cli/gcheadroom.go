@@ -104,7 +104,6 @@ func keepGCHeadroom(headroom int64, tuned func(percent int)) (stop func()) {
 		return func() {}
 	}
 	var stopped atomic.Bool
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	// When the last collection's cleanup ran, since start (atomic: a
 	// cleanup may run on another goroutine than the last one's).
 	start := time.Now()
@@ -112,8 +111,8 @@ func keepGCHeadroom(headroom int64, tuned func(percent int)) (stop func()) {
 	var arm func()
 	arm = func() {
 		// A cleanup runs once the collector has found its object
-		// unreachable: after each collection, on the runtime's
-		// cleanup goroutine. Each run arms the next. The object is
+		// unreachable: after each collection, on one of the
+		// runtime's cleanup goroutines. Each run arms the next. The object is
 		// not a tiny one: those share a slot, and their cleanups may
 		// never run.
 		runtime.AddCleanup(new([64]byte), func(struct{}) {
@@ -125,6 +124,7 @@ func keepGCHeadroom(headroom int64, tuned func(percent int)) (stop func()) {
 			if prev := last.Swap(now); prev != 0 {
 				since = time.Duration(now - prev)
 			}
+			sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 			metrics.Read(sample)
 			p := gcPercentFor(int64(sample[0].Value.Uint64()), headroom, base, since)
 			debug.SetGCPercent(p)
