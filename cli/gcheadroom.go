@@ -93,14 +93,25 @@ func gcPercentFor(live, headroom int64, base int, sinceLast time.Duration) int {
 	return int(max(int64(base), min(p, math.MaxInt32)))
 }
 
+// keepingGCHeadroom is set while a keepGCHeadroom runs: the percent is
+// the process's, and a second keeper (servers started side by side in
+// one test binary) would take the first one's raised percent for the
+// runtime's own.
+var keepingGCHeadroom atomic.Bool
+
 // keepGCHeadroom sets the collector's percent after every collection (see
 // above) until the returned stop is called, which restores the percent it
-// found. tuned, when not nil, is told each percent it sets.
+// found. tuned, when not nil, is told each percent it sets. While one
+// keeps the headroom, another call does nothing.
 func keepGCHeadroom(headroom int64, tuned func(percent int)) (stop func()) {
+	if headroom <= 0 || !keepingGCHeadroom.CompareAndSwap(false, true) {
+		return func() {}
+	}
 	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(gogc)
 	base := int(int64(gogc[0].Value.Uint64()))
-	if headroom <= 0 || base < 0 { // base < 0: GOGC=off
+	if base < 0 { // GOGC=off
+		keepingGCHeadroom.Store(false)
 		return func() {}
 	}
 	var stopped atomic.Bool
@@ -136,7 +147,10 @@ func keepGCHeadroom(headroom int64, tuned func(percent int)) (stop func()) {
 	}
 	arm()
 	return func() {
-		stopped.Store(true)
+		if stopped.Swap(true) {
+			return
+		}
 		debug.SetGCPercent(base)
+		keepingGCHeadroom.Store(false)
 	}
 }

@@ -68,34 +68,61 @@ func TestGCPercentFor(t *testing.T) {
 func TestKeepGCHeadroom(t *testing.T) {
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
-	tuned := make(chan int, 16)
-	stop := keepGCHeadroom(256<<20, func(p int) {
-		select {
-		case tuned <- p:
-		default:
-		}
-	})
+	tuned, stop := keepGCHeadroomTold()
 	for range 2 { // the second run proves each run arms the next
-		runtime.GC()
-		select {
-		case p := <-tuned:
-			if p <= 100 {
-				t.Errorf("percent after a collection = %d, want above 100 for a heap far below 256 MiB", p)
-			}
-		case <-time.After(10 * time.Second):
+		p, ok := collect(tuned)
+		if !ok {
 			t.Fatal("no percent set within 10s of a collection")
+		}
+		if p <= 100 {
+			t.Errorf("percent after a collection = %d, want above 100 for a heap far below 256 MiB", p)
 		}
 	}
 	if got := gcPercent(); got <= 100 {
 		t.Errorf("/gc/gogc:percent = %d while kept, want above 100", got)
 	}
+	// A second keeper started while the first runs (two servers in one
+	// test binary) must not take the first's raised percent for the
+	// runtime's own: it does nothing, even once the first has stopped.
+	_, stopSecond := keepGCHeadroomTold()
 	stop()
 	if got := gcPercent(); got != 100 {
 		t.Errorf("/gc/gogc:percent = %d after stop, want 100", got)
 	}
 	runtime.GC()
+	stopSecond()
 	if got := gcPercent(); got != 100 {
-		t.Errorf("/gc/gogc:percent = %d after a collection past stop, want 100", got)
+		t.Errorf("/gc/gogc:percent = %d after a collection past stop and the second keeper's stop, want 100", got)
+	}
+	stop() // a second stop changes nothing
+	tuned, stop = keepGCHeadroomTold()
+	defer stop()
+	if _, ok := collect(tuned); !ok {
+		t.Error("a keeper started after the first stopped set no percent")
+	}
+}
+
+// keepGCHeadroomTold keeps 256 MiB of headroom and sends each percent it
+// sets on tuned, while there is room.
+func keepGCHeadroomTold() (tuned chan int, stop func()) {
+	tuned = make(chan int, 16)
+	return tuned, keepGCHeadroom(256<<20, func(p int) {
+		select {
+		case tuned <- p:
+		default:
+		}
+	})
+}
+
+// collect runs a collection and returns the percent set after it, if one
+// is within 10 s.
+func collect(tuned chan int) (int, bool) {
+	runtime.GC()
+	select {
+	case p := <-tuned:
+		return p, true
+	case <-time.After(10 * time.Second):
+		return 0, false
 	}
 }
 
