@@ -122,8 +122,8 @@ func keepGCHeadroom(headroom int64, tuned func(percent int)) (stop func()) {
 	var arm func()
 	arm = func() {
 		// A cleanup runs once the collector has found its object
-		// unreachable: after each collection, on one of the
-		// runtime's cleanup goroutines. Each run arms the next. The object is
+		// unreachable: after each collection, on one of the runtime's
+		// cleanup goroutines. Each run arms the next. The object is
 		// not a tiny one: those share a slot, and their cleanups may
 		// never run.
 		runtime.AddCleanup(new([64]byte), func(struct{}) {
