@@ -1,6 +1,7 @@
 package index
 
 import (
+	"math/bits"
 	"os"
 	"runtime"
 	"slices"
@@ -65,11 +66,61 @@ type frozenLexicon struct {
 
 // find returns the postings of the term with key k, or nil.
 func (f *frozenLexicon) find(k termKey) []posting {
-	i, ok := slices.BinarySearch(f.keys, uint64(k))
+	i, ok := searchKeys(f.keys, uint64(k))
 	if !ok {
 		return nil
 	}
 	return f.list(i)
+}
+
+// interpolationProbes bounds searchKeys' interpolation before it falls
+// back to halving: evenly spread keys need four or five probes, and keys
+// that are not (a damaged file whose checksum still matched) must not
+// cost a probe a key.
+const interpolationProbes = 8
+
+// searchKeys is slices.BinarySearch for keys ascending and spread evenly
+// over 64 bits, as term keys are (see keyOf): it guesses where k stands
+// from its value, between the keys already known to bracket it, which
+// takes a few probes where halving takes one per bit of the count. At a
+// million chunks the keys are tens of millions of words in mapped pages,
+// and each probe of the last twenty or so that halving makes is a miss
+// of the cache: the lexical side took 4.5% of a query's time to find its
+// terms' postings. Among 32 million keys a look-up took 315–350 ns
+// against 645–655 (BenchmarkFrozenFind).
+func searchKeys(keys []uint64, k uint64) (int, bool) {
+	// Every key before lo is less than k, every key after hi greater.
+	lo, hi := 0, len(keys)-1
+	for range interpolationProbes {
+		if hi-lo < 16 {
+			break
+		}
+		a, b := keys[lo], keys[hi]
+		switch {
+		case k < a:
+			return lo, false
+		case k == a:
+			return lo, true
+		case k > b:
+			return hi + 1, false
+		case k == b:
+			return hi, true
+		}
+		// a < k < b, so the guess falls strictly between lo and hi.
+		h, l := bits.Mul64(k-a, uint64(hi-lo))
+		q, _ := bits.Div64(h, l, b-a)
+		guess := min(lo+max(int(q), 1), hi-1)
+		switch g := keys[guess]; {
+		case g == k:
+			return guess, true
+		case g < k:
+			lo = guess + 1
+		default:
+			hi = guess - 1
+		}
+	}
+	i, ok := slices.BinarySearch(keys[lo:hi+1], k)
+	return lo + i, ok
 }
 
 // list returns the postings of the i-th term.

@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -92,5 +93,75 @@ func TestStageMergesOneSlotsPostings(t *testing.T) {
 	want := []posting{{1, 1}, {5, 3}, {6, 1}}
 	if got := tp.upTo(10); !slices.Equal(got, want) {
 		t.Errorf("postings %v, want %v", got, want)
+	}
+}
+
+// TestSearchKeys checks searchKeys against slices.BinarySearch, position
+// and all, for keys spread as term keys are, for keys bunched at one end
+// (where interpolation guesses badly and must fall back), and for the
+// smallest sets.
+func TestSearchKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sets := map[string][]uint64{"empty": nil, "one": {42}}
+	for _, n := range []int{2, 17, 1000, 100000} {
+		even := make([]uint64, n)
+		bunched := make([]uint64, n)
+		for i := range even {
+			even[i] = rng.Uint64()
+			// Most keys near zero, a few spread over the rest.
+			bunched[i] = rng.Uint64() >> (rng.IntN(4) * 20)
+		}
+		slices.Sort(even)
+		slices.Sort(bunched)
+		sets[fmt.Sprintf("even %d", n)] = slices.Compact(even)
+		sets[fmt.Sprintf("bunched %d", n)] = slices.Compact(bunched)
+	}
+	for name, keys := range sets {
+		probes := []uint64{0, 1, ^uint64(0), ^uint64(0) - 1}
+		for _, k := range keys {
+			probes = append(probes, k, k-1, k+1)
+		}
+		for range 1000 {
+			probes = append(probes, rng.Uint64(), rng.Uint64()>>40)
+		}
+		for _, k := range probes {
+			wantAt, want := slices.BinarySearch(keys, k)
+			at, found := searchKeys(keys, k)
+			if at != wantAt || found != want {
+				t.Fatalf("%s: key %x at %d (found %v), want %d (%v)", name, k, at, found, wantAt, want)
+			}
+		}
+	}
+}
+
+// BenchmarkFrozenFind looks keys up among 32 million, as many as a
+// million-chunk owner's lexicon holds (its words and word pairs), half of
+// them present: by searchKeys and by halving.
+func BenchmarkFrozenFind(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := make([]uint64, 32<<20)
+	for i := range keys {
+		keys[i] = rng.Uint64()
+	}
+	slices.Sort(keys)
+	probes := make([]uint64, 1<<16)
+	for i := range probes {
+		if i%2 == 0 {
+			probes[i] = keys[rng.IntN(len(keys))]
+		} else {
+			probes[i] = rng.Uint64()
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		search func([]uint64, uint64) (int, bool)
+	}{{"interpolation", searchKeys}, {"halving", slices.BinarySearch[[]uint64]}} {
+		b.Run(c.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				c.search(keys, probes[i%len(probes)])
+				i++
+			}
+		})
 	}
 }
