@@ -40,6 +40,13 @@ type Term struct {
 	Alt bool
 }
 
+// Cut is what analysis made of a text: the language it was cut in and its
+// terms, as Analyze gives them.
+type Cut struct {
+	Lang  Lang
+	Terms []Term
+}
+
 // Analyze calls fn with every term of text in order, cut by lang's rules.
 func Analyze(text string, lang Lang, fn func(Term)) {
 	a := analyzer{lang: lang, fn: fn}

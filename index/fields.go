@@ -138,11 +138,20 @@ func (l *langSlots) add(s uint32, lang analysis.Lang) {
 // language's rules, as the query will be for this entry (see queryTerms).
 // The name goes first, as in the text embedders are given (ingest's
 // entryText), so that a built-in embedding of the same chunk finds its
-// language already detected.
+// language already detected. An entry whose Cut the built-in embedder
+// made takes its language and text's terms from it.
 func (c *termCounter) analyse(e Entry) analysed {
-	lang, _ := analysis.Detect(langText(e))
 	body := pairing{}
-	analysis.Analyze(e.Text, lang, body.add)
+	var lang analysis.Lang
+	if e.Cut != nil {
+		lang = e.Cut.Lang
+		for _, t := range e.Cut.Terms {
+			body.add(t)
+		}
+	} else {
+		lang, _ = analysis.Detect(langText(e))
+		analysis.Analyze(e.Text, lang, body.add)
+	}
 	head := pairing{prefix: headPrefix, terms: body.terms}
 	analysis.Analyze(e.Name, lang, head.add)
 	if e.Title != e.Name {

@@ -103,12 +103,12 @@ func (q *chunkWrites) commit(owner string, group []*chunkWrite) {
 					return
 				}
 				entries := make([]index.Entry, len(w.doc.chunks))
-				for i, c := range w.doc.chunks {
+				for i := range w.doc.chunks {
 					vec := w.vectors[i]
 					if vec == nil {
 						vec = zero
 					}
-					entries[i] = w.doc.entry(c, vec)
+					entries[i] = w.doc.entry(i, vec)
 				}
 				w.analysed, w.err = x.Analyse(entries...)
 			}()

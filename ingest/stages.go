@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
+	"github.com/docsift/docsift/analysis"
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
@@ -38,6 +40,9 @@ type docRun struct {
 	chunks []store.Chunk // each chunk's Seq as last written
 	title  string        // the document's, for the chunks' titles
 	idoc   *index.Document
+	// cuts are the chunks' analyses, by chunk, when the embedder made
+	// them (see afterEmbedder); nil otherwise.
+	cuts []analysis.Cut
 }
 
 // pendingText is a text still to embed and the chunks (indexes in
@@ -70,6 +75,13 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 		// the embedding cache would (see store/embedcache.go), and less
 		// than a second commit and index update: the chunks are written
 		// once, with their vectors.
+		if ae, ok := embedder.(afterEmbedder); ok {
+			vectors, err := d.embedCutting(ctx, ae)
+			if err != nil {
+				return err
+			}
+			return d.writeChunks(vectors, 0)
+		}
 		vectors := make([][]float32, len(texts))
 		if err := d.embedInto(ctx, embedder, pendingTexts(texts, vectors), vectors); err != nil {
 			return err
@@ -128,6 +140,30 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 		return d.writeChunks(vectors, 0)
 	}
 	return nil
+}
+
+// afterEmbedder embeds a document's chunks under its name, as entryText
+// joins them, and hands over what it made of each chunk's text on the way
+// (the built-in embedder; see llm.Builtin.EmbedAfter), which the index
+// then takes rather than cutting the text again.
+type afterEmbedder interface {
+	EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error)
+}
+
+// embedCutting embeds every chunk with ae and keeps the cuts for the index.
+func (d *docRun) embedCutting(ctx context.Context, ae afterEmbedder) ([][]float32, error) {
+	texts := make([]string, len(d.chunks))
+	for i, c := range d.chunks {
+		texts[i] = c.Text
+	}
+	start := time.Now()
+	vectors, cuts, err := ae.EmbedAfter(ctx, d.doc.Name, texts)
+	d.engine.cfg.Metrics.Embedded(d.model, "document", time.Since(start))
+	if err != nil {
+		return nil, fmt.Errorf("embedding failed: %w", err)
+	}
+	d.cuts = cuts
+	return vectors, nil
 }
 
 // embedInto embeds the texts of todo and sets the vectors of their chunks.
@@ -242,7 +278,7 @@ func (d *docRun) addVectors(batch []pendingText, vecs [][]float32) error {
 				continue
 			}
 			d.chunks[j].Seq = newSeqs[i]
-			entries = append(entries, d.entry(d.chunks[j], vectors[i]))
+			entries = append(entries, d.entry(j, vectors[i]))
 			last = max(last, newSeqs[i])
 		}
 		e.indexes.noteWaiting(owner, nil, removed)
@@ -250,9 +286,14 @@ func (d *docRun) addVectors(batch []pendingText, vecs [][]float32) error {
 	})
 }
 
-// entry is chunk c as the index takes it, with vector vec.
-func (d *docRun) entry(c store.Chunk, vec []float32) index.Entry {
-	return index.Entry{ID: c.Seq, Vector: vec, Text: c.Text, Doc: d.idoc, Name: d.doc.Name, Title: chunkTitle(d.title, c)}
+// entry is chunk i as the index takes it, with vector vec.
+func (d *docRun) entry(i int, vec []float32) index.Entry {
+	c := d.chunks[i]
+	e := index.Entry{ID: c.Seq, Vector: vec, Text: c.Text, Doc: d.idoc, Name: d.doc.Name, Title: chunkTitle(d.title, c)}
+	if d.cuts != nil {
+		e.Cut = &d.cuts[i]
+	}
+	return e
 }
 
 // dropChunks takes out of the store and the index the chunks a job wrote

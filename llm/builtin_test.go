@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/docsift/docsift/analysis"
@@ -124,6 +128,61 @@ func BenchmarkBuiltinEmbed(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		e.Embed(context.Background(), []string{text})
+	}
+}
+
+// TestBuiltinEmbedAfter checks EmbedAfter against Embed of the head and
+// text joined by a line break, bit for bit, and each text's terms and
+// language against analysis's own, for texts in every language the
+// analysis knows (the language test sets) under heads of every kind.
+func TestBuiltinEmbedAfter(t *testing.T) {
+	texts := []string{
+		"L'homme qu'on attendait n'est jamais venu jusqu'à l'aube d'hier.",
+		"Die Steuererklärungsfrist endet am 31. Juli; Read-only-Dateien bleiben unverändert.",
+		"東京都の天気は晴れです。北京市は寒い。서울은 맑습니다.",
+		"قرأ الطالب الكتاب في المكتبة العامة",
+		"XMLParser parses camelCase iPhone x86 mp3 covid19 COVID-19 don't dont",
+		"-leading joiner and trailing one-", "", "the and of",
+	}
+	sets, err := filepath.Glob("../eval/testdata/lang/*/corpus.jsonl")
+	if err != nil || len(sets) == 0 {
+		t.Fatalf("language test sets not found: %v", err)
+	}
+	for _, set := range sets {
+		data, err := os.ReadFile(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(data)) {
+			var d struct{ Text string }
+			if err := json.Unmarshal([]byte(line), &d); err != nil {
+				t.Fatalf("%s: %v", set, err)
+			}
+			texts = append(texts, d.Text)
+		}
+	}
+	b := NewBuiltin()
+	for _, head := range []string{"", "notes.txt", "Guide d'utilisation", "北京指南", "read-only.", "Steuererklärung-", "l'"} {
+		vecs, cuts, err := b.EmbedAfter(context.Background(), head, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, text := range texts {
+			whole := text
+			if head != "" {
+				whole = head + "\n" + text
+			}
+			want, _ := b.Embed(context.Background(), []string{whole})
+			if !slices.Equal(vecs[i], want[0]) {
+				t.Fatalf("head %q, text %q: the vector differs from Embed's", head, text)
+			}
+			lang, _ := analysis.Detect(whole)
+			var terms []analysis.Term
+			analysis.Analyze(text, lang, func(t analysis.Term) { terms = append(terms, t) })
+			if cuts[i].Lang != lang || !slices.Equal(cuts[i].Terms, terms) || cuts[i].Terms == nil {
+				t.Fatalf("head %q, text %q: cut %v %v, want %v %v", head, text, cuts[i].Lang, cuts[i].Terms, lang, terms)
+			}
+		}
 	}
 }
 
