@@ -141,7 +141,7 @@ func (l *langSlots) add(s uint32, lang analysis.Lang) {
 // language already detected. An entry whose Cut the built-in embedder
 // made takes its language and text's terms from it.
 func (c *termCounter) analyse(e Entry) analysed {
-	body := pairing{}
+	body := docTerms{}
 	var lang analysis.Lang
 	if e.Cut != nil {
 		lang = e.Cut.Lang
@@ -152,14 +152,13 @@ func (c *termCounter) analyse(e Entry) analysed {
 		lang, _ = analysis.Detect(langText(e))
 		analysis.Analyze(e.Text, lang, body.add)
 	}
-	head := pairing{prefix: headPrefix, terms: body.terms}
+	head := docTerms{prefix: headPrefix, keys: body.keys}
 	analysis.Analyze(e.Name, lang, head.add)
 	if e.Title != e.Name {
 		head.prev = "" // no pair across the name and the title
 		analysis.Analyze(e.Title, lang, head.add)
 	}
-	counts, _ := c.count(head.terms)
-	return analysed{Entry: e, counts: counts, length: body.length, lang: lang, headLen: head.length}
+	return analysed{Entry: e, counts: c.countKeys(head.keys), length: body.length, lang: lang, headLen: head.length}
 }
 
 // langText is what an entry's language is detected in.
@@ -235,7 +234,7 @@ func (v *view) queryTerms(text string) []queryTerm {
 			vocab = nil
 		}
 		analysis.AnalyzeQueryIn(text, l, stop, vocab, f.add)
-		counts, _ := c.count(f.terms)
+		counts := c.count(f.terms)
 		for _, tc := range counts {
 			k := key{tc.term, tc.tf}
 			if i, ok := at[k]; ok {

@@ -30,10 +30,16 @@ type posting struct {
 	tf  uint32
 }
 
-// termCount is one distinct term of a doc or query with its frequency.
+// termCount is one distinct term of a query with its frequency.
 type termCount struct {
 	term string
 	tf   uint32
+}
+
+// keyCount is one distinct term of a doc, by key, with its frequency.
+type keyCount struct {
+	key termKey
+	tf  uint32
 }
 
 // pairPrefix marks an indexed pair of adjacent terms. The byte cannot occur
@@ -60,6 +66,28 @@ type pairing struct {
 	length uint32
 }
 
+// docTerms is pairing for an entry's fields, keyed as it goes: an entry's
+// terms are only ever looked up by key, and making a string of each pair
+// was, after the records' JSON, the most an ingest allocated.
+type docTerms struct {
+	prefix string
+	keys   []termKey
+	prev   string
+	length uint32
+}
+
+func (f *docTerms) add(t analysis.Term) {
+	f.keys = append(f.keys, keyOfField(f.prefix, t.Text))
+	if t.Alt {
+		return
+	}
+	f.length++
+	if f.prev != "" {
+		f.keys = append(f.keys, keyOfPair(f.prefix, f.prev, t.Text))
+	}
+	f.prev = t.Text
+}
+
 func (f *pairing) add(t analysis.Term) {
 	f.terms = append(f.terms, f.prefix+t.Text)
 	if t.Alt {
@@ -79,28 +107,43 @@ func isPair(term string) bool { return len(term) > 0 && term[0] == pairPrefix[0]
 // per text was most of what a commit allocated, so most of the garbage
 // collections that searches share the CPU with.
 type termCounter struct {
-	pos map[string]int // term -> index in counts
+	pos  map[string]int  // term -> index in counts
+	keys map[termKey]int // key -> index in counts
 }
 
-func (c *termCounter) count(terms []string) (counts []termCount, length uint32) {
+// countKeys is count for a doc's terms by key.
+func (c *termCounter) countKeys(keys []termKey) []keyCount {
+	if c.keys == nil {
+		c.keys = make(map[termKey]int, len(keys))
+	}
+	clear(c.keys)
+	counts := make([]keyCount, 0, len(keys)) // read once into the postings: one allocation, not a doubling series
+	for _, k := range keys {
+		if i, ok := c.keys[k]; ok {
+			counts[i].tf++
+			continue
+		}
+		c.keys[k] = len(counts)
+		counts = append(counts, keyCount{k, 1})
+	}
+	return counts
+}
+
+func (c *termCounter) count(terms []string) []termCount {
 	if c.pos == nil {
 		c.pos = make(map[string]int, len(terms))
 	}
 	clear(c.pos)
-	pos := c.pos
-	counts = make([]termCount, 0, len(terms)) // read once into the postings: one allocation, not a doubling series
+	counts := make([]termCount, 0, len(terms))
 	for _, t := range terms {
-		if !isPair(t) {
-			length++
-		}
-		if i, ok := pos[t]; ok {
+		if i, ok := c.pos[t]; ok {
 			counts[i].tf++
 			continue
 		}
-		pos[t] = len(counts)
+		c.pos[t] = len(counts)
 		counts = append(counts, termCount{t, 1})
 	}
-	return counts, length
+	return counts
 }
 
 // lexicon is the inverted index of a generation: for every term, the slots
@@ -175,13 +218,30 @@ func postingsCap(n uint32) uint32 {
 // keys.
 type termKey uint64
 
-func keyOf(term string) termKey {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(term); i++ {
-		h ^= uint64(term[i])
+func keyOf(term string) termKey { return spread(fnv1a(fnvOffset, term)) }
+
+// keyOfField is keyOf(prefix + term), and keyOfPair keyOf(prefix +
+// pairPrefix + first + " " + second), with no string made: FNV-1a reads
+// the bytes in order, whichever strings hold them.
+func keyOfField(prefix, term string) termKey { return spread(fnv1a(fnv1a(fnvOffset, prefix), term)) }
+
+func keyOfPair(prefix, first, second string) termKey {
+	h := fnv1a(fnv1a(fnv1a(fnvOffset, prefix), pairPrefix), first)
+	return spread(fnv1a(fnv1a(h, " "), second))
+}
+
+const fnvOffset = 14695981039346656037
+
+func fnv1a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
 		h *= 1099511628211
 	}
-	// splitmix64's finaliser.
+	return h
+}
+
+// spread is splitmix64's finaliser.
+func spread(h uint64) termKey {
 	h ^= h >> 30
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 27

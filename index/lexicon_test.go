@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/docsift/docsift/analysis"
 )
 
 // TestTermTableFilledInAnotherOrder fills a lexicon in the table order of
@@ -163,5 +165,36 @@ func BenchmarkFrozenFind(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestDocTermsKeyAsQueryTerms checks that an entry's terms, keyed as they
+// are cut (docTerms), have the keys of the strings a query's terms are
+// cut into (pairing): a word pair of a query finds the same pair in a
+// chunk only so. Body and head, words, pairs and compounds' joined forms.
+func TestDocTermsKeyAsQueryTerms(t *testing.T) {
+	texts := []string{
+		"The worker claims the job and extracts per-page text; read-only files stay.",
+		"Die Steuererklärungsfrist endet am 31. Juli.",
+		"東京都の天気は晴れです。", "", "one",
+	}
+	for _, prefix := range []string{"", headPrefix} {
+		for _, text := range texts {
+			var words pairing
+			keyed := docTerms{prefix: prefix}
+			words.prefix = prefix
+			lang, _ := analysis.Detect(text)
+			analysis.Analyze(text, lang, func(t analysis.Term) {
+				words.add(t)
+				keyed.add(t)
+			})
+			want := make([]termKey, len(words.terms))
+			for i, w := range words.terms {
+				want[i] = keyOf(w)
+			}
+			if !slices.Equal(keyed.keys, want) || keyed.length != words.length {
+				t.Errorf("prefix %q, %q: keys %x (length %d), want those of %q (%d)", prefix, text, keyed.keys, keyed.length, words.terms, words.length)
+			}
+		}
 	}
 }
