@@ -158,7 +158,7 @@ func (c *termCounter) analyse(e Entry) analysed {
 		head.prev = "" // no pair across the name and the title
 		analysis.Analyze(e.Title, lang, head.add)
 	}
-	return analysed{Entry: e, counts: c.countKeys(head.keys), length: body.length, lang: lang, headLen: head.length}
+	return analysed{Entry: e, counts: count(&c.keys, head.keys), length: body.length, lang: lang, headLen: head.length}
 }
 
 // langText is what an entry's language is detected in.
@@ -234,15 +234,15 @@ func (v *view) queryTerms(text string) []queryTerm {
 			vocab = nil
 		}
 		analysis.AnalyzeQueryIn(text, l, stop, vocab, f.add)
-		counts := c.count(f.terms)
+		counts := count(&c.terms, f.terms)
 		for _, tc := range counts {
-			k := key{tc.term, tc.tf}
+			k := key{tc.of, tc.tf}
 			if i, ok := at[k]; ok {
 				out[i].langs |= 1 << l
 				continue
 			}
 			at[k] = len(out)
-			out = append(out, queryTerm{term: tc.term, tf: tc.tf, langs: 1 << l})
+			out = append(out, queryTerm{term: tc.of, tf: tc.tf, langs: 1 << l})
 		}
 	}
 	return out

@@ -281,7 +281,7 @@ func TestAnalyseTakesCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := a.entries[0]; e.lang != analysis.German || e.length != 1 || e.counts[0].key != keyOf("frist") {
-		t.Errorf("an entry whose cut says German and frist analysed as %v, %d terms, first %x", e.lang, e.length, e.counts[0].key)
+	if e := a.entries[0]; e.lang != analysis.German || e.length != 1 || e.counts[0].of != keyOf("frist") {
+		t.Errorf("an entry whose cut says German and frist analysed as %v, %d terms, first %x", e.lang, e.length, e.counts[0].of)
 	}
 }

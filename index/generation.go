@@ -102,9 +102,9 @@ func (g *generation) ownLast(p int) *page {
 }
 
 // indexTerms stages slot s's postings.
-func (g *generation) indexTerms(s uint32, counts []keyCount) {
+func (g *generation) indexTerms(s uint32, counts []tally[termKey]) {
 	for _, c := range counts {
-		g.lex.stage(g.lex.termFor(c.key), posting{s, c.tf})
+		g.lex.stage(g.lex.termFor(c.of), posting{s, c.tf})
 	}
 }
 

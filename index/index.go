@@ -182,7 +182,7 @@ func (x *OwnerIndex) Dim() int { return x.dim }
 // costly analysis happens outside the writer lock.
 type analysed struct {
 	Entry
-	counts  []keyCount
+	counts  []tally[termKey]
 	length  uint32 // of the text, in terms
 	lang    analysis.Lang
 	headLen uint32

@@ -30,16 +30,11 @@ type posting struct {
 	tf  uint32
 }
 
-// termCount is one distinct term of a query with its frequency.
-type termCount struct {
-	term string
-	tf   uint32
-}
-
-// keyCount is one distinct term of a doc, by key, with its frequency.
-type keyCount struct {
-	key termKey
-	tf  uint32
+// tally is one distinct term of a doc (by key) or of a query (by string)
+// with its frequency.
+type tally[T comparable] struct {
+	of T
+	tf uint32
 }
 
 // pairPrefix marks an indexed pair of adjacent terms. The byte cannot occur
@@ -107,43 +102,27 @@ func isPair(term string) bool { return len(term) > 0 && term[0] == pairPrefix[0]
 // per text was most of what a commit allocated, so most of the garbage
 // collections that searches share the CPU with.
 type termCounter struct {
-	pos  map[string]int  // term -> index in counts
-	keys map[termKey]int // key -> index in counts
+	terms map[string]int  // term -> index in its tally
+	keys  map[termKey]int // key -> index in its tally
 }
 
-// countKeys is count for a doc's terms by key.
-func (c *termCounter) countKeys(keys []termKey) []keyCount {
-	if c.keys == nil {
-		c.keys = make(map[termKey]int, len(keys))
+// count tallies the distinct items of xs, in the order they first come,
+// with *at as its scratch.
+func count[T comparable](at *map[T]int, xs []T) []tally[T] {
+	if *at == nil {
+		*at = make(map[T]int, len(xs))
 	}
-	clear(c.keys)
-	counts := make([]keyCount, 0, len(keys)) // read once into the postings: one allocation, not a doubling series
-	for _, k := range keys {
-		if i, ok := c.keys[k]; ok {
-			counts[i].tf++
+	clear(*at)
+	out := make([]tally[T], 0, len(xs)) // read once into the postings: one allocation, not a doubling series
+	for _, x := range xs {
+		if i, ok := (*at)[x]; ok {
+			out[i].tf++
 			continue
 		}
-		c.keys[k] = len(counts)
-		counts = append(counts, keyCount{k, 1})
+		(*at)[x] = len(out)
+		out = append(out, tally[T]{x, 1})
 	}
-	return counts
-}
-
-func (c *termCounter) count(terms []string) []termCount {
-	if c.pos == nil {
-		c.pos = make(map[string]int, len(terms))
-	}
-	clear(c.pos)
-	counts := make([]termCount, 0, len(terms))
-	for _, t := range terms {
-		if i, ok := c.pos[t]; ok {
-			counts[i].tf++
-			continue
-		}
-		c.pos[t] = len(counts)
-		counts = append(counts, termCount{t, 1})
-	}
-	return counts
+	return out
 }
 
 // lexicon is the inverted index of a generation: for every term, the slots
