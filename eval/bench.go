@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docsift/docsift/analysis"
 	"github.com/docsift/docsift/llm"
 )
 
@@ -129,7 +130,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		docs = append(docs, Doc{ID: f, Title: filepath.Base(f), Data: data})
 	}
 	rounds := max(cfg.Rounds, 1)
-	counted := &countingEmbedder{Embedder: cfg.Embedder}
+	counted := newCountingEmbedder(cfg.Embedder)
 	res := &IngestResult{Documents: len(docs), Workers: cfg.Workers, Uploaders: cfg.Uploaders, Embedder: cfg.Embedder.Model(), Rounds: rounds}
 	var rec *Recording
 	var raw RawResult
@@ -274,6 +275,41 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 // InProcess lets the pipeline treat a counted built-in embedder as the
 // built-in one, as a server's is (see llm.InProcess).
 func (c *countingEmbedder) InProcess() bool { return llm.InProcess(c.Embedder) }
+
+// afterEmbedder is the built-in embedder's EmbedAfter, which the pipeline
+// uses when it has it (see ingest's afterEmbedder).
+type afterEmbedder interface {
+	EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error)
+}
+
+// countingAfterEmbedder is a countingEmbedder of an embedder with
+// EmbedAfter, which it counts and passes on: without it, the pipeline
+// would take the path a server's built-in embedder does not.
+type countingAfterEmbedder struct {
+	*countingEmbedder
+	after afterEmbedder
+}
+
+func (c countingAfterEmbedder) EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error) {
+	c.mu.Lock()
+	c.calls++
+	c.texts += len(texts)
+	c.mu.Unlock()
+	return c.after.EmbedAfter(ctx, head, texts)
+}
+
+// newCountingEmbedder counts e's calls and texts, with EmbedAfter when e
+// has it.
+func newCountingEmbedder(e llm.Embedder) interface {
+	llm.Embedder
+	take() (calls, texts int)
+} {
+	c := &countingEmbedder{Embedder: e}
+	if a, ok := e.(afterEmbedder); ok {
+		return countingAfterEmbedder{c, a}
+	}
+	return c
+}
 
 // take returns the calls and texts since the last take.
 func (c *countingEmbedder) take() (calls, texts int) {

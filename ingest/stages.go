@@ -75,7 +75,7 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 		// the embedding cache would (see store/embedcache.go), and less
 		// than a second commit and index update: the chunks are written
 		// once, with their vectors.
-		if ae, ok := embedder.(afterEmbedder); ok {
+		if ae, ok := embedder.(afterEmbedder); ok && textBytes(d.chunks) <= cutTextMax {
 			vectors, err := d.embedCutting(ctx, ae)
 			if err != nil {
 				return err
@@ -148,6 +148,21 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 // then takes rather than cutting the text again.
 type afterEmbedder interface {
 	EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error)
+}
+
+// cutTextMax bounds the text of a document whose cuts the index takes
+// from the embedder. The cuts, 2.5 times the text, are held from the
+// embedding until the chunks are written; a larger document (a long
+// PDF's) spares that memory, for a little more CPU, by letting the index
+// cut its chunks again.
+const cutTextMax = 1 << 20
+
+func textBytes(chunks []store.Chunk) int {
+	n := 0
+	for _, c := range chunks {
+		n += len(c.Text)
+	}
+	return n
 }
 
 // embedCutting embeds every chunk with ae and keeps the cuts for the index.
