@@ -265,11 +265,16 @@ type countingEmbedder struct {
 }
 
 func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.count(len(texts))
+	return c.Embedder.Embed(ctx, texts)
+}
+
+// count counts a call of n texts.
+func (c *countingEmbedder) count(n int) {
 	c.mu.Lock()
 	c.calls++
-	c.texts += len(texts)
+	c.texts += n
 	c.mu.Unlock()
-	return c.Embedder.Embed(ctx, texts)
 }
 
 // InProcess lets the pipeline treat a counted built-in embedder as the
@@ -291,10 +296,7 @@ type countingAfterEmbedder struct {
 }
 
 func (c countingAfterEmbedder) EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error) {
-	c.mu.Lock()
-	c.calls++
-	c.texts += len(texts)
-	c.mu.Unlock()
+	c.count(len(texts))
 	return c.after.EmbedAfter(ctx, head, texts)
 }
 

@@ -17,7 +17,7 @@ func TestCountingEmbedderKeepsEmbedAfter(t *testing.T) {
 	if !ok || !llm.InProcess(c) {
 		t.Fatalf("counted built-in embedder: EmbedAfter %v, in process %v; want both", ok, llm.InProcess(c))
 	}
-	vecs, cuts, err := a.EmbedAfter(context.Background(), "notes.txt", []string{"one text", "another"})
+	vecs, cuts, err := a.EmbedAfter(context.Background(), "notes.txt", []string{"notes.txt\none text", "notes.txt\nanother"})
 	if err != nil || len(vecs) != 2 || len(cuts) != 2 {
 		t.Fatalf("EmbedAfter = %d vectors, %d cuts, %v", len(vecs), len(cuts), err)
 	}

@@ -76,7 +76,7 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 		// than a second commit and index update: the chunks are written
 		// once, with their vectors.
 		if ae, ok := embedder.(afterEmbedder); ok && textBytes(d.chunks) <= cutTextMax {
-			vectors, err := d.embedCutting(ctx, ae)
+			vectors, err := d.embedCutting(ctx, ae, texts)
 			if err != nil {
 				return err
 			}
@@ -143,8 +143,8 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 }
 
 // afterEmbedder embeds a document's chunks under its name, as entryText
-// joins them, and hands over what it made of each chunk's text on the way
-// (the built-in embedder; see llm.Builtin.EmbedAfter), which the index
+// joins them, and hands over what it made of each chunk's own text on the
+// way (the built-in embedder; see llm.Builtin.EmbedAfter), which the index
 // then takes rather than cutting the text again.
 type afterEmbedder interface {
 	EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error)
@@ -165,12 +165,9 @@ func textBytes(chunks []store.Chunk) int {
 	return n
 }
 
-// embedCutting embeds every chunk with ae and keeps the cuts for the index.
-func (d *docRun) embedCutting(ctx context.Context, ae afterEmbedder) ([][]float32, error) {
-	texts := make([]string, len(d.chunks))
-	for i, c := range d.chunks {
-		texts[i] = c.Text
-	}
+// embedCutting embeds every chunk's text (entryText's) with ae and keeps
+// the cuts for the index.
+func (d *docRun) embedCutting(ctx context.Context, ae afterEmbedder, texts []string) ([][]float32, error) {
 	start := time.Now()
 	vectors, cuts, err := ae.EmbedAfter(ctx, d.doc.Name, texts)
 	d.engine.cfg.Metrics.Embedded(d.model, "document", time.Since(start))

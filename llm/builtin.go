@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/docsift/docsift/analysis"
@@ -92,13 +93,18 @@ func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error
 	return out, nil
 }
 
-// EmbedAfter is Embed of head+"\n"+text for each of texts (text alone
-// when head is empty), bit for bit, which is how a document's chunks are
-// embedded under its name. It also returns each text's own terms, without
-// head's, in the language its vector was cut in: the lexical index would
-// otherwise detect that language and cut the text again, which took 6.6%
-// of the server's CPU in an ingest of MS MARCO passages.
+// EmbedAfter is Embed for texts that each begin with head and a line
+// break (the text alone when head is empty), as a document's chunks are
+// embedded under its name. It also returns the cut of each text's own
+// part, after head: its terms in the language its vector was cut in. The
+// lexical index would otherwise detect that language and cut the part
+// again, which took 6.6% of the server's CPU in an ingest of MS MARCO
+// passages.
 func (b *Builtin) EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error) {
+	prefix := ""
+	if head != "" {
+		prefix = head + "\n"
+	}
 	vecs, cuts := make([][]float32, len(texts)), make([]analysis.Cut, len(texts))
 	for i, t := range texts {
 		if i%64 == 0 {
@@ -106,20 +112,20 @@ func (b *Builtin) EmbedAfter(ctx context.Context, head string, texts []string) (
 				return nil, nil, fmt.Errorf("llm: builtin embed: %w", err)
 			}
 		}
-		whole := t
-		if head != "" {
-			whole = head + "\n" + t
+		own, ok := strings.CutPrefix(t, prefix)
+		if !ok {
+			return nil, nil, fmt.Errorf("llm: builtin embed: text %d does not begin with its head %q", i, head)
 		}
-		lang, _ := analysis.Detect(whole)
+		lang, _ := analysis.Detect(t)
 		sc := getScratch()
-		// The line break separates head's last word from text's first,
-		// so cutting them one after the other cuts whole.
+		// The line break separates head's last word from the part's
+		// first, so cutting one after the other cuts the whole text.
 		sc.cut(head, lang)
-		own := len(sc.terms)
-		sc.cut(t, lang)
-		terms := make([]analysis.Term, len(sc.terms)-own)
+		at := len(sc.terms)
+		sc.cut(own, lang)
+		terms := make([]analysis.Term, len(sc.terms)-at)
 		for j := range terms {
-			terms[j] = analysis.Term{Text: sc.terms[own+j], Alt: sc.alt[own+j]}
+			terms[j] = analysis.Term{Text: sc.terms[at+j], Alt: sc.alt[at+j]}
 		}
 		vecs[i], cuts[i] = sc.vector(), analysis.Cut{Lang: lang, Terms: terms}
 		sc.release()

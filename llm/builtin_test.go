@@ -163,15 +163,19 @@ func TestBuiltinEmbedAfter(t *testing.T) {
 	}
 	b := NewBuiltin()
 	for _, head := range []string{"", "notes.txt", "Guide d'utilisation", "北京指南", "read-only.", "Steuererklärung-", "l'"} {
-		vecs, cuts, err := b.EmbedAfter(context.Background(), head, texts)
+		wholes := make([]string, len(texts))
+		for i, text := range texts {
+			wholes[i] = text
+			if head != "" {
+				wholes[i] = head + "\n" + text
+			}
+		}
+		vecs, cuts, err := b.EmbedAfter(context.Background(), head, wholes)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, text := range texts {
-			whole := text
-			if head != "" {
-				whole = head + "\n" + text
-			}
+			whole := wholes[i]
 			want, _ := b.Embed(context.Background(), []string{whole})
 			if !slices.Equal(vecs[i], want[0]) {
 				t.Fatalf("head %q, text %q: the vector differs from Embed's", head, text)
@@ -183,6 +187,9 @@ func TestBuiltinEmbedAfter(t *testing.T) {
 				t.Fatalf("head %q, text %q: cut %v %v, want %v %v", head, text, cuts[i].Lang, cuts[i].Terms, lang, terms)
 			}
 		}
+	}
+	if _, _, err := b.EmbedAfter(context.Background(), "notes.txt", []string{"other.txt\nA text under another head."}); err == nil {
+		t.Error("a text not under its head was embedded")
 	}
 }
 
