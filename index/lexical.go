@@ -471,7 +471,26 @@ func (s *lexScores) release() {
 // terms repeated in the query count once per occurrence, as in classic
 // BM25. Postings of deleted docs stay in the lists until compaction and are
 // skipped here.
-func (v *view) scoreAll(query []queryTerm) *lexScores {
+func (v *view) scoreAll(query []queryTerm) *lexScores { return v.scoreTerms(v.lookup(query)) }
+
+// lookup returns query's terms with their postings of v's slots, leaving
+// out those no doc holds.
+func (v *view) lookup(query []queryTerm) []lexTerm {
+	terms := make([]lexTerm, 0, len(query))
+	lex := v.gen.lex
+	for _, q := range query {
+		t := lexTerm{q: q}
+		t.body[0], t.body[1] = lex.postings(q.term, v.n)
+		t.head[0], t.head[1] = lex.postings(headPrefix+q.term, v.n)
+		if t.postings() > 0 {
+			terms = append(terms, t)
+		}
+	}
+	return terms
+}
+
+// scoreTerms is scoreAll of the terms lookup returned.
+func (v *view) scoreTerms(terms []lexTerm) *lexScores {
 	s := lexScoresPool.Get().(*lexScores)
 	if cap(s.score) < int(v.n) {
 		s.score = make([]float32, v.n)
@@ -485,13 +504,10 @@ func (v *view) scoreAll(query []queryTerm) *lexScores {
 	avgHead := max(float64(v.lex.headLen)/float64(n), 1)
 	present := v.lex.present()
 	oneLang := present&(present-1) == 0
-	lex := v.gen.lex
-	for _, q := range query {
-		bodyBase, body := lex.postings(q.term, v.n)
-		headBase, head := lex.postings(headPrefix+q.term, v.n)
-		if len(bodyBase)+len(body)+len(headBase)+len(head) == 0 {
-			continue
-		}
+	for _, t := range terms {
+		q := t.q
+		bodyBase, body := t.body[0], t.body[1]
+		headBase, head := t.head[0], t.head[1]
 		f := v.filterFor(q.langs, oneLang)
 		if bodyOnly && len(headBase)+len(head) == 0 {
 			docs := n

@@ -29,9 +29,9 @@ const pruneSlack = 1e-4
 // (the frozen base's, then those added since) and its weight, query
 // frequency times IDF.
 type lexTerm struct {
+	q          queryTerm
 	body, head [2][]posting
 	w          float64
-	langs      langMask // the languages whose docs count
 }
 
 func (t *lexTerm) postings() int {
@@ -58,12 +58,13 @@ type lexSide struct {
 // lexical returns the lexical side of a search for query on v, its pool
 // the k docs ranked first among those a allows (nil: all).
 func (v *view) lexical(query []queryTerm, k int, a *allowed) *lexSide {
+	terms := v.lookup(query)
 	if a == nil {
-		if l := v.pruned(query, k); l != nil {
+		if l := v.pruned(terms, k); l != nil {
 			return l
 		}
 	}
-	all := v.scoreAll(query)
+	all := v.scoreTerms(terms)
 	return &lexSide{all: all, top: all.topAllowed(k, a)}
 }
 
@@ -81,10 +82,11 @@ func (l *lexSide) release() {
 	}
 }
 
-// pruned is the pruned lexical side, or nil where it does not apply: a
+// pruned is the pruned lexical side of a query's terms (as lookup returns
+// them; it leaves them as they are), or nil where it does not apply: a
 // query without common words to leave out, or a first pass that cannot
 // rule out the docs it did not score.
-func (v *view) pruned(query []queryTerm, k int) *lexSide {
+func (v *view) pruned(terms []lexTerm, k int) *lexSide {
 	if v.live == 0 || k <= 0 {
 		return nil
 	}
@@ -95,59 +97,43 @@ func (v *view) pruned(query []queryTerm, k int) *lexSide {
 		avgHead: max(float64(v.lex.headLen)/float64(v.live), 1),
 		oneLang: present&(present-1) == 0,
 	}
-	lex := v.gen.lex
-	var kept []queryTerm // the query's terms of l.terms
-	for _, q := range query {
-		t := lexTerm{langs: q.langs}
-		t.body[0], t.body[1] = lex.postings(q.term, v.n)
-		t.head[0], t.head[1] = lex.postings(headPrefix+q.term, v.n)
-		df := l.docFreq(&t, keyOf(q.term))
-		if df == 0 {
-			continue
-		}
-		docs := v.live
+	// Each term weighed first by its postings, as if every one counted:
+	// counting those that do (docFreq) asks each posting of most lists
+	// of an owner with deletions or more than one language, and most
+	// queries have no common word to leave out.
+	l.terms = slices.Clone(terms)
+	docs := make([]int, len(terms)) // the docs each term counts in
+	for i := range l.terms {
+		t := &l.terms[i]
+		docs[i] = v.live
 		if !l.oneLang {
-			docs = v.lex.count(q.langs)
+			docs[i] = v.lex.count(t.q.langs)
 		}
-		t.w = termWeight(q, docs, df)
-		l.terms = append(l.terms, t)
-		kept = append(kept, q)
+		t.w = termWeight(t.q, docs[i], t.postings())
 	}
-
-	// The common words: the most, by bound ascending, whose bounds sum to
-	// at most half the least bound of the others (a rule of thumb: the
-	// first pass must leave them little to add), worth leaving out only
-	// when they hold most of the postings.
-	order := make([]int, len(l.terms))
-	for i := range order {
-		order[i] = i
+	if _, _, _, ok := l.split(); !ok {
+		return nil
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(l.terms[a].bound(), l.terms[b].bound()) })
-	common, rest := 0, 0.0 // terms left out; the most they add
-	for common < len(order)-1 && rest+l.terms[order[common]].bound() <= 0.5*l.terms[order[common+1]].bound() {
-		rest += l.terms[order[common]].bound()
-		common++
-	}
-	left, read := 0, 0
-	for i, o := range order {
-		if i < common {
-			left += l.terms[o].postings()
-		} else {
-			read += l.terms[o].postings()
+	l.terms = make([]lexTerm, 0, len(terms))
+	for i, t := range terms {
+		if df := l.docFreq(&t, keyOf(t.q.term)); df > 0 {
+			t.w = termWeight(t.q, docs[i], df)
+			l.terms = append(l.terms, t)
 		}
 	}
-	if common == 0 || left < read {
+	order, common, rest, ok := l.split()
+	if !ok {
 		return nil
 	}
 	rareAt := slices.Clone(order[common:])
 	slices.Sort(rareAt) // in query order, as scoreAll adds them
-	rare := make([]queryTerm, len(rareAt))
+	rare := make([]lexTerm, len(rareAt))
 	for i, at := range rareAt {
-		rare[i] = kept[at]
+		rare[i] = l.terms[at]
 	}
 
 	// The first pass: the rare words' scores of the docs holding them.
-	part := v.scoreAll(rare)
+	part := v.scoreTerms(rare)
 	defer part.release()
 	if len(part.matched) < k {
 		return nil // docs holding only common words may belong in the pool
@@ -166,6 +152,32 @@ func (v *view) pruned(query []queryTerm, k int) *lexSide {
 	return l
 }
 
+// split orders l.terms by bound, ascending, and finds the common words:
+// the most, in that order, whose bounds sum (rest) to at most half the
+// least bound of the others (a rule of thumb: the first pass must leave
+// them little to add). Leaving them out is worth it (ok) only when they
+// hold most of the postings.
+func (l *lexSide) split() (order []int, common int, rest float64, ok bool) {
+	order = make([]int, len(l.terms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(l.terms[a].bound(), l.terms[b].bound()) })
+	for common < len(order)-1 && rest+l.terms[order[common]].bound() <= 0.5*l.terms[order[common+1]].bound() {
+		rest += l.terms[order[common]].bound()
+		common++
+	}
+	left, read := 0, 0
+	for i, o := range order {
+		if i < common {
+			left += l.terms[o].postings()
+		} else {
+			read += l.terms[o].postings()
+		}
+	}
+	return order, common, rest, common > 0 && left >= read
+}
+
 // exact is d's BM25F as scoreAll computes it: each term's fields'
 // normalised frequencies summed in float32, body first, and the terms'
 // contributions added in query order.
@@ -178,7 +190,7 @@ func (l *lexSide) exact(d uint32) float32 {
 	var s float32
 	for i := range l.terms {
 		t := &l.terms[i]
-		if !l.oneLang && !t.langs.has(lang) {
+		if !l.oneLang && !t.q.langs.has(lang) {
 			continue
 		}
 		if len(t.head[0])+len(t.head[1]) == 0 {
@@ -210,7 +222,7 @@ func (l *lexSide) exact(d uint32) float32 {
 // t's languages.
 func (l *lexSide) counts(t *lexTerm, d uint32) bool {
 	v := l.v
-	return (v.dead == 0 || v.alive(d)) && (l.oneLang || t.langs.has(v.pages.slotLang(d)))
+	return (v.dead == 0 || v.alive(d)) && (l.oneLang || t.q.langs.has(v.pages.slotLang(d)))
 }
 
 // docFreq is the number of docs that count for t and hold it in either
@@ -236,7 +248,7 @@ func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
 	if every {
 		return len(t.body[0]) + len(t.body[1]) + headOnly
 	}
-	key := dfKey{k, t.langs}
+	key := dfKey{k, t.q.langs}
 	n := len(t.body[0]) + len(t.body[1])
 	if n >= dfCacheMin {
 		if c, ok := v.gen.lex.dfs.Load(key); ok {
@@ -245,7 +257,7 @@ func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
 			}
 		}
 	}
-	df, ok := v.keptCount(&l.cuts, v.filterFor(t.langs, l.oneLang), t.body)
+	df, ok := v.keptCount(&l.cuts, v.filterFor(t.q.langs, l.oneLang), t.body)
 	if !ok {
 		df = 0
 		for _, list := range t.body {
