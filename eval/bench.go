@@ -281,18 +281,12 @@ func (c *countingEmbedder) count(n int) {
 // built-in one, as a server's is (see llm.InProcess).
 func (c *countingEmbedder) InProcess() bool { return llm.InProcess(c.Embedder) }
 
-// afterEmbedder is the built-in embedder's EmbedAfter, which the pipeline
-// uses when it has it (see ingest's afterEmbedder).
-type afterEmbedder interface {
-	EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error)
-}
-
 // countingAfterEmbedder is a countingEmbedder of an embedder with
 // EmbedAfter, which it counts and passes on: without it, the pipeline
 // would take the path a server's built-in embedder does not.
 type countingAfterEmbedder struct {
 	*countingEmbedder
-	after afterEmbedder
+	after llm.CuttingEmbedder
 }
 
 func (c countingAfterEmbedder) EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error) {
@@ -307,7 +301,7 @@ func newCountingEmbedder(e llm.Embedder) interface {
 	take() (calls, texts int)
 } {
 	c := &countingEmbedder{Embedder: e}
-	if a, ok := e.(afterEmbedder); ok {
+	if a, ok := e.(llm.CuttingEmbedder); ok {
 		return countingAfterEmbedder{c, a}
 	}
 	return c

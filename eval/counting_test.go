@@ -13,7 +13,7 @@ import (
 // has no such method over an embedder without one.
 func TestCountingEmbedderKeepsEmbedAfter(t *testing.T) {
 	c := newCountingEmbedder(llm.NewBuiltin())
-	a, ok := c.(afterEmbedder)
+	a, ok := c.(llm.CuttingEmbedder)
 	if !ok || !llm.InProcess(c) {
 		t.Fatalf("counted built-in embedder: EmbedAfter %v, in process %v; want both", ok, llm.InProcess(c))
 	}
@@ -25,7 +25,7 @@ func TestCountingEmbedderKeepsEmbedAfter(t *testing.T) {
 		t.Errorf("counted %d calls and %d texts, want 1 and 2", calls, texts)
 	}
 	plain := newCountingEmbedder(struct{ llm.Embedder }{llm.NewBuiltin()})
-	if _, ok := plain.(afterEmbedder); ok {
+	if _, ok := plain.(llm.CuttingEmbedder); ok {
 		t.Error("a counted embedder without EmbedAfter has one")
 	}
 }

@@ -41,7 +41,7 @@ type docRun struct {
 	title  string        // the document's, for the chunks' titles
 	idoc   *index.Document
 	// cuts are the chunks' analyses, by chunk, when the embedder made
-	// them (see afterEmbedder); nil otherwise.
+	// them (see llm.CuttingEmbedder); nil otherwise.
 	cuts []analysis.Cut
 }
 
@@ -75,7 +75,7 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 		// the embedding cache would (see store/embedcache.go), and less
 		// than a second commit and index update: the chunks are written
 		// once, with their vectors.
-		if ae, ok := embedder.(afterEmbedder); ok && textBytes(d.chunks) <= cutTextMax {
+		if ae, ok := embedder.(llm.CuttingEmbedder); ok && textBytes(d.chunks) <= cutTextMax {
 			vectors, err := d.embedCutting(ctx, ae, texts)
 			if err != nil {
 				return err
@@ -142,14 +142,6 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 	return nil
 }
 
-// afterEmbedder embeds a document's chunks under its name, as entryText
-// joins them, and hands over what it made of each chunk's own text on the
-// way (the built-in embedder; see llm.Builtin.EmbedAfter), which the index
-// then takes rather than cutting the text again.
-type afterEmbedder interface {
-	EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error)
-}
-
 // cutTextMax bounds the text of a document whose cuts the index takes
 // from the embedder. The cuts, 2.5 times the text, are held from the
 // embedding until the chunks are written; a larger document (a long
@@ -167,7 +159,7 @@ func textBytes(chunks []store.Chunk) int {
 
 // embedCutting embeds every chunk's text (entryText's) with ae and keeps
 // the cuts for the index.
-func (d *docRun) embedCutting(ctx context.Context, ae afterEmbedder, texts []string) ([][]float32, error) {
+func (d *docRun) embedCutting(ctx context.Context, ae llm.CuttingEmbedder, texts []string) ([][]float32, error) {
 	start := time.Now()
 	vectors, cuts, err := ae.EmbedAfter(ctx, d.doc.Name, texts)
 	d.engine.cfg.Metrics.Embedded(d.model, "document", time.Since(start))

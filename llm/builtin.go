@@ -93,6 +93,13 @@ func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error
 	return out, nil
 }
 
+// CuttingEmbedder is an embedder that also hands over what it cut of
+// each text on the way to its vector (the built-in one; see EmbedAfter),
+// which the lexical index then takes rather than cutting the text again.
+type CuttingEmbedder interface {
+	EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error)
+}
+
 // EmbedAfter is Embed for texts that each begin with head and a line
 // break (the text alone when head is empty), as a document's chunks are
 // embedded under its name. It also returns the cut of each text's own
