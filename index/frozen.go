@@ -32,6 +32,39 @@ func openMapping(f *os.File) (*mapping, error) {
 	return m, nil
 }
 
+// prefault maps the whole of m's file into the process in the background,
+// a readAheadBlock at a time, one mapping after another. A snapshot's
+// load reads all of it (the checksum), but maps only what its checks
+// touch: the vectors and postings a search reads were each mapped at
+// their first touch, a page fault of a few microseconds in the kernel.
+// At a million chunks a restarted server's first queries faulted 46-56
+// times each, and its CPU in the kernel was a fifth of a query's
+// (0.24 ms of 1.22); prefaulted, 28-41 times (the heap's fresh pages and
+// the store's), at 1.24-1.28 ms of CPU a query against 1.35-1.50 (three
+// rounds alternated). Populating the 3.9 GB snapshot takes 0.3 s of the
+// kernel's CPU, once. The pages stay the page cache's, not the process's
+// own memory, and the prefault holds m (so its mapping) until done.
+func (m *mapping) prefault() {
+	prefaults.Add(1)
+	go func() {
+		defer prefaults.Done()
+		prefaulting.Lock()
+		defer prefaulting.Unlock()
+		for i := 0; i < len(m.b); i += readAheadBlock {
+			if populate(m.b[i:min(i+readAheadBlock, len(m.b))]) != nil {
+				return
+			}
+		}
+	}()
+}
+
+// prefaulting lets one prefault run at a time: a server loading many
+// owners' snapshots maps them one after another, beside the loads.
+var prefaulting sync.Mutex
+
+// prefaults counts the prefaults under way, for tests to wait for.
+var prefaults sync.WaitGroup
+
 // castSlice reads n values of T from b, which holds at least n of them at
 // an offset aligned for T: the words of a mapped snapshot as Go values.
 // Snapshots are little-endian (see littleEndian).
