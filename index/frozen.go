@@ -45,25 +45,46 @@ func openMapping(f *os.File) (*mapping, error) {
 // kernel's CPU, once. The pages stay the page cache's, not the process's
 // own memory, and the prefault holds m (so its mapping) until done.
 func (m *mapping) prefault() {
-	prefaults.Add(1)
-	go func() {
-		defer prefaults.Done()
-		prefaulting.Lock()
-		defer prefaulting.Unlock()
-		for i := 0; i < len(m.b); i += readAheadBlock {
-			if populate(m.b[i:min(i+readAheadBlock, len(m.b))]) != nil {
-				return
-			}
-		}
-	}()
+	prefaults.Lock()
+	defer prefaults.Unlock()
+	prefaults.queue = append(prefaults.queue, m)
+	if len(prefaults.queue) == 1 {
+		prefaults.done.Add(1)
+		go prefaultQueued()
+	}
 }
 
-// prefaulting lets one prefault run at a time: a server loading many
-// owners' snapshots maps them one after another, beside the loads.
-var prefaulting sync.Mutex
+// prefaults are the mappings waiting for their prefault, the first the
+// one under way: one worker maps them in turn, so that a server loading
+// many owners' snapshots prefaults them one after another, beside the
+// loads, and holds no more than a pointer for each that waits.
+var prefaults struct {
+	sync.Mutex
+	queue []*mapping
+	done  sync.WaitGroup // for tests to wait for the worker
+}
 
-// prefaults counts the prefaults under way, for tests to wait for.
-var prefaults sync.WaitGroup
+func prefaultQueued() {
+	defer prefaults.done.Done()
+	for {
+		prefaults.Lock()
+		m := prefaults.queue[0]
+		prefaults.Unlock()
+		for i := 0; i < len(m.b); i += readAheadBlock {
+			if populate(m.b[i:min(i+readAheadBlock, len(m.b))]) != nil {
+				break // advice not taken (an older kernel): speed, not correctness
+			}
+		}
+		prefaults.Lock()
+		prefaults.queue[0] = nil
+		prefaults.queue = prefaults.queue[1:]
+		empty := len(prefaults.queue) == 0
+		prefaults.Unlock()
+		if empty {
+			return
+		}
+	}
+}
 
 // castSlice reads n values of T from b, which holds at least n of them at
 // an offset aligned for T: the words of a mapped snapshot as Go values.

@@ -24,7 +24,7 @@ func TestSnapshotPrefaulted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefaults.Wait()
+	prefaults.done.Wait()
 	m := y.gen.lex.base.src
 	if m == nil {
 		t.Fatal("the snapshot was not read in place")
