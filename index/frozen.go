@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 )
 
 // mapping is a snapshot file mapped into memory, privately: pages and a
@@ -32,8 +33,9 @@ func openMapping(f *os.File) (*mapping, error) {
 	return m, nil
 }
 
-// prefault maps the whole of m's file into the process in the background,
-// a readAheadBlock at a time, one mapping after another. A snapshot's
+// prefault maps m's file into the process in the background, the pages
+// the page cache holds (see populate), a readAheadBlock at a time, one
+// mapping after another. A snapshot's
 // load reads all of it (the checksum), but maps only what its checks
 // touch: the vectors and postings a search reads were each mapped at
 // their first touch, a page fault of a few microseconds in the kernel.
@@ -43,11 +45,13 @@ func openMapping(f *os.File) (*mapping, error) {
 // the store's), at 1.24-1.28 ms of CPU a query against 1.35-1.50 (three
 // rounds alternated). Populating the 3.9 GB snapshot takes 0.3 s of the
 // kernel's CPU, once. The pages stay the page cache's, not the process's
-// own memory, and the prefault holds m (so its mapping) until done.
+// own memory. A mapping waits for its turn by a weak pointer: one
+// dropped meanwhile (a preview's, once the whole index has loaded) is
+// unmapped as if never queued, and mapped no further.
 func (m *mapping) prefault() {
 	prefaults.Lock()
 	defer prefaults.Unlock()
-	prefaults.queue = append(prefaults.queue, m)
+	prefaults.queue = append(prefaults.queue, weak.Make(m))
 	if len(prefaults.queue) == 1 {
 		prefaults.done.Add(1)
 		go prefaultQueued()
@@ -57,10 +61,10 @@ func (m *mapping) prefault() {
 // prefaults are the mappings waiting for their prefault, the first the
 // one under way: one worker maps them in turn, so that a server loading
 // many owners' snapshots prefaults them one after another, beside the
-// loads, and holds no more than a pointer for each that waits.
+// loads.
 var prefaults struct {
 	sync.Mutex
-	queue []*mapping
+	queue []weak.Pointer[mapping]
 	done  sync.WaitGroup // for tests to wait for the worker
 }
 
@@ -68,15 +72,20 @@ func prefaultQueued() {
 	defer prefaults.done.Done()
 	for {
 		prefaults.Lock()
-		m := prefaults.queue[0]
+		next := prefaults.queue[0]
 		prefaults.Unlock()
-		for i := 0; i < len(m.b); i += readAheadBlock {
-			if populate(m.b[i:min(i+readAheadBlock, len(m.b))]) != nil {
+		for i := 0; ; i += readAheadBlock {
+			m := next.Value() // held while its block is populated
+			if m == nil || i >= len(m.b) {
+				break
+			}
+			err := populate(m.b[i:min(i+readAheadBlock, len(m.b))])
+			runtime.KeepAlive(m) // not unmapped under the call
+			if err != nil {
 				break // advice not taken (an older kernel): speed, not correctness
 			}
 		}
 		prefaults.Lock()
-		prefaults.queue[0] = nil
 		prefaults.queue = prefaults.queue[1:]
 		empty := len(prefaults.queue) == 0
 		prefaults.Unlock()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // A snapshot read in place is mapped into the process whole once its
@@ -54,6 +56,38 @@ func TestPopulate(t *testing.T) {
 	must(t, populate(b))
 	if got := residentBytes(t, b); got != len(b) {
 		t.Errorf("%d bytes resident after populate, want %d", got, len(b))
+	}
+}
+
+// populate maps only what the page cache holds: of a file dropped from
+// the cache and then partly read again (without readahead), that part.
+func TestPopulateReadsNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	must(t, os.WriteFile(path, make([]byte, 4<<20), 0o600))
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	must(t, f.Sync())
+	must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+	must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM))
+	b, unmap, err := mapFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unmap()
+	must(t, populate(b))
+	if got := residentBytes(t, b); got != 0 {
+		t.Fatalf("%d bytes mapped from a file out of the page cache, want 0", got)
+	}
+	const read = 64 << 10
+	if _, err := f.ReadAt(make([]byte, read), 0); err != nil {
+		t.Fatal(err)
+	}
+	must(t, populate(b))
+	if got := residentBytes(t, b); got != read {
+		t.Errorf("%d bytes mapped once the first %d were read, want those", got, read)
 	}
 }
 
