@@ -38,18 +38,7 @@ func TestSnapshotPrefaulted(t *testing.T) {
 
 // populate maps pages nothing has touched: none are resident before it.
 func TestPopulate(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	must(t, os.WriteFile(path, make([]byte, 1<<20), 0o600))
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, unmap, err := mapFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unmap()
+	_, b := mappedTestFile(t, 1<<20, nil)
 	if got := residentBytes(t, b); got != 0 {
 		t.Fatalf("%d bytes resident before populate, want 0", got)
 	}
@@ -62,21 +51,11 @@ func TestPopulate(t *testing.T) {
 // populate maps only what the page cache holds: of a file dropped from
 // the cache and then partly read again (without readahead), that part.
 func TestPopulateReadsNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	must(t, os.WriteFile(path, make([]byte, 4<<20), 0o600))
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	must(t, f.Sync())
-	must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
-	must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM))
-	b, unmap, err := mapFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unmap()
+	f, b := mappedTestFile(t, 4<<20, func(f *os.File) {
+		must(t, f.Sync())
+		must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+		must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM))
+	})
 	must(t, populate(b))
 	if got := residentBytes(t, b); got != 0 {
 		t.Fatalf("%d bytes mapped from a file out of the page cache, want 0", got)
@@ -89,6 +68,28 @@ func TestPopulateReadsNothing(t *testing.T) {
 	if got := residentBytes(t, b); got != read {
 		t.Errorf("%d bytes mapped once the first %d were read, want those", got, read)
 	}
+}
+
+// mappedTestFile maps a new file of size bytes, all zero, after prepare (if
+// set) has had the open file; both stay open until the test ends.
+func mappedTestFile(t *testing.T, size int, prepare func(*os.File)) (*os.File, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f")
+	must(t, os.WriteFile(path, make([]byte, size), 0o600))
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if prepare != nil {
+		prepare(f)
+	}
+	b, unmap, err := mapFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unmap)
+	return f, b
 }
 
 // residentBytes is the Rss the kernel reports for the mapping that starts
