@@ -33,21 +33,20 @@ func openMapping(f *os.File) (*mapping, error) {
 	return m, nil
 }
 
-// prefault maps m's file into the process in the background, the pages
+// prefault maps m's file into the process in the background: the pages
 // the page cache holds (see populate), a readAheadBlock at a time, one
-// mapping after another. A snapshot's
-// load reads all of it (the checksum), but maps only what its checks
-// touch: the vectors and postings a search reads were each mapped at
-// their first touch, a page fault of a few microseconds in the kernel.
-// At a million chunks a restarted server's first queries faulted 46-56
-// times each, and its CPU in the kernel was a fifth of a query's
-// (0.24 ms of 1.22); prefaulted, 28-41 times (the heap's fresh pages and
-// the store's), at 1.24-1.28 ms of CPU a query against 1.35-1.50 (three
-// rounds alternated). Populating the 3.9 GB snapshot takes 0.3 s of the
-// kernel's CPU, once. The pages stay the page cache's, not the process's
-// own memory. A mapping waits for its turn by a weak pointer: one
-// dropped meanwhile (a preview's, once the whole index has loaded) is
-// unmapped as if never queued, and mapped no further.
+// mapping after another. A snapshot's load reads all of the file (the
+// checksum) but maps only what its checks touch, so the vectors and
+// postings a search reads were each mapped at their first touch, a page
+// fault of a few microseconds in the kernel: at a million chunks a
+// restarted server's first queries faulted 43-60 times each, and a
+// fifth of their CPU was the kernel's. Prefaulted, 33-40 times (the
+// heap's fresh pages and the store's), at 1.15-1.24 ms of CPU a query
+// against 1.38-1.56 (three rounds alternated). Populating the 3.9 GB
+// snapshot takes 0.3 s of the kernel's CPU, once. The pages stay the
+// page cache's, not the process's own memory. A mapping waits for its
+// turn by a weak pointer: one dropped meanwhile (a preview's, once the
+// whole index has loaded) is unmapped as if never queued.
 func (m *mapping) prefault() {
 	prefaults.Lock()
 	defer prefaults.Unlock()
