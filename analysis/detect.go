@@ -204,15 +204,15 @@ func stopWordVote(text string) (Lang, bool) {
 
 // Most of what docsift indexes is English, and trigram detection costs
 // ~0.05 ms a passage (whatlanggo's own scoring ~0.38), a fifth of the
-// rest of a small upload's indexing. A text in ASCII letters (but for a few: a name's accent,
-// mojibake) whose words are for a good part English function words, and
-// far fewer of any other language's, is one that the trigrams call English
-// with confidence: plainEnglish answers it in a few microseconds, and
-// every other text goes to whatlanggo. Its thresholds are strict on
-// purpose: they give up speed on borderline texts (short, or mixed) rather
-// than ever answer differently; TestPlainEnglishAgrees checks that it
-// agrees with the trigrams on the MS MARCO sample and on every language's
-// test set.
+// rest of a small upload's indexing. A text in ASCII letters (but for a
+// few: a name's accent, mojibake) whose words are for a good part
+// English function words, and far fewer of any other language's, is one
+// that the trigrams call English with confidence: plainEnglish answers
+// it in a few microseconds, and every other text goes to whatlanggo. Its
+// thresholds are strict on purpose: they give up speed on borderline
+// texts (short, or mixed) rather than ever answer differently;
+// TestPlainEnglishAgrees checks that it agrees with the trigrams on the
+// MS MARCO sample and on every language's test set.
 const (
 	plainMinWords   = 20 // a query or a title is left to the trigrams
 	plainMinShare   = 4  // at least 1 in plainMinShare words is an English stop word

@@ -19,8 +19,8 @@ import (
 // around, the same distances cost one look-up per trigram of the text:
 // every profile trigram the text lacks counts maxTrigramDistance, so a
 // language's distance is that times its profile's length, less what each
-// trigram the text shares with the profile saves. scoreTrigrams does
-// that over whatlanggo's own profiles and answers exactly what
+// trigram the text shares with the profile saves. scriptProfiles.score
+// does that over whatlanggo's own profiles and answers exactly what
 // whatlanggo.DetectWithOptions does (TestTrigramsAgree holds it to that,
 // confidence bit for bit, on every language's test set).
 //
@@ -111,7 +111,7 @@ var trigramProfiles = sync.OnceValue(func() map[*unicode.RangeTable]*scriptProfi
 })
 
 // detectWhatlang is whatlanggo.DetectWithOptions(text, detectOptions),
-// with the trigrams scored by scoreTrigrams.
+// with the trigrams scored by scriptProfiles.score.
 func detectWhatlang(text string) whatlanggo.Info {
 	script := whatlanggo.DetectScript(text)
 	p := trigramProfiles()[script]

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-	"weak"
 )
 
 // mapping is a snapshot file mapped into memory, privately: pages and a
@@ -31,67 +30,6 @@ func openMapping(f *os.File) (*mapping, error) {
 	m := &mapping{b: b}
 	runtime.AddCleanup(m, func(unmap func()) { unmap() }, unmap)
 	return m, nil
-}
-
-// prefault maps m's file into the process in the background: the pages
-// the page cache holds (see populate), a readAheadBlock at a time, one
-// mapping after another. A snapshot's load reads all of the file (the
-// checksum) but maps only what its checks touch, so the vectors and
-// postings a search reads were each mapped at their first touch, a page
-// fault of a few microseconds in the kernel: at a million chunks a
-// restarted server's first queries faulted 43-60 times each, and a
-// fifth of their CPU was the kernel's. Prefaulted, 33-40 times (the
-// heap's fresh pages and the store's), at 1.15-1.24 ms of CPU a query
-// against 1.38-1.56 (three rounds alternated). Populating the 3.9 GB
-// snapshot takes 0.3 s of the kernel's CPU, once. The pages stay the
-// page cache's, not the process's own memory. A mapping waits for its
-// turn by a weak pointer: one dropped meanwhile (a preview's, once the
-// whole index has loaded) is unmapped as if never queued.
-func (m *mapping) prefault() {
-	prefaults.Lock()
-	defer prefaults.Unlock()
-	prefaults.queue = append(prefaults.queue, weak.Make(m))
-	if len(prefaults.queue) == 1 {
-		prefaults.done.Add(1)
-		go prefaultQueued()
-	}
-}
-
-// prefaults are the mappings waiting for their prefault, the first the
-// one under way: one worker maps them in turn, so that a server loading
-// many owners' snapshots prefaults them one after another, beside the
-// loads.
-var prefaults struct {
-	sync.Mutex
-	queue []weak.Pointer[mapping]
-	done  sync.WaitGroup // for tests to wait for the worker
-}
-
-func prefaultQueued() {
-	defer prefaults.done.Done()
-	for {
-		prefaults.Lock()
-		next := prefaults.queue[0]
-		prefaults.Unlock()
-		for i := 0; ; i += readAheadBlock {
-			m := next.Value() // held while its block is populated
-			if m == nil || i >= len(m.b) {
-				break
-			}
-			err := populate(m.b[i:min(i+readAheadBlock, len(m.b))])
-			runtime.KeepAlive(m) // not unmapped under the call
-			if err != nil {
-				break // advice not taken (an older kernel): speed, not correctness
-			}
-		}
-		prefaults.Lock()
-		prefaults.queue = prefaults.queue[1:]
-		empty := len(prefaults.queue) == 0
-		prefaults.Unlock()
-		if empty {
-			return
-		}
-	}
 }
 
 // castSlice reads n values of T from b, which holds at least n of them at

@@ -578,7 +578,6 @@ func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, 
 		return nil, 0, fmt.Errorf("index: read snapshot %s: %w: %w", path, ErrCorruptSnapshot, err)
 	}
 	x.gen.file.path, x.gen.file.info = path, info
-	m.prefault()
 	return x, lastSeq, nil
 }
 
