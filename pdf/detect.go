@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"path"
 	"regexp"
 	"strings"
@@ -291,9 +290,9 @@ func isMOBI(data []byte) bool {
 // EPUB has a "mimetype" member, OOXML a [Content_Types].xml plus a word/,
 // xl/ or ppt/ tree, XPS fixed-document parts, and CBZ only images.
 func detectZip(data []byte) (Format, error) {
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	zr, err := openZip(data)
 	if err != nil {
-		return "", fmt.Errorf("pdf: read zip archive: %w", ErrCorrupt)
+		return "", err
 	}
 	var (
 		names        = make(map[string]bool, len(zr.File))

@@ -40,6 +40,8 @@ type UnreadPage struct {
 // with OCR in English (when Tesseract is installed) and reports no progress.
 type Options struct {
 	OCR OCR
+	// Limits bound what reading the document may cost (see limits.go).
+	Limits Limits
 	// Progress, when set, is called as the pages of a paged document are
 	// read, with the pages done and the page count: once when the count is
 	// known and after each page. It runs on the extracting goroutine, so a
@@ -83,11 +85,12 @@ func ExtractWith(ctx context.Context, f Format, data []byte, o Options) (*Docume
 	if ctx.Err() != nil {
 		return nil, errStopped(ctx)
 	}
+	o.Limits = o.Limits.withDefaults()
 	switch f {
 	case FormatText, FormatMarkdown:
-		return extractText(f, data)
+		return extractText(f, data, o.Limits.Text)
 	case FormatHTML:
-		return extractHTML(data)
+		return extractHTML(data, o.Limits.Text)
 	}
 	return extractFitz(ctx, f, data, o)
 }

@@ -34,7 +34,7 @@ func extractFitz(ctx context.Context, f Format, data []byte, o Options) (*Docume
 	if f == FormatPDF && !hasPDFTrailer(data) {
 		return nil, fmt.Errorf("pdf: no end-of-file marker, the PDF is truncated: %w", ErrCorrupt)
 	}
-	job := workerJob{mode: workerModeExtract, opts: workerOptions{Format: f}, progress: o.Progress}
+	job := workerJob{mode: workerModeExtract, opts: workerOptions{Format: f, Limits: o.Limits}, progress: o.Progress}
 	if f.mayHoldScans() {
 		ocr := o.OCR.withDefaults()
 		job.opts.OCR = &ocr
@@ -121,6 +121,11 @@ func readDocument(ctx context.Context, data []byte, opts workerOptions, send fun
 			err = fmt.Errorf("pdf: extraction failed: %v: %w", r, ErrCorrupt)
 		}
 	}()
+	if zipFormats[opts.Format] {
+		if err := checkUnzipped(data); err != nil {
+			return err
+		}
+	}
 	doc, err := openFitz(data)
 	if err != nil {
 		return err
@@ -130,6 +135,10 @@ func readDocument(ctx context.Context, data []byte, opts workerOptions, send fun
 	if n < 0 {
 		return fmt.Errorf("pdf: count pages: %w", ErrCorrupt)
 	}
+	limits := opts.Limits.withDefaults()
+	if n > limits.Pages {
+		return errTooManyPages(n, limits.Pages)
+	}
 	title, outline := readOutline(doc.Document)
 	send(workerMessage{PageCount: n, Title: title, Outline: outline})
 	var ocr *pageOCR
@@ -137,6 +146,7 @@ func readDocument(ctx context.Context, data []byte, opts workerOptions, send fun
 		ocr = newPageOCR(*opts.OCR, opts.Format)
 	}
 	failed := 0
+	var total int64 // bytes of text sent
 	for i := range n {
 		if ctx.Err() != nil {
 			return errStopped(ctx)
@@ -153,6 +163,12 @@ func readDocument(ctx context.Context, data []byte, opts workerOptions, send fun
 		page.Text = text
 		if ocr != nil {
 			ocr.read(ctx, doc, data, i, &page)
+		}
+		if len(page.Text) > limits.PageText {
+			return errPageTooLong(i+1, limits.PageText)
+		}
+		if total += int64(len(page.Text)); total > limits.Text {
+			return errTextTooLong(limits.Text)
 		}
 		send(workerMessage{Page: &page})
 	}

@@ -236,11 +236,15 @@ func TextFormat(text string) Format {
 	return FormatText
 }
 
-// extractText returns plain text or Markdown as one unnumbered page.
-func extractText(f Format, data []byte) (*Document, error) {
+// extractText returns plain text or Markdown as one unnumbered page,
+// refusing text over limit bytes.
+func extractText(f Format, data []byte, limit int64) (*Document, error) {
 	text, ok := decodeText(data, false)
 	if !ok {
 		return nil, &UnsupportedError{Found: "binary data or an unknown text encoding"}
+	}
+	if int64(len(text)) > limit {
+		return nil, errTextTooLong(limit)
 	}
 	return singlePage(f, cleanPlain(text))
 }

@@ -1,9 +1,10 @@
 package pdf
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"encoding/gob"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,6 +87,9 @@ func parentGone(want string, ppid int) bool {
 // document, in workerOptionsEnv as JSON.
 type workerOptions struct {
 	Format Format `json:"format,omitempty"`
+	// Limits bound what the worker reads (see limits.go); the parent
+	// checks them again as the pages arrive.
+	Limits Limits `json:"limits"`
 	// OCR, when set, reads pages without a text layer with Tesseract.
 	OCR *OCR `json:"ocr,omitempty"`
 	// Scan is what a scan-mode worker renders (see ScanPages).
@@ -105,7 +109,8 @@ type workerPage struct {
 
 // workerMessage is one message of the worker's stream on stdout: the page
 // count, then each page, then the result. The parent reads them as they
-// come, and a stream that ends before its result is a crash.
+// come, and a stream that ends before its result is a crash. Each is one
+// frame (see writeFrame).
 type workerMessage struct {
 	PageCount int // set in the first message of an extraction
 	// Title and Outline come with the page count: the document's
@@ -131,6 +136,7 @@ type workerResult struct {
 const (
 	failEncrypted = "encrypted"
 	failCorrupt   = "corrupt"
+	failTooLarge  = "too-large"
 )
 
 // runWorker is the child's side: read the document from stdin, run MuPDF
@@ -147,11 +153,11 @@ func runWorker(mode string, in io.Reader, out io.Writer) int {
 	if err != nil {
 		return workerExitUncaught
 	}
-	enc := gob.NewEncoder(out)
+	w := bufio.NewWriter(out)
 	var sendErr error
 	send := func(m workerMessage) {
 		if sendErr == nil {
-			sendErr = enc.Encode(&m)
+			sendErr = writeFrame(w, &m)
 		}
 	}
 	var res workerResult
@@ -169,6 +175,8 @@ func runWorker(mode string, in io.Reader, out io.Writer) int {
 	switch {
 	case errors.Is(err, ErrEncrypted):
 		res.Fail, res.Detail = failEncrypted, err.Error()
+	case errors.Is(err, ErrTooLarge):
+		res.Fail, res.Detail = failTooLarge, err.Error()
 	case err != nil:
 		res.Fail, res.Detail = failCorrupt, err.Error()
 	}
@@ -235,8 +243,12 @@ func runWorkerJob(ctx context.Context, job workerJob, stdin io.Reader) (*workerR
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("pdf: start extraction worker: %w", err)
 	}
-	res, streamErr := readWorkerStream(stdout, job.progress)
-	if streamErr != nil {
+	res, streamErr := readWorkerStream(stdout, job.progress, job.maxFrame(), job.opts.Limits.withDefaults())
+	if errors.Is(streamErr, ErrTooLarge) {
+		// The worker is over a limit the parent counts: what it would
+		// send next is not wanted, however much of it there is.
+		_ = cmd.Process.Kill()
+	} else if streamErr != nil {
 		// Drain what is left, so a worker still writing is not blocked
 		// on a full pipe while Wait waits for it to exit.
 		_, _ = io.Copy(io.Discard, stdout)
@@ -244,6 +256,9 @@ func runWorkerJob(ctx context.Context, job workerJob, stdin io.Reader) (*workerR
 	runErr := cmd.Wait()
 	if ctx.Err() != nil {
 		return nil, errStoppedAt(ctx, len(res.Pages), res.PageCount)
+	}
+	if errors.Is(streamErr, ErrTooLarge) {
+		return nil, fmt.Errorf("pdf: extract: %w", streamErr)
 	}
 	if runErr != nil || streamErr != nil {
 		detail := lastLine(stderr.String())
@@ -255,27 +270,98 @@ func runWorkerJob(ctx context.Context, job workerJob, stdin io.Reader) (*workerR
 		}
 		return nil, fmt.Errorf("pdf: the document crashed the reader (%s): %w", detail, ErrCorrupt)
 	}
+	// The worker's words are shown to the uploader: a subverted worker
+	// could say anything, at any length.
+	detail := clip(res.Detail, maxWorkerDetail)
 	switch res.Fail {
 	case failEncrypted:
 		return nil, fmt.Errorf("pdf: open document: %w", ErrEncrypted)
+	case failTooLarge:
+		return nil, fmt.Errorf("pdf: extract: %w", &limitError{msg: detail})
 	case failCorrupt:
-		return nil, fmt.Errorf("%s: %w", strings.TrimSuffix(res.Detail, ": "+ErrCorrupt.Error()), ErrCorrupt)
+		return nil, fmt.Errorf("%s: %w", strings.TrimSuffix(detail, ": "+ErrCorrupt.Error()), ErrCorrupt)
 	}
 	return res, nil
 }
 
+// The worker's stream on stdout is a sequence of frames, each a 4-byte
+// big-endian length and that many bytes of one workerMessage as JSON. The
+// parent reads what a process that parsed a hostile file wrote, and that
+// file may have subverted it, so each message's size is checked before it
+// is read: a length-prefixed frame of JSON, whose decoding allocates in
+// proportion to what was read, where gob (the stream's format before)
+// allocates whatever length a message claims.
+const (
+	frameHeader = 4
+	// maxFrameOverhead is what a page's frame may hold beyond its text:
+	// JSON's escapes (up to six bytes for a control character) and the
+	// other fields; and what the first frame may hold, whose outline is
+	// at most maxOutlineEntries titles of maxSectionTitle bytes.
+	maxFrameOverhead = 8 << 20
+	// maxScanFrame bounds a scan-mode worker's result, a PDF of images
+	// for `docsift bench ocr` (the operator's own documents).
+	maxScanFrame = 1 << 30
+	// maxWorkerDetail bounds the worker's message shown to an uploader.
+	maxWorkerDetail = 512
+)
+
+// maxFrame is the largest frame the parent reads from job's worker.
+func (job workerJob) maxFrame() int {
+	if job.mode == workerModeScan {
+		return maxScanFrame
+	}
+	return 6*job.opts.Limits.withDefaults().PageText + maxFrameOverhead
+}
+
+// writeFrame writes m as one frame and flushes it, so that the parent
+// sees each page as soon as it is read.
+func writeFrame(w *bufio.Writer, m *workerMessage) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var head [frameHeader]byte
+	binary.BigEndian.PutUint32(head[:], uint32(len(body)))
+	w.Write(head[:])
+	w.Write(body)
+	return w.Flush()
+}
+
+// errFrameTooLarge is a frame over the size the parent reads: the worker
+// is not the program the parent started, or not any more.
+var errFrameTooLarge = errors.New("the worker sent a message over the size it may")
+
+// readFrame reads one frame into m, refusing one over max bytes.
+func readFrame(r io.Reader, max int, m *workerMessage) error {
+	var head [frameHeader]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(head[:])
+	if int64(n) > int64(max) {
+		return errFrameTooLarge
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	return json.Unmarshal(body, m)
+}
+
 // readWorkerStream decodes a worker's messages until its result, calling
-// progress after the page count and after each page. It returns what it
-// has read so far (never nil) with an error when the stream ends early.
-func readWorkerStream(r io.Reader, progress func(done, total int)) (*workerResult, error) {
-	dec := gob.NewDecoder(r)
+// progress after the page count and after each page, and counting the
+// pages and their text against limits as they come. It returns what it
+// has read so far (never nil) with an error when the stream ends early or
+// breaks a limit (then wrapping ErrTooLarge).
+func readWorkerStream(r io.Reader, progress func(done, total int), maxFrame int, limits Limits) (*workerResult, error) {
 	var pages []workerPage
 	count := 0
 	var title string
 	var outline []outlineEntry
+	var text int64
 	for {
 		var m workerMessage
-		if err := dec.Decode(&m); err != nil {
+		if err := readFrame(r, maxFrame, &m); err != nil {
 			return &workerResult{Pages: pages, PageCount: count}, fmt.Errorf("the worker's output ended early: %w", err)
 		}
 		switch {
@@ -285,8 +371,21 @@ func readWorkerStream(r io.Reader, progress func(done, total int)) (*workerResul
 			res.Title, res.Outline = title, outline
 			return res, nil
 		case m.Page != nil:
+			n := len(pages) + 1
+			text += int64(len(m.Page.Text))
+			switch {
+			case n > limits.Pages:
+				return &workerResult{Pages: pages, PageCount: count}, errTooManyPages(max(count, n), limits.Pages)
+			case len(m.Page.Text) > limits.PageText:
+				return &workerResult{Pages: pages, PageCount: count}, errPageTooLong(n, limits.PageText)
+			case text > limits.Text:
+				return &workerResult{Pages: pages, PageCount: count}, errTextTooLong(limits.Text)
+			}
 			pages = append(pages, *m.Page)
 		case m.PageCount > 0:
+			if m.PageCount > limits.Pages {
+				return &workerResult{PageCount: m.PageCount}, errTooManyPages(m.PageCount, limits.Pages)
+			}
 			count, title, outline = m.PageCount, m.Title, m.Outline
 		default:
 			continue
@@ -324,6 +423,14 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return string(t.buf) }
+
+// clip cuts s to at most n bytes, on a character's boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
 
 // lastLine returns the last non-empty line of s, MuPDF's final word.
 func lastLine(s string) string {
