@@ -54,6 +54,9 @@ type serveOptions struct {
 	maxAttempts         int
 	retryMax            time.Duration
 	extractTimeout      time.Duration
+	maxPages            int
+	maxPageText         byteSize
+	maxDocumentText     byteSize
 	ocrLanguages        string
 	rateLimit           float64
 	sessionRateLimit    float64
@@ -104,6 +107,10 @@ project named "default" is created and its API key printed once.`,
 	f.IntVar(&o.maxAttempts, "max-attempts", ingest.DefaultMaxAttempts, "runs of an indexing job that fails for a passing reason (Ollama down) before it is FAILED")
 	f.DurationVar(&o.retryMax, "retry-max-delay", ingest.DefaultRetryMax, "longest wait between those runs (the wait doubles from 2s)")
 	f.DurationVar(&o.extractTimeout, "extract-timeout", ingest.DefaultExtractTimeout, "longest text extraction of one document before its job fails")
+	f.IntVar(&o.maxPages, "max-document-pages", pdf.DefaultMaxPages, "most pages one document may have; a document with more fails, naming the limit")
+	o.maxPageText, o.maxDocumentText = pdf.DefaultMaxPageText, pdf.DefaultMaxText
+	f.Var(&o.maxPageText, "max-page-text", "most text one page may hold (a size such as 1MiB); past it the document fails: such a page is drawn glyph by glyph, a way to make a small file unfold into gigabytes")
+	f.Var(&o.maxDocumentText, "max-document-text", "most text one document may hold (a size such as 32MiB); the server holds some five times a document's text while it indexes it")
 	f.DurationVar(&o.queryEmbedTimeout, "query-embed-timeout", search.DefaultQueryEmbedTimeout, "longest wait for a query's embedding (a model server busy embedding documents answers late); past it the query is answered from the lexical index, with a warning")
 	f.IntVar(&o.maxSearches, "max-searches", 0, "index searches run at once at most; more wait their turn, in order (default: twice the number of CPUs). Each holds a few bytes a chunk of its owner while it runs: more at once use more memory and finish none sooner")
 	f.StringVar(&o.ocrLanguages, "ocr-languages", pdf.DefaultOCRLanguages, "languages OCR reads scans and images in: Tesseract codes joined by +, e.g. eng+deu; each needs its Debian package (tesseract-ocr-deu)")
@@ -162,6 +169,9 @@ func (o *serveOptions) check() error {
 		{"--max-attempts", o.maxAttempts > 0, "1 or more"},
 		{"--retry-max-delay", o.retryMax > 0, "a duration above 0, such as 5m"},
 		{"--extract-timeout", o.extractTimeout > 0, "a duration above 0, such as 30m"},
+		{"--max-document-pages", o.maxPages > 0, "1 or more"},
+		{"--max-page-text", o.maxPageText > 0 && o.maxPageText <= 1<<30, "a size above 0 and at most 1GiB"},
+		{"--max-document-text", o.maxDocumentText > 0, "a size above 0"},
 		{"--query-embed-timeout", o.queryEmbedTimeout > 0, "a duration above 0, such as 2s"},
 		{"--max-searches", o.maxSearches >= 0, "0 (twice the CPUs) or more"},
 		{"--rate-limit", o.rateLimit >= 0 && !math.IsInf(o.rateLimit, 0), "0 (unlimited) or a number of requests a second"},
@@ -319,7 +329,8 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return err
 	}
 	m := metrics.New()
-	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax, ExtractTimeout: o.extractTimeout, Metrics: m, OCR: ocr}
+	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax, ExtractTimeout: o.extractTimeout, Metrics: m, OCR: ocr,
+		Limits: pdf.Limits{Pages: o.maxPages, PageText: int(o.maxPageText), Text: int64(o.maxDocumentText)}}
 	if _, isOllama := embedder.(*llm.OllamaEmbedder); !isOllama && o.models.embedder != llm.ModeBuiltin {
 		// Ollama was not usable at start: owners whose vectors came from
 		// it keep it, and their jobs wait for it to come back.

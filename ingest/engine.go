@@ -88,6 +88,10 @@ type Config struct {
 	// read; the zero value reads English with the tesseract in PATH.
 	OCR pdf.OCR
 
+	// Limits bound the pages and text of one document (pdf.Limits); the
+	// zero value takes pdf's defaults.
+	Limits pdf.Limits
+
 	// Holds, in a cluster, reports whether this node holds an owner's
 	// index (see package cluster); nil: every owner's, as a single node.
 	// The engine then keeps only those owners' indexes in memory.
@@ -145,6 +149,12 @@ type Engine struct {
 	// a long scan takes minutes of a worker).
 	running   map[string]context.CancelCauseFunc
 	runningMu sync.Mutex
+
+	// suspects holds a place for the one job running that was under way
+	// when the server last stopped (store.Job.Interrupted): such jobs run
+	// one at a time, so that a document that crashes the server crashes
+	// it alone, and only its own count reaches the limit.
+	suspects chan struct{}
 }
 
 // New returns an engine over st whose index snapshots live in indexDir.
@@ -157,6 +167,7 @@ func New(st store.Backend, embedder llm.Embedder, indexDir string, cfg Config, l
 		embedder:  embedder,
 		embedders: map[string]llm.Embedder{},
 		running:   map[string]context.CancelCauseFunc{},
+		suspects:  make(chan struct{}, 1),
 		log:       log,
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -263,21 +274,24 @@ func (e *Engine) poke() {
 	}
 }
 
-// Start loads the owners' indexes in the background, requeues jobs
-// interrupted by the last shutdown, removes orphaned files and starts the
-// workers and the snapshot loop. The loads go first: a restart's first
-// query waits for its owner's, not for the scan of every job the requeue
-// makes (most of a second at a million documents).
+// Start requeues jobs interrupted by the last stop, loads the owners'
+// indexes in the background, removes orphaned files and starts the workers
+// and the snapshot loop. A job interrupted too often fails instead of
+// running again (store.RequeueInterrupted), with its chunks, before the
+// indexes load: they load what the store holds then.
 func (e *Engine) Start() error {
-	e.workers.Add(1)
-	go e.preload()
-	n, err := e.store.RequeueInterrupted()
+	n, failed, err := e.store.RequeueInterrupted(store.DefaultMaxInterrupted)
 	if err != nil {
 		return err
 	}
 	if n > 0 {
-		e.log.Info("requeued jobs interrupted by the last shutdown", "jobs", n)
+		e.log.Info("requeued jobs interrupted by the last stop", "jobs", n)
 	}
+	for _, j := range failed {
+		e.log.Warn("a document was being processed each time the server stopped; it failed and will not run again", "job", j.ID, "document", j.DocumentID, "owner", j.OwnerID, "interrupted", j.Interrupted)
+	}
+	e.workers.Add(1)
+	go e.preload()
 	// Only a store that keeps originals as files beside its records (bbolt)
 	// can leave orphans behind a crash; one that writes them in the
 	// document's transaction has none to sweep.
@@ -491,6 +505,10 @@ func (e *Engine) runBeside(ctx context.Context, job *store.Job, doc *store.Docum
 
 // run processes one claimed job and records how it ended.
 func (e *Engine) run(ctx context.Context, job *store.Job, doc *store.Document) {
+	if job.Interrupted > 0 {
+		e.suspects <- struct{}{}
+		defer func() { <-e.suspects }()
+	}
 	start := time.Now()
 	log := e.log.With("job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "attempt", job.Attempts)
 	log.Debug("job started")
@@ -652,7 +670,7 @@ func (e *Engine) WaitJobUntil(ctx context.Context, jobID string, until func(*sto
 // extraction timeout. (llm.IsTransient alone would retry it if the error
 // carried context.DeadlineExceeded, as a network timeout does.)
 func transient(err error) bool {
-	if errors.Is(err, pdf.ErrTooSlow) {
+	if errors.Is(err, pdf.ErrTooSlow) || errors.Is(err, pdf.ErrTooLarge) {
 		return false
 	}
 	return llm.IsTransient(err) || errors.Is(err, syscall.ENOSPC)
@@ -674,7 +692,7 @@ func backoff(base, ceiling time.Duration, attempt int) time.Duration {
 // with a message of their own: an empty Word document is pdf.ErrNoText but
 // must not be told that scanned PDFs need OCR.
 func describe(err error) string {
-	for _, known := range []error{pdf.ErrEncrypted, pdf.ErrNoText, pdf.ErrEmpty, pdf.ErrCorrupt, pdf.ErrTooSlow, errDocumentDeleted} {
+	for _, known := range []error{pdf.ErrEncrypted, pdf.ErrNoText, pdf.ErrEmpty, pdf.ErrCorrupt, pdf.ErrTooSlow, pdf.ErrTooLarge, errDocumentDeleted} {
 		if !errors.Is(err, known) {
 			continue
 		}
@@ -731,7 +749,7 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 	}
 	extractCtx, cancel := context.WithTimeout(ctx, e.cfg.ExtractTimeout)
 	report, stopReports := e.progressReporter(doc.JobID)
-	extracted, err := pdf.ExtractWith(extractCtx, pdf.Format(doc.Format), data, pdf.Options{OCR: e.cfg.OCR, Progress: report})
+	extracted, err := pdf.ExtractWith(extractCtx, pdf.Format(doc.Format), data, pdf.Options{OCR: e.cfg.OCR, Limits: e.cfg.Limits, Progress: report})
 	stopReports()
 	cancel()
 	if err != nil {

@@ -225,6 +225,9 @@ func (s *Server) submit(c echo.Context, req uploadData, defaultName string, cont
 		return errorf(http.StatusUnsupportedMediaType, "%v", err)
 	case errors.Is(err, pdf.ErrEmpty):
 		return badRequest("the file is empty")
+	case errors.Is(err, pdf.ErrTooLarge):
+		// The message names the limit (a zip archive of too many files).
+		return errorf(http.StatusRequestEntityTooLarge, "%s", strings.TrimPrefix(err.Error(), "pdf: "))
 	case errors.Is(err, pdf.ErrCorrupt):
 		return badRequest("%v", pdf.ErrCorrupt)
 	case err != nil:

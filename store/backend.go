@@ -44,7 +44,7 @@ type Backend interface {
 	FinishJob(jobID string, chunks, pages int, errMsg string) error
 	SetJobProgress(jobID string, p JobProgress) error
 	RetryJob(jobID string, notBefore time.Time, errMsg string) error
-	RequeueInterrupted() (int, error)
+	RequeueInterrupted(maxInterrupted int) (int, []*Job, error)
 	PendingJobs() (n int, oldest time.Time, err error)
 
 	// Chunks and their vectors, by sequence number.

@@ -473,13 +473,13 @@ func TestRunningJobsListed(t *testing.T) {
 	if got := running(); !slices.Equal(got, []string{claimed[2].ID}) {
 		t.Fatalf("running after the upgrade %v, want only %s", got, claimed[2].ID)
 	}
-	if n, err := s.RequeueInterrupted(); n != 1 || err != nil {
+	if n, _, err := s.RequeueInterrupted(DefaultMaxInterrupted); n != 1 || err != nil {
 		t.Fatalf("RequeueInterrupted = %d, %v; want the one job left running", n, err)
 	}
 	if got := running(); len(got) != 0 {
 		t.Fatalf("running after the requeue: %v", got)
 	}
-	if n, err := s.RequeueInterrupted(); n != 0 || err != nil {
+	if n, _, err := s.RequeueInterrupted(DefaultMaxInterrupted); n != 0 || err != nil {
 		t.Fatalf("RequeueInterrupted again = %d, %v; want none", n, err)
 	}
 }

@@ -62,10 +62,14 @@ type Job struct {
 	// searchable by their words: before their vectors, for most jobs.
 	SearchableAt time.Time `json:"searchable_at,omitzero"`
 	Attempts     int       `json:"attempts"`
-	NotBefore    time.Time `json:"next_attempt_at,omitzero"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
-	QueueKey     []byte    `json:"queue_key,omitempty"` // its key in the queue while PENDING
+	// Interrupted counts the runs that the server (or, in a cluster, its
+	// node) stopped while they were under way, which a crash or the OOM
+	// killer does too: see RequeueInterrupted.
+	Interrupted int       `json:"interrupted,omitempty"`
+	NotBefore   time.Time `json:"next_attempt_at,omitzero"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	QueueKey    []byte    `json:"queue_key,omitempty"` // its key in the queue while PENDING
 	// Progress is how far the running attempt has read the document;
 	// set only while PROCESSING (see SetJobProgress).
 	Progress *JobProgress `json:"progress,omitempty"`

@@ -238,12 +238,24 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 	})
 }
 
-// RequeueInterrupted returns every PROCESSING job to PENDING: they were
-// running when the process stopped. It returns how many there were. They
-// are listed in the running bucket (see putJob): every document ever
-// uploaded has a job, and reading them all took most of a second at a
-// million documents, before the first query.
-func (s *Store) RequeueInterrupted() (int, error) {
+// DefaultMaxInterrupted is how many interrupted runs fail a job: the first
+// may be a crash that had nothing to do with the document (a power cut,
+// another job's), the second, after the job ran again, is the document's.
+const DefaultMaxInterrupted = 2
+
+// InterruptedError is the error of a job failed by RequeueInterrupted.
+const InterruptedError = "this document stopped the server while it was being processed, %d times; it will not be processed again: check that it opens, or split it into smaller files"
+
+// RequeueInterrupted returns the jobs that were PROCESSING when the process
+// stopped to PENDING, counting the interruption against each: a document
+// that crashes the server (or makes the OOM killer end it) would otherwise
+// be taken up again at every start and crash it again. A job interrupted
+// maxInterrupted times FAILs instead, its chunks removed, in the same
+// transaction, and is never claimed again. It returns how many jobs were
+// requeued and the jobs that failed. They are listed in the running
+// bucket (see putJob): every document ever uploaded has a job, and
+// reading them all took most of a second at a million documents.
+func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*Job, error) {
 	var ids []string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRunning).ForEach(func(k, _ []byte) error {
@@ -252,14 +264,16 @@ func (s *Store) RequeueInterrupted() (int, error) {
 		})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store: requeue interrupted jobs: %w", err)
+		return 0, nil, fmt.Errorf("store: requeue interrupted jobs: %w", err)
 	}
 	if len(ids) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	n := 0
+	var failed []*Job
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		n = 0
+		n, failed = 0, failed[:0]
+		now := s.now().UTC()
 		for _, id := range ids {
 			j, err := getJob(tx, id)
 			if err != nil {
@@ -268,14 +282,27 @@ func (s *Store) RequeueInterrupted() (int, error) {
 			if j.Status != StatusProcessing {
 				continue
 			}
-			j.Status, j.UpdatedAt, j.Progress = StatusPending, s.now().UTC(), nil
-			if d, err := getDoc(tx, j.DocumentID); err == nil {
+			j.Interrupted++
+			j.UpdatedAt, j.Progress = now, nil
+			d, err := getDoc(tx, j.DocumentID)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			if j.Interrupted >= maxInterrupted {
+				if err := s.failInterrupted(tx, j, d, now); err != nil {
+					return err
+				}
+				failed = append(failed, j)
+				continue
+			}
+			j.Status = StatusPending
+			if d != nil {
 				d.Status = StatusPending
 				if err := putDoc(tx, d); err != nil {
 					return err
 				}
 			}
-			if err := s.enqueue(tx, j, j.UpdatedAt); err != nil {
+			if err := s.enqueue(tx, j, now); err != nil {
 				return err
 			}
 			n++
@@ -283,9 +310,29 @@ func (s *Store) RequeueInterrupted() (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store: requeue interrupted jobs: %w", err)
+		return 0, nil, fmt.Errorf("store: requeue interrupted jobs: %w", err)
 	}
-	return n, nil
+	return n, failed, nil
+}
+
+// failInterrupted ends j, interrupted too often, as FAILED with its
+// document (nil when deleted), without the chunks its runs wrote, and
+// queues its event for the project's webhooks.
+func (s *Store) failInterrupted(tx *bolt.Tx, j *Job, d *Document, now time.Time) error {
+	j.Status, j.Error, j.Chunks, j.ChunksEmbedded = StatusFailed, fmt.Sprintf(InterruptedError, j.Interrupted), 0, 0
+	if d != nil {
+		if _, err := deleteChunks(tx, d); err != nil {
+			return err
+		}
+		d.Status, d.Error, d.Chunks, d.UpdatedAt = StatusFailed, j.Error, 0, now
+		if err := putDoc(tx, d); err != nil {
+			return err
+		}
+	}
+	if err := putJob(tx, j); err != nil {
+		return err
+	}
+	return s.queueEvent(tx, j.ProjectID, JobEvent(j, now))
 }
 
 // listRunning fills the running bucket from the jobs: the upgrade of a

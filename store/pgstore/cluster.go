@@ -200,7 +200,15 @@ func (s *Store) Leave() error {
 		if _, err := tx.Exec(ctx, "DELETE FROM nodes WHERE id = $1", s.node); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "UPDATE jobs SET lease_until = now() WHERE node_id = $1 AND status = 'PROCESSING'", s.node)
+		// Queued again at once, not left to a lease running out, which
+		// would count as an interruption (see requeueInterrupted): a node
+		// leaving cleanly has not crashed on them.
+		_, err := tx.Exec(ctx, `WITH j AS (
+				UPDATE jobs SET status = $2, updated_at = $3, due_at = $3, queue_seq = nextval('job_queue_seq'),
+					pages_done = NULL, pages = NULL, node_id = NULL, lease_until = NULL
+				WHERE node_id = $1 AND status = $4 RETURNING document_id)
+			UPDATE documents SET status = $2, updated_at = $3 WHERE id IN (SELECT document_id FROM j)`,
+			s.node, store.StatusPending, s.timestamp(), store.StatusProcessing)
 		return err
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +126,36 @@ func TestClusterLeaseTakeOver(t *testing.T) {
 	}
 }
 
+// A job whose node dies under it twice (its lease running out each time)
+// fails for good: a document that kills nodes would otherwise go from node
+// to node, killing each.
+func TestClusterJobThatKillsNodesFails(t *testing.T) {
+	nodes := joined(t, 2)
+	a, b := nodes[0], nodes[1]
+	live, _ := a.LiveNodes()
+	owner := ownerPlacedOn(t, b.node, live)
+	_, job := uploadTo(t, a, owner)
+	for round := 1; round <= 2; round++ {
+		j, _, err := b.ClaimJob()
+		if err != nil || j.ID != job.ID || j.Interrupted != round-1 {
+			t.Fatalf("round %d: claimed %+v, %v", round, j, err)
+		}
+		// b dies with the job: its lease runs out.
+		exec(t, a, "UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = $1", job.ID)
+		if round == 1 {
+			continue
+		}
+		// The next claim, on any node, counts the second death and fails it.
+		if _, _, err := b.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+			t.Fatalf("a claim after the second death: %v, want ErrNoJob", err)
+		}
+	}
+	j, err := a.Job(job.ID)
+	if err != nil || j.Status != store.StatusFailed || j.Interrupted != 2 || !strings.Contains(j.Error, "stopped the server") {
+		t.Fatalf("the job after its node died twice: %+v, %v", j, err)
+	}
+}
+
 // Heartbeats renew the leases of the jobs a node runs, and only those.
 func TestClusterHeartbeatRenewsLeases(t *testing.T) {
 	a := joined(t, 1)[0]
@@ -162,7 +193,7 @@ func TestClusterLeaveHandsJobsOver(t *testing.T) {
 	if _, _, err := a.ClaimJob(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.RequeueInterrupted(); err != nil || n != 0 {
+	if n, _, err := b.RequeueInterrupted(store.DefaultMaxInterrupted); err != nil || n != 0 {
 		t.Fatalf("RequeueInterrupted on a node = %d, %v; want 0: a is running that job", n, err)
 	}
 	if err := a.Leave(); err != nil {

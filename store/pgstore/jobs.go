@@ -18,14 +18,14 @@ import (
 // running those jobs.
 
 const jobColumns = `id, project_id, owner_id, document_id, status, error, chunks, chunks_embedded,
-	searchable_at, attempts, not_before, created_at, updated_at, pages_done, pages`
+	searchable_at, attempts, not_before, created_at, updated_at, pages_done, pages, interrupted`
 
 func scanJob(row pgx.Row) (*store.Job, error) {
 	var j store.Job
 	var searchable, notBefore *time.Time
 	var done, pages *int
 	err := row.Scan(&j.ID, &j.ProjectID, &j.OwnerID, &j.DocumentID, &j.Status, &j.Error, &j.Chunks,
-		&j.ChunksEmbedded, &searchable, &j.Attempts, &notBefore, &j.CreatedAt, &j.UpdatedAt, &done, &pages)
+		&j.ChunksEmbedded, &searchable, &j.Attempts, &notBefore, &j.CreatedAt, &j.UpdatedAt, &done, &pages, &j.Interrupted)
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -60,7 +60,8 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.timestamp()
 		if s.node != "" {
-			if err := requeueExpired(ctx, tx, now); err != nil {
+			// Jobs whose lease ran out: their node died or stalled.
+			if _, _, err := s.requeueInterrupted(ctx, tx, now, "lease_until < now()"); err != nil {
 				return err
 			}
 		}
@@ -75,7 +76,10 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 					ORDER BY due_at, queue_seq LIMIT 1 FOR UPDATE SKIP LOCKED`, now, s.node).Scan(&id, &docID)
 			}
 			if errors.Is(err, pgx.ErrNoRows) {
-				return store.ErrNoJob
+				// Committed all the same: the jobs whose lease ran out
+				// were counted and requeued or failed.
+				job = nil
+				return nil
 			}
 			if err != nil {
 				return err
@@ -101,7 +105,7 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 			return err
 		}
 	})
-	if errors.Is(err, store.ErrNoJob) {
+	if err == nil && job == nil {
 		return nil, nil, store.ErrNoJob
 	}
 	if err != nil {
@@ -111,18 +115,6 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 		s.leases.add(job.ID)
 	}
 	return job, doc, nil
-}
-
-// requeueExpired queues again, due now, the jobs whose lease ran out: their
-// node died or stalled. The claim that follows may take one of them.
-func requeueExpired(ctx context.Context, tx pgx.Tx, now time.Time) error {
-	_, err := tx.Exec(ctx, `WITH j AS (
-			UPDATE jobs SET status = $1, updated_at = $3, due_at = $3, queue_seq = nextval('job_queue_seq'),
-				pages_done = NULL, pages = NULL, node_id = NULL, lease_until = NULL
-			WHERE status = $2 AND lease_until < now() RETURNING document_id)
-		UPDATE documents SET status = $1, updated_at = $3 WHERE id IN (SELECT document_id FROM j)`,
-		store.StatusPending, store.StatusProcessing, now)
-	return err
 }
 
 // NextDue returns when the earliest queued job becomes due, or false when
@@ -243,27 +235,93 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 	return nil
 }
 
-// RequeueInterrupted returns every PROCESSING job to PENDING, due now: they
-// were running when the process stopped. It returns how many there were.
-func (s *Store) RequeueInterrupted() (int, error) {
+// RequeueInterrupted returns the jobs that were PROCESSING when the process
+// stopped to PENDING, due now, counting the interruption against each; a
+// job interrupted maxInterrupted times FAILs instead (see the bbolt
+// store's). It returns how many were requeued and the jobs that failed. In
+// a cluster the jobs of a node that stopped are found by their lease
+// instead, when it runs out (ClaimJob), and counted the same way, with the
+// limit the store was opened with.
+func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*store.Job, error) {
+	s.maxInterrupted.Store(int64(maxInterrupted))
 	if s.node != "" {
-		return 0, nil // in a cluster, by lease: see requeueExpired
+		return 0, nil, nil // in a cluster, by lease: see ClaimJob
 	}
 	ctx, cancel := opContext()
 	defer cancel()
 	var n int
+	var failed []*store.Job
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, `WITH j AS (
-				UPDATE jobs SET status = $1, updated_at = $3, due_at = $3, queue_seq = nextval('job_queue_seq'),
-					pages_done = NULL, pages = NULL
-				WHERE status = $2 RETURNING document_id),
-			d AS (UPDATE documents SET status = $1 WHERE id IN (SELECT document_id FROM j))
-			SELECT count(*) FROM j`, store.StatusPending, store.StatusProcessing, s.timestamp()).Scan(&n)
+		var err error
+		n, failed, err = s.requeueInterrupted(ctx, tx, s.timestamp(), "true")
+		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store: requeue interrupted jobs: %w", err)
+		return 0, nil, fmt.Errorf("store: requeue interrupted jobs: %w", err)
 	}
-	return n, nil
+	return n, failed, nil
+}
+
+// requeueInterrupted counts an interruption against each PROCESSING job
+// that the SQL condition which selects, then queues it again, due at now,
+// or fails it once it was interrupted maxInterrupted times: its chunks go,
+// its document and job end FAILED, and its event is queued.
+func (s *Store) requeueInterrupted(ctx context.Context, tx pgx.Tx, now time.Time, which string) (int, []*store.Job, error) {
+	rows, err := tx.Query(ctx, `UPDATE jobs SET interrupted = interrupted + 1, updated_at = $2,
+			pages_done = NULL, pages = NULL, node_id = NULL, lease_until = NULL
+		WHERE status = $1 AND `+which+` RETURNING `+jobColumns, store.StatusProcessing, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Job, error) { return scanJob(row) })
+	if err != nil {
+		return 0, nil, err
+	}
+	max := int(s.maxInterrupted.Load())
+	requeued := 0
+	var failed []*store.Job
+	for _, j := range jobs {
+		if j.Interrupted < max {
+			if _, err := tx.Exec(ctx, `UPDATE jobs SET status = $2, due_at = $3, queue_seq = nextval('job_queue_seq') WHERE id = $1`,
+				j.ID, store.StatusPending, now); err != nil {
+				return 0, nil, err
+			}
+			if _, err := tx.Exec(ctx, "UPDATE documents SET status = $2, updated_at = $3 WHERE id = $1", j.DocumentID, store.StatusPending, now); err != nil {
+				return 0, nil, err
+			}
+			requeued++
+			continue
+		}
+		j.Status, j.Error, j.Chunks, j.ChunksEmbedded = store.StatusFailed, fmt.Sprintf(store.InterruptedError, j.Interrupted), 0, 0
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET status = $2, error = $3, chunks = 0, chunks_embedded = 0, due_at = NULL
+			WHERE id = $1`, j.ID, j.Status, j.Error); err != nil {
+			return 0, nil, err
+		}
+		d, err := lockDocument(ctx, tx, j.DocumentID)
+		switch {
+		case err == nil:
+			if _, err := deleteChunks(ctx, tx, d); err != nil {
+				return 0, nil, err
+			}
+			if _, err := tx.Exec(ctx, "UPDATE documents SET status = $2, error = $3, chunks = 0, updated_at = $4 WHERE id = $1",
+				d.ID, j.Status, j.Error, now); err != nil {
+				return 0, nil, err
+			}
+			if err := s.notifyChunks(ctx, tx, j.OwnerID); err != nil {
+				return 0, nil, err
+			}
+		case !errors.Is(err, store.ErrNotFound):
+			return 0, nil, err
+		}
+		if err := s.queueEvent(ctx, tx, j.ProjectID, store.JobEvent(j, now)); err != nil {
+			return 0, nil, err
+		}
+		if err := s.notifyJob(ctx, tx, j.ID, j.OwnerID); err != nil {
+			return 0, nil, err
+		}
+		failed = append(failed, j)
+	}
+	return requeued, failed, nil
 }
 
 // PendingJobs returns how many jobs wait in the queue, due or backing off,

@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +43,10 @@ type Store struct {
 	node   string
 	url    string
 	leases leases
+
+	// maxInterrupted is the interruptions after which a job fails (see
+	// RequeueInterrupted), for the jobs found by their lease.
+	maxInterrupted atomic.Int64
 }
 
 // Open connects to the database at url (postgres://…) and migrates its
@@ -66,7 +71,9 @@ func Open(url string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("pgstore: migrate %s: %w", cfg.ConnConfig.Database, err)
 	}
-	return &Store{pool: pool, now: time.Now}, nil
+	s := &Store{pool: pool, now: time.Now}
+	s.maxInterrupted.Store(store.DefaultMaxInterrupted)
+	return s, nil
 }
 
 // Close closes the connection pool.

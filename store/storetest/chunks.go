@@ -109,7 +109,7 @@ func rerunReplacesChunks(t *testing.T, s Chunks) {
 	}
 
 	// The process dies here; on restart the job runs again.
-	if n, err := s.RequeueInterrupted(); n != 1 || err != nil {
+	if n, _, err := s.RequeueInterrupted(store.DefaultMaxInterrupted); n != 1 || err != nil {
 		t.Fatalf("RequeueInterrupted = %d, %v", n, err)
 	}
 	mustClaim(t, s)

@@ -27,7 +27,9 @@ type Jobs interface {
 	FinishJob(jobID string, chunks, pages int, errMsg string) error
 	SetJobProgress(jobID string, p store.JobProgress) error
 	RetryJob(jobID string, notBefore time.Time, errMsg string) error
-	RequeueInterrupted() (int, error)
+	RequeueInterrupted(maxInterrupted int) (int, []*store.Job, error)
+	ReplaceChunks(documentID, model string, chunks []store.Chunk, vectors [][]float32) ([]uint64, error)
+	OwnerSeqs(ownerID string) ([]uint64, error)
 	PendingJobs() (n int, oldest time.Time, err error)
 	SetClock(now func() time.Time)
 }
@@ -42,6 +44,7 @@ func RunJobs(t *testing.T, open func(t *testing.T) Jobs) {
 	t.Run("ConcurrentClaimsTakeEachJobOnce", func(t *testing.T) { concurrentClaims(t, open(t)) })
 	t.Run("ProgressAndFinish", func(t *testing.T) { progressAndFinish(t, open(t)) })
 	t.Run("RequeueInterrupted", func(t *testing.T) { requeueInterrupted(t, open(t)) })
+	t.Run("InterruptedTooOftenFails", func(t *testing.T) { interruptedTooOftenFails(t, open(t)) })
 	t.Run("JobOfDeletedDocument", func(t *testing.T) { jobOfDeletedDocument(t, open(t)) })
 }
 
@@ -430,6 +433,50 @@ func progressAndFinish(t *testing.T, s Jobs) {
 	}
 }
 
+// A job interrupted as often as the limit fails, its chunks gone with
+// it, and is never claimed again; one interrupted less often runs again,
+// its count kept.
+func interruptedTooOftenFails(t *testing.T, s Jobs) {
+	c := newClock(s)
+	bad, badJob := upload(t, s, "alice", "bomb", "boom")
+	c.Advance(time.Second)
+	_, goodJob := upload(t, s, "alice", "fine", "fine")
+	// Both run when the server dies; the bomb had written a chunk.
+	mustClaim(t, s)
+	mustClaim(t, s)
+	if _, err := s.ReplaceChunks(bad.ID, "m", []store.Chunk{{Position: 0, Text: "boom"}}, [][]float32{{1, 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, failed, err := s.RequeueInterrupted(2); err != nil || n != 2 || len(failed) != 0 {
+		t.Fatalf("first requeue: %d requeued, %v failed, %v; want 2 and none", n, failed, err)
+	}
+	// The bomb runs again, alone, and the server dies again.
+	if j, _ := mustClaim(t, s); j.ID != badJob.ID || j.Interrupted != 1 {
+		t.Fatalf("claimed %+v, want %s interrupted once", j, badJob.ID)
+	}
+	n, failed, err := s.RequeueInterrupted(2)
+	if err != nil || n != 0 || len(failed) != 1 || failed[0].ID != badJob.ID {
+		t.Fatalf("second requeue: %d requeued, failed %v, %v; want %s failed", n, failed, err, badJob.ID)
+	}
+	j, d := mustJob(t, s, badJob.ID), mustDoc(t, s, bad.ID)
+	if j.Status != store.StatusFailed || j.Interrupted != 2 || !strings.Contains(j.Error, "stopped the server while it was being processed") ||
+		d.Status != store.StatusFailed || d.Error != j.Error || d.Chunks != 0 {
+		t.Fatalf("after two interruptions: job %+v, document %+v", j, d)
+	}
+	if seqs, err := s.OwnerSeqs("alice"); err != nil || len(seqs) != 0 {
+		t.Fatalf("the failed document's chunks are left: %v, %v", seqs, err)
+	}
+	if g := mustJob(t, s, goodJob.ID); g.Status != store.StatusPending || g.Interrupted != 1 {
+		t.Fatalf("the other job: %+v, want PENDING, interrupted once", g)
+	}
+	if claimed, _ := mustClaim(t, s); claimed.ID != goodJob.ID {
+		t.Fatalf("claimed %s; the failed job must never be claimed again", claimed.ID)
+	}
+	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+		t.Fatalf("a second claim: %v, want ErrNoJob", err)
+	}
+}
+
 func requeueInterrupted(t *testing.T, s Jobs) {
 	c := newClock(s)
 	var ids []string
@@ -443,7 +490,7 @@ func requeueInterrupted(t *testing.T, s Jobs) {
 	if err := s.SetJobProgress(a.ID, store.JobProgress{PagesDone: 1, Pages: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.RequeueInterrupted(); err != nil || n != 2 {
+	if n, failed, err := s.RequeueInterrupted(2); err != nil || n != 2 || len(failed) != 0 {
 		t.Fatalf("RequeueInterrupted = %d, %v; want 2", n, err)
 	}
 	for _, id := range []string{a.ID, b.ID} {
@@ -455,7 +502,7 @@ func requeueInterrupted(t *testing.T, s Jobs) {
 	if n, _, _ := s.PendingJobs(); n != 3 {
 		t.Fatalf("PendingJobs = %d after requeue, want 3", n)
 	}
-	if n, err := s.RequeueInterrupted(); err != nil || n != 0 {
+	if n, _, err := s.RequeueInterrupted(2); err != nil || n != 0 {
 		t.Fatalf("second RequeueInterrupted = %d, %v; want 0", n, err)
 	}
 	attempts := map[string]int{}
