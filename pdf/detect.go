@@ -4,6 +4,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"path"
 	"regexp"
 	"strings"
@@ -126,7 +128,7 @@ type magic struct {
 	// is set for prefixes made of printable characters ("BM", "RIFF",
 	// "GIF89a"), which text can start with ("BMW is…"); such content is
 	// also only refused when it does not read as text (see Detect).
-	valid func(data []byte) bool
+	valid func(head []byte, size int64) bool
 }
 
 // otherImage is why images other than PNG, JPEG and TIFF are refused.
@@ -158,7 +160,7 @@ var bmpHeaderSizes = map[uint32]bool{12: true, 16: true, 40: true, 52: true, 56:
 // that are zero, a pixel data offset past the headers, and a known DIB
 // header size. The file size field is not trusted, since some writers
 // leave it zero.
-func isBMP(data []byte) bool {
+func isBMP(data []byte, _ int64) bool {
 	if len(data) < 18 {
 		return false
 	}
@@ -171,14 +173,14 @@ func isBMP(data []byte) bool {
 // type follows the 32-bit size at offset 8. An empty form accepts any type
 // but then requires the size field to match the data exactly, which text
 // cannot do (its four bytes read as at least 0x20202020, half a gigabyte).
-func isRIFF(form string) func([]byte) bool {
-	return func(data []byte) bool {
+func isRIFF(form string) func([]byte, int64) bool {
+	return func(data []byte, total int64) bool {
 		if len(data) < 12 {
 			return false
 		}
 		size := binary.LittleEndian.Uint32(data[4:])
 		if form == "" {
-			return uint64(size)+8 == uint64(len(data))
+			return uint64(size)+8 == uint64(total)
 		}
 		return string(data[8:12]) == form && size >= 4
 	}
@@ -188,7 +190,7 @@ func isRIFF(form string) func([]byte) bool {
 // (width, height, flags, background colour, aspect ratio), skips the
 // global colour table the flags announce, and requires the next byte to
 // open a block: an extension ('!'), an image (',') or the trailer (';').
-func isGIF(data []byte) bool {
+func isGIF(data []byte, _ int64) bool {
 	const screen = 6 + 7
 	if len(data) < screen+1 {
 		return false
@@ -212,31 +214,42 @@ func isGIF(data []byte) bool {
 // ErrUnsupported and listing the supported types) for content docsift does
 // not index, and ErrCorrupt for a ZIP container it cannot read.
 func Detect(data []byte) (Format, error) {
-	if len(data) == 0 {
+	return DetectAt(bytes.NewReader(data), int64(len(data)))
+}
+
+// DetectAt is Detect for content of size bytes read through r: a file as
+// it was spooled from an upload, of which it reads the head, the tail and,
+// for a ZIP container, the directory.
+func DetectAt(r io.ReaderAt, size int64) (Format, error) {
+	if size == 0 {
 		return "", ErrEmpty
 	}
-	if pdfHeaderOffset(data) >= 0 {
+	s, err := sampleOf(r, size)
+	if err != nil {
+		return "", fmt.Errorf("pdf: read the upload: %w", err)
+	}
+	if pdfHeaderOffset(s.head, s.tail) >= 0 {
 		return FormatPDF, nil
 	}
-	if bytes.HasPrefix(data, []byte("PK\x03\x04")) {
-		return detectZip(data)
+	if bytes.HasPrefix(s.head, []byte("PK\x03\x04")) {
+		return detectZip(r, size, s.tail)
 	}
-	if isMOBI(data) {
+	if isMOBI(s.head) {
 		return FormatMOBI, nil
 	}
 	for _, m := range imageMagics {
-		if bytes.HasPrefix(data, []byte(m.prefix)) {
+		if bytes.HasPrefix(s.head, []byte(m.prefix)) {
 			return m.format, nil
 		}
 	}
-	text, ok := decodeText(data[:min(len(data), sniffWindow)], len(data) > sniffWindow)
+	text, ok := decodeText(s.head[:min(len(s.head), sniffWindow)], size > sniffWindow)
 	for _, m := range refusedMagics {
-		if !bytes.HasPrefix(data, []byte(m.prefix)) {
+		if !bytes.HasPrefix(s.head, []byte(m.prefix)) {
 			continue
 		}
 		// A printable signature is only a coincidence when the content
 		// reads as text or lacks the fields a real file has after it.
-		if m.valid != nil && (ok || !m.valid(data)) {
+		if m.valid != nil && (ok || !m.valid(s.head, size)) {
 			continue
 		}
 		return "", &UnsupportedError{Found: m.name, Reason: m.reason}
@@ -245,6 +258,36 @@ func Detect(data []byte) (Format, error) {
 		return "", &UnsupportedError{Found: "binary data or an unknown text encoding"}
 	}
 	return detectText(text)
+}
+
+// sample is what detection reads of content: its first sniffWindow bytes
+// and its last zipEndSearch (the end of a PDF, the directory's end record
+// of a ZIP archive). For short content they overlap.
+type sample struct {
+	head, tail []byte
+}
+
+func sampleOf(r io.ReaderAt, size int64) (sample, error) {
+	read := func(off int64, n int64) ([]byte, error) {
+		b := make([]byte, n)
+		if _, err := r.ReadAt(b, off); err != nil && err != io.EOF {
+			return nil, err
+		}
+		return b, nil
+	}
+	head, err := read(0, min(size, sniffWindow))
+	if err != nil {
+		return sample{}, err
+	}
+	tailStart := max(0, size-zipEndSearch)
+	if tailStart == 0 && int64(len(head)) == size {
+		return sample{head: head, tail: head}, nil
+	}
+	tail, err := read(tailStart, size-tailStart)
+	if err != nil {
+		return sample{}, err
+	}
+	return sample{head: head, tail: tail}, nil
 }
 
 var (
@@ -261,17 +304,16 @@ var (
 // when it is a real version header followed by an indirect object and the
 // file ends with a "%%EOF" marker: junk-prefixed PDFs have all three, while
 // notes, mails and Markdown that mention "%PDF-1.7" do not.
-func pdfHeaderOffset(data []byte) int {
-	if bytes.HasPrefix(data, []byte("%PDF-")) {
+func pdfHeaderOffset(head, tail []byte) int {
+	if bytes.HasPrefix(head, []byte("%PDF-")) {
 		return 0
 	}
-	head := data[:min(len(data), pdfHeaderWindow)]
-	loc := pdfVersionHeader.FindIndex(head)
+	loc := pdfVersionHeader.FindIndex(head[:min(len(head), pdfHeaderWindow)])
 	if loc == nil {
 		return -1
 	}
-	after := data[loc[1]:min(len(data), loc[1]+pdfHeaderWindow)]
-	if !pdfObjectHeader.Match(after) || !hasPDFTrailer(data) {
+	after := head[loc[1]:min(len(head), loc[1]+pdfHeaderWindow)]
+	if !pdfObjectHeader.Match(after) || !hasPDFTrailer(tail) {
 		return -1
 	}
 	return loc[0]
@@ -289,8 +331,8 @@ func isMOBI(data []byte) bool {
 // because they share the "PK" signature and differ only in their members:
 // EPUB has a "mimetype" member, OOXML a [Content_Types].xml plus a word/,
 // xl/ or ppt/ tree, XPS fixed-document parts, and CBZ only images.
-func detectZip(data []byte) (Format, error) {
-	zr, err := openZip(data)
+func detectZip(r io.ReaderAt, size int64, tail []byte) (Format, error) {
+	zr, err := openZip(r, size, tail)
 	if err != nil {
 		return "", err
 	}

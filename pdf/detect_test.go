@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/gif"
+	"io"
 	"strings"
 	"testing"
 )
@@ -245,5 +246,40 @@ func TestMarkdownPrechecksKeepEveryMatch(t *testing.T) {
 	}
 	if mayLink("plain prose, with (parentheses) and [brackets]") || mayEmph("plain prose") {
 		t.Error("prose goes through the patterns")
+	}
+}
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r    io.ReaderAt
+	read int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.read += int64(n)
+	return n, err
+}
+
+// Detection reads a sample of an upload, not the upload: what a spooled
+// file of tens of megabytes costs to detect is its head and its tail.
+func TestDetectAtReadsASample(t *testing.T) {
+	big := strings.Repeat("Plain words of a long report. ", 300_000)
+	for _, c := range []struct {
+		name string
+		data string
+		want Format
+	}{
+		{"pdf", "%PDF-1.4\n" + big + "\n%%EOF\n", FormatPDF},
+		{"text", big, FormatText},
+	} {
+		r := &countingReaderAt{r: strings.NewReader(c.data)}
+		got, err := DetectAt(r, int64(len(c.data)))
+		if err != nil || got != c.want {
+			t.Errorf("%s: %v, %v; want %s", c.name, got, err, c.want)
+		}
+		if r.read > sniffWindow+zipEndSearch {
+			t.Errorf("%s: detecting %d bytes read %d", c.name, len(c.data), r.read)
+		}
 	}
 }

@@ -275,7 +275,7 @@ func openFitz(data []byte) (fitzDoc, error) {
 func fitzInput(f Format, data []byte) []byte {
 	switch f {
 	case FormatPDF:
-		if i := pdfHeaderOffset(data); i > 0 {
+		if i := pdfHeaderOffset(data, data); i > 0 {
 			return data[i:]
 		}
 	case FormatFB2:

@@ -43,7 +43,7 @@ func Slice(data []byte, first, last int) ([]byte, error) {
 	}
 	sel := []string{strconv.Itoa(first) + "-" + strconv.Itoa(last)}
 	var out bytes.Buffer
-	if err := trim(data[max(pdfHeaderOffset(data), 0):], &out, sel, conf); err != nil {
+	if err := trim(data[max(pdfHeaderOffset(data, data), 0):], &out, sel, conf); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil

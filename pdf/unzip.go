@@ -30,8 +30,8 @@ const (
 // so the count is checked before the directory is read. An archive of
 // more than 65,534 members says so in a zip64 record instead, and 0xffff
 // stands for it here: far over maxZipMembers either way.
-func zipMemberCount(data []byte) (int, bool) {
-	tail := data[max(0, len(data)-zipEndSearch):]
+func zipMemberCount(tail []byte) (int, bool) {
+	tail = tail[max(0, len(tail)-zipEndSearch):]
 	for i := len(tail) - zipEndSize; i >= 0; i-- {
 		if binary.LittleEndian.Uint32(tail[i:]) == zipEndSignature {
 			return int(binary.LittleEndian.Uint16(tail[i+zipEndCount:])), true
@@ -40,17 +40,17 @@ func zipMemberCount(data []byte) (int, bool) {
 	return 0, false
 }
 
-// openZip reads an archive's directory once its member count is within
-// maxZipMembers.
-func openZip(data []byte) (*zip.Reader, error) {
-	n, ok := zipMemberCount(data)
+// openZip reads the directory of an archive of size bytes, whose last
+// bytes are tail, once its member count is within maxZipMembers.
+func openZip(r io.ReaderAt, size int64, tail []byte) (*zip.Reader, error) {
+	n, ok := zipMemberCount(tail)
 	if !ok {
 		return nil, fmt.Errorf("pdf: read zip archive: no directory: %w", ErrCorrupt)
 	}
 	if n > maxZipMembers {
 		return nil, errUnpacksTooLarge(fmt.Sprintf("it holds %d or more files, over the limit of %d", n, maxZipMembers))
 	}
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("pdf: read zip archive: %w", ErrCorrupt)
 	}
@@ -67,7 +67,7 @@ func openZip(data []byte) (*zip.Reader, error) {
 // the directory, which a bomb may misstate. The worker runs it before
 // MuPDF opens the document.
 func checkUnzipped(data []byte) error {
-	zr, err := openZip(data)
+	zr, err := openZip(bytes.NewReader(data), int64(len(data)), data)
 	if err != nil {
 		return err
 	}
