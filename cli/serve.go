@@ -365,8 +365,16 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return err
 	}
 	defer hooks.Shutdown()
+	// File uploads are spooled beside the files they become (a rename
+	// takes them in); what a crash left there is of no use.
+	spool := filepath.Join(o.data, "spool")
+	if n, err := store.SweepSpool(spool); err != nil {
+		log.Warn("could not remove uploads a crash left half received", "dir", spool, "err", err)
+	} else if n > 0 {
+		log.Info("removed uploads a crash left half received", "files", n)
+	}
 	scfg := server.Config{
-		BaseURL: o.baseURL, MaxFileBytes: int64(o.maxFile), MaxTextBytes: int64(o.maxText),
+		BaseURL: o.baseURL, SpoolDir: spool, MaxFileBytes: int64(o.maxFile), MaxTextBytes: int64(o.maxText),
 		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
 		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit, SessionMaxPending: o.sessionMaxPending,
 		Conns: server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient},

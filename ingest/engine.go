@@ -217,8 +217,11 @@ type Upload struct {
 	OwnerID   string
 	Name      string
 	Metadata  map[string]string
-	Data      []byte
-	Format    pdf.Format // empty: detected from Data
+	// Data is the upload's content, or Original is, spooled to disk as it
+	// arrived (see store.Spool); the store takes the spooled file.
+	Data     []byte
+	Original *store.Original
+	Format   pdf.Format // empty: detected from the content
 	// ExternalID, when set, is the caller's id for the document: the
 	// upload replaces the owner's document with that id once its job
 	// succeeds (see store/external.go).
@@ -229,10 +232,14 @@ type Upload struct {
 // here, from the bytes, so an unsupported file is refused at once (an error
 // wrapping pdf.ErrUnsupported) rather than failing later in a job.
 func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
+	orig := u.Original
+	if orig == nil {
+		orig = store.Bytes(u.Data)
+	}
 	format := u.Format
 	if format == "" {
 		var err error
-		if format, err = pdf.Detect(u.Data); err != nil {
+		if format, err = pdf.DetectAt(orig, orig.Size()); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -240,11 +247,11 @@ func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
 		ProjectID: u.ProjectID, OwnerID: u.OwnerID, Name: u.Name,
 		Metadata: u.Metadata, Format: string(format), ExternalID: u.ExternalID,
 	}
-	job, err := e.store.CreateDocument(doc, u.Data)
+	job, err := e.store.CreateDocument(doc, orig)
 	if err != nil {
 		return nil, nil, err
 	}
-	e.log.Debug("job queued", "job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "format", format, "bytes", len(u.Data))
+	e.log.Debug("job queued", "job", job.ID, "document", doc.ID, "owner", doc.OwnerID, "format", format, "bytes", orig.Size())
 	e.poke()
 	return job, doc, nil
 }

@@ -807,7 +807,7 @@ func TestBrowserConsoleShowsMore(t *testing.T) {
 	var ids []string // newest first
 	for i := range 105 {
 		d := &store.Document{ProjectID: e.project.ID, OwnerID: e.project.ID, Name: fmt.Sprintf("note-%03d.txt", i), Format: "text"}
-		if _, err := e.store.CreateDocument(d, []byte(fmt.Sprintf("Note %d about the harbour.", i))); err != nil {
+		if _, err := e.store.CreateDocument(d, store.Bytes([]byte(fmt.Sprintf("Note %d about the harbour.", i)))); err != nil {
 			t.Fatal(err)
 		}
 		ids = append([]string{d.ID}, ids...)

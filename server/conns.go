@@ -220,10 +220,21 @@ func (s *Server) paceBodies(next echo.HandlerFunc) echo.HandlerFunc {
 			// refused for its key): the server still reads what is
 			// left of it before the next request.
 			_ = ctl.SetReadDeadline(time.Now().Add(s.cfg.Conns.BodyStall))
-			r.Body = &pacedBody{ReadCloser: r.Body, ctl: ctl, start: time.Now(), limits: s.cfg.Conns}
+			b := &pacedBody{ReadCloser: r.Body, ctl: ctl, start: time.Now(), limits: s.cfg.Conns}
+			r.Body = b
+			c.Set(ctxPacedBody, b)
 		}
 		return next(c)
 	}
+}
+
+// ctxPacedBody holds the request's pacedBody, however it is wrapped since.
+const ctxPacedBody = "docsift.paced_body"
+
+// unreadBody reports whether the request has a body not read to its end.
+func unreadBody(c echo.Context) bool {
+	b, ok := c.Get(ctxPacedBody).(*pacedBody)
+	return ok && !b.ended
 }
 
 type pacedBody struct {
@@ -233,6 +244,7 @@ type pacedBody struct {
 	limits ConnLimits
 	n      int64
 	failed bool
+	ended  bool // read to its end
 }
 
 func (b *pacedBody) Read(p []byte) (int, error) {
@@ -253,6 +265,7 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 		// The body is over (or broken): lift the deadline, or it would
 		// cut the connection's reads while a long answer is written.
 		_ = b.ctl.SetReadDeadline(time.Time{})
+		b.ended = err == io.EOF
 		return n, err
 	}
 	if took := time.Since(b.start); took > b.limits.BodyRateGrace && float64(b.n) < minBodyRate*took.Seconds() {

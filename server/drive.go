@@ -293,9 +293,11 @@ func (s *Server) driveImport(c echo.Context) error {
 	if req.FileID == "" {
 		return badRequest("file_id is required: the id of a file in the listing")
 	}
-	if err := s.checkSessionBacklog(c, sess); err != nil {
+	release, err := s.reserveSessionUpload(c, sess)
+	if err != nil {
 		return err
 	}
+	defer release()
 	ctx, cancel := context.WithTimeout(c.Request().Context(), driveImportTimeout)
 	defer cancel()
 	f, err := s.cfg.Drive.Stat(ctx, sess.ID, req.FileID)
@@ -326,7 +328,7 @@ func (s *Server) driveImport(c echo.Context) error {
 			driveMetaSource:      driveSourceName,
 			driveMetaFileID:      f.ID,
 		},
-	}, "", data, "")
+	}, "", store.Bytes(data), "")
 }
 
 type driveDisconnectResponse struct {

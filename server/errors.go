@@ -113,6 +113,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// 507 included: the operator needs to hear about a full disk.
 		s.log.Error("request failed", "request_id", requestID(c), "method", c.Request().Method, "route", c.Path(), "err", err)
 	}
+	if unreadBody(c) {
+		// Refused before its body was read (an upload over a bound, a
+		// wrong key): net/http would read the rest before answering, to
+		// keep the connection, and a body still coming would hold the
+		// answer back for as long as it takes. Answer now, and close.
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+	}
 	// A HEAD request is answered as GET (routable): net/http leaves the
 	// body out.
 	if err := c.JSON(status, errorBody{Error: msg}); err != nil {

@@ -170,6 +170,9 @@ func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em l
 	// created unstarted to learn its address first.
 	ts := httptest.NewUnstartedServer(nil)
 	cfg.BaseURL = "http://" + ts.Listener.Addr().String()
+	if cfg.SpoolDir == "" {
+		cfg.SpoolDir = filepath.Join(dir, "spool")
+	}
 	for _, f := range configure {
 		f(&cfg)
 	}

@@ -10,9 +10,11 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docsift/docsift/cluster"
@@ -23,6 +25,7 @@ import (
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/sync/semaphore"
 )
 
 // Defaults of Config.
@@ -49,6 +52,7 @@ const (
 // Config is what the server needs to know beyond its parts.
 type Config struct {
 	BaseURL      string // how clients reach the server, for session and subpage URLs
+	SpoolDir     string // where file uploads are written as they arrive (see store.Spool)
 	MaxFileBytes int64
 	MaxTextBytes int64
 	SessionTTL   time.Duration
@@ -90,6 +94,9 @@ func (c Config) withDefaults() Config {
 	if c.SessionMaxPending <= 0 {
 		c.SessionMaxPending = DefaultSessionMaxPending
 	}
+	if c.SpoolDir == "" {
+		c.SpoolDir = os.TempDir()
+	}
 	c.Conns = c.Conns.withDefaults()
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	return c
@@ -108,12 +115,20 @@ type Server struct {
 
 	// cuts holds a place for each subpage being cut (see maxCuts).
 	cuts chan struct{}
+
+	// bodies is the memory request bodies may take at once (bodies.go).
+	bodies *semaphore.Weighted
+
+	// sessionUploads counts the uploads under way through each upload
+	// session, by session id (see reserveSessionUpload).
+	sessionUploads map[string]int
+	sessionsMu     sync.Mutex
 }
 
 // New builds the API over its parts.
 func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Service, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg.withDefaults(), store: st, engine: engine, search: search, log: log,
-		cuts: make(chan struct{}, maxCuts)}
+		cuts: make(chan struct{}, maxCuts), sessionUploads: map[string]int{}, bodies: semaphore.NewWeighted(bodyBudget)}
 	s.projectLimit = newRateLimiter(s.cfg.RateLimit, "project", s.cfg.RateBuckets)
 	s.sessionLimit = newRateLimiter(s.cfg.SessionRateLimit, "upload session", s.cfg.RateBuckets)
 	e := echo.New()
@@ -122,6 +137,7 @@ func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Ser
 	e.Use(middleware.RequestID())
 	e.Use(s.logRequests)
 	e.Use(s.paceBodies)
+	e.Use(s.budgetBodies)
 	e.Use(checkQueryString)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {

@@ -117,9 +117,11 @@ func (s *Server) sessionUpload(c echo.Context) error {
 	if upload, _, _ := sessionServices(sess, s.cfg.Drive != nil); !upload {
 		return errorf(http.StatusForbidden, "this upload link does not allow file uploads")
 	}
-	if err := s.checkSessionBacklog(c, sess); err != nil {
+	release, err := s.reserveSessionUpload(c, sess)
+	if err != nil {
 		return err
 	}
+	defer release()
 	proj, err := s.store.Project(sess.ProjectID)
 	if err != nil {
 		return err
@@ -128,6 +130,7 @@ func (s *Server) sessionUpload(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	defer u.file.Close()
 	// Again now that the file is in: its key may have been revoked, or
 	// the page left, while it came (a body may take minutes).
 	if sess, err = s.store.SessionByToken(c.Param("token")); err != nil {
@@ -250,15 +253,17 @@ func (s *Server) sessionDocument(sess *store.Session, jobID string) (*store.Docu
 	return d, nil
 }
 
-// checkSessionBacklog refuses another upload while the session already has
-// cfg.SessionMaxPending files waiting to be indexed. Anyone holding the link
-// can upload, and each file may cost a worker minutes of extraction: the
-// bound keeps one link from filling the queue ahead of everyone else. The
-// answer is a 429 the hosted page waits out.
-func (s *Server) checkSessionBacklog(c echo.Context, sess *store.Session) error {
+// reserveSessionUpload holds a place for one more upload through sess, or
+// refuses it while the session already has SessionMaxPending files
+// waiting to be indexed or on their way in. The place is taken before the
+// body is read: counted only once their documents exist, sixty uploads
+// sent at once through a link bounded to twenty all got in, each body held
+// meanwhile. The caller releases the place once the upload is submitted or
+// refused. Places are this server's: in a cluster the bound holds per node.
+func (s *Server) reserveSessionUpload(c echo.Context, sess *store.Session) (release func(), err error) {
 	docs, err := s.store.SessionDocuments(sess.OwnerID, sess.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	waiting := 0
 	for i := range docs {
@@ -266,9 +271,22 @@ func (s *Server) checkSessionBacklog(c echo.Context, sess *store.Session) error 
 			waiting++
 		}
 	}
-	if waiting >= s.cfg.SessionMaxPending {
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	arriving := s.sessionUploads[sess.ID]
+	if waiting+arriving >= s.cfg.SessionMaxPending {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(sessionBacklogRetrySeconds))
-		return errorf(http.StatusTooManyRequests, "this upload link already has %d files waiting to be indexed; upload more once some have finished", waiting)
+		if arriving > 0 {
+			return nil, errorf(http.StatusTooManyRequests, "this upload link already has %d files waiting to be indexed and %d arriving; upload more once some have finished", waiting, arriving)
+		}
+		return nil, errorf(http.StatusTooManyRequests, "this upload link already has %d files waiting to be indexed; upload more once some have finished", waiting)
 	}
-	return nil
+	s.sessionUploads[sess.ID]++
+	return func() {
+		s.sessionsMu.Lock()
+		defer s.sessionsMu.Unlock()
+		if s.sessionUploads[sess.ID]--; s.sessionUploads[sess.ID] <= 0 {
+			delete(s.sessionUploads, sess.ID)
+		}
+	}, nil
 }

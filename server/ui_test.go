@@ -806,3 +806,73 @@ func sendWithHeldBody(t *testing.T, req *http.Request, body []byte, meanwhile fu
 	}
 	return got.status, got.body
 }
+
+// Uploads sent at once through one link are held to the link's bound
+// while their bodies are still on their way: each takes its place before
+// its body is read. (Counted only once stored, all of them got in.)
+func TestUISessionBacklogHoldsForUploadsSentAtOnce(t *testing.T) {
+	const bound, sent = 3, 10
+	e := newUIEnv(t, func(o *uiOptions) { o.maxPending = bound })
+	// With the workers stopped, every upload stays PENDING.
+	if err := e.engine.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := e.newSession(t, e.customer.ID, []string{"all"}, "https://app.example/ok", "https://app.example/no")
+	type result struct {
+		status int
+		body   string
+	}
+	results := make(chan result, sent)
+	finish := make(chan struct{}) // closed: the bodies end
+	for i := range sent {
+		pr, pw := io.Pipe()
+		mw := multipart.NewWriter(pw)
+		req, _ := http.NewRequest(http.MethodPost, e.base+s.path()+"/upload", pr)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				results <- result{status: -1, body: err.Error()}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			results <- result{resp.StatusCode, string(b)}
+		}()
+		go func() {
+			// The start of the body, then the rest once the test says.
+			fw, _ := mw.CreateFormFile("file", fmt.Sprintf("part-%d.txt", i))
+			fw.Write([]byte(fmt.Sprintf("the harbour log, part %d", i)))
+			<-finish
+			mw.Close()
+			pw.Close()
+		}()
+	}
+	// Those over the bound are refused while every body is still open.
+	var got []result
+	timeout := time.After(30 * time.Second)
+	for len(got) < sent-bound {
+		select {
+		case r := <-results:
+			got = append(got, r)
+		case <-timeout:
+			close(finish)
+			t.Fatalf("%d of %d uploads were answered while their bodies were on their way; want the %d over the bound of %d refused at once", len(got), sent, sent-bound, bound)
+		}
+	}
+	close(finish)
+	for _, r := range got {
+		if r.status != http.StatusTooManyRequests || !strings.Contains(r.body, "arriving") {
+			t.Fatalf("an upload answered before its body ended: %d %s; want 429", r.status, r.body)
+		}
+	}
+	// The others end their bodies and are taken.
+	for range bound {
+		if r := <-results; r.status != http.StatusOK {
+			t.Errorf("an upload within the bound: %d %s", r.status, r.body)
+		}
+	}
+	if n := len(e.sessionJobs(t, s)); n != bound {
+		t.Errorf("the session holds %d uploads, want %d", n, bound)
+	}
+}

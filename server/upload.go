@@ -67,7 +67,7 @@ func (s *Server) uploadText(c echo.Context) error {
 	if err := checkCallerMetadata(req.Metadata); err != nil {
 		return err
 	}
-	return s.submit(c, req, "text", []byte(text), pdf.TextFormat(text))
+	return s.submit(c, req, "text", store.Bytes([]byte(text)), pdf.TextFormat(text))
 }
 
 func (s *Server) uploadFile(c echo.Context) error {
@@ -75,6 +75,7 @@ func (s *Server) uploadFile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	defer u.file.Close()
 	if u.data == nil {
 		return badRequest(`the data part is missing: send a part named data holding {"owner_id": "..."}`)
 	}
@@ -88,9 +89,10 @@ func (s *Server) uploadFile(c echo.Context) error {
 // HTML standard has them write ", CR and LF as %22, %0D and %0A.
 var formNameEscapes = strings.NewReplacer("%22", `"`, "%0D", "\r", "%0A", "\n")
 
-// multipartUpload is what a multipart upload body held.
+// multipartUpload is what a multipart upload body held: the file spooled
+// to disk (the caller closes it), and the data part.
 type multipartUpload struct {
-	file     []byte
+	file     *store.Original
 	fileName string
 	data     *uploadData // nil when there was no data part
 }
@@ -98,8 +100,9 @@ type multipartUpload struct {
 // readMultipart reads a multipart body with one part named file, within the
 // file size limit, and, when withData is set, an optional part named data
 // holding the upload's JSON. Any other part is refused, so a misnamed part
-// is an error rather than silently ignored.
-func (s *Server) readMultipart(c echo.Context, withData bool) (*multipartUpload, error) {
+// is an error rather than silently ignored. The file is spooled to disk as
+// it arrives, never held in memory whole.
+func (s *Server) readMultipart(c echo.Context, withData bool) (_ *multipartUpload, err error) {
 	want := "a file part"
 	if withData {
 		want = "a file part and a data part"
@@ -114,8 +117,12 @@ func (s *Server) readMultipart(c echo.Context, withData bool) (*multipartUpload,
 	if err != nil {
 		return nil, badRequest("the multipart body could not be read: %v", err)
 	}
-	var u multipartUpload
-	haveFile := false
+	u := &multipartUpload{}
+	defer func() {
+		if err != nil && u.file != nil {
+			u.file.Close()
+		}
+	}()
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -126,20 +133,26 @@ func (s *Server) readMultipart(c echo.Context, withData bool) (*multipartUpload,
 		}
 		switch {
 		case part.FormName() == "file":
-			if haveFile {
+			if u.file != nil {
 				return nil, badRequest("the body holds more than one file part: send one file per request")
 			}
-			haveFile, u.fileName = true, formNameEscapes.Replace(part.FileName())
-			u.file, err = io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
-			if err != nil {
-				return nil, s.multipartError(err)
-			}
-			if int64(len(u.file)) > s.cfg.MaxFileBytes {
+			u.fileName = formNameEscapes.Replace(part.FileName())
+			body := &bodyReader{r: part}
+			u.file, err = store.Spool(s.cfg.SpoolDir, body, s.cfg.MaxFileBytes)
+			switch {
+			case errors.Is(err, store.ErrOriginalTooLarge):
 				return nil, errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
+			case body.err != nil && body.err != io.EOF:
+				return nil, s.multipartError(body.err)
+			case err != nil:
+				return nil, err // the spool's, not the client's: a 500 (or 507 for a full disk)
 			}
 		case part.FormName() == "data" && withData:
 			if u.data != nil {
 				return nil, badRequest("the body holds more than one data part: send one")
+			}
+			if err := reserveBody(c, maxJSONBytes); err != nil {
+				return nil, err
 			}
 			raw, err := io.ReadAll(io.LimitReader(part, maxJSONBytes+1))
 			if err != nil {
@@ -153,12 +166,28 @@ func (s *Server) readMultipart(c echo.Context, withData bool) (*multipartUpload,
 		}
 	}
 	switch {
-	case !haveFile:
+	case u.file == nil:
 		return nil, badRequest("the file part is missing")
-	case len(u.file) == 0:
+	case u.file.Size() == 0:
 		return nil, badRequest("the file is empty")
 	}
-	return &u, nil
+	return u, nil
+}
+
+// bodyReader keeps the error reading a request body ended with: a failed
+// spool is the client's doing when reading its body failed, the server's
+// when writing the file did.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil {
+		b.err = err
+	}
+	return n, err
 }
 
 func (s *Server) multipartError(err error) error {
@@ -198,7 +227,7 @@ func parseDataPart(raw []byte) (*uploadData, error) {
 // submit validates the owner, name and metadata and hands the upload to the
 // pipeline. A name that is empty once trimmed is defaultName; an empty
 // format is detected from the content.
-func (s *Server) submit(c echo.Context, req uploadData, defaultName string, content []byte, format pdf.Format) error {
+func (s *Server) submit(c echo.Context, req uploadData, defaultName string, content *store.Original, format pdf.Format) error {
 	owner, err := s.ownerOf(c, req.OwnerID)
 	if err != nil {
 		return err
@@ -216,7 +245,7 @@ func (s *Server) submit(c echo.Context, req uploadData, defaultName string, cont
 		return err
 	}
 	job, _, err := s.engine.Submit(ingest.Upload{
-		ProjectID: project(c).ID, OwnerID: owner, Name: req.Name, Metadata: req.Metadata, Data: content, Format: format,
+		ProjectID: project(c).ID, OwnerID: owner, Name: req.Name, Metadata: req.Metadata, Original: content, Format: format,
 		ExternalID: req.ExternalID,
 	})
 	switch {

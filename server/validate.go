@@ -30,6 +30,12 @@ import (
 func decodeJSON(c echo.Context, limit int64, v any) error {
 	// The Content-Type is not checked: `curl -d` sends JSON labelled as a
 	// form, and refusing it helps nobody. The body must parse, though.
+	if err := reserveBody(c, limit); err != nil {
+		return err
+	}
+	if cl := c.Request().ContentLength; cl > limit {
+		return errorf(http.StatusRequestEntityTooLarge, "the request body is over the limit of %s", humanBytes(limit))
+	}
 	raw, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
 	var maxErr *http.MaxBytesError
 	switch {

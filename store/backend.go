@@ -28,7 +28,7 @@ type Backend interface {
 	CloseSession(token, how string) (*Session, error)
 
 	// Documents and their original files.
-	CreateDocument(d *Document, data []byte) (*Job, error)
+	CreateDocument(d *Document, o *Original) (*Job, error)
 	Document(id string) (*Document, error)
 	Documents(ownerID, after string, limit int) ([]Document, string, error)
 	SessionDocuments(ownerID, sessionID string) ([]Document, error)

@@ -106,18 +106,22 @@ func putJob(tx *bolt.Tx, j *Job) error {
 // file write and the reference that keeps it one step as far as
 // DeleteDocument is concerned: otherwise a delete of another document with
 // the same content could remove the file between the two.
-func (s *Store) CreateDocument(d *Document, data []byte) (*Job, error) {
-	small := len(data) <= inlineOriginalMax
-	hash := contentHash(data)
-	if !small {
+func (s *Store) CreateDocument(d *Document, o *Original) (*Job, error) {
+	small := o.Size() <= inlineOriginalMax
+	var data []byte // a small original, kept in its record
+	if small {
+		var err error
+		if data, err = o.ReadAll(); err != nil {
+			return nil, fmt.Errorf("store: create document: %w", err)
+		}
+	} else {
 		s.fileMu.RLock()
 		defer s.fileMu.RUnlock()
-		var err error
-		if hash, err = s.putFile(d.OwnerID, data); err != nil {
+		if err := s.putFile(d.OwnerID, o); err != nil {
 			return nil, fmt.Errorf("store: create document: %w", err)
 		}
 	}
-	d.FileHash, d.Size = hash, int64(len(data))
+	d.FileHash, d.Size = o.Hash(), o.Size()
 	now := s.now().UTC()
 	d.ID = NewID(PrefixDocument)
 	d.Status, d.CreatedAt, d.UpdatedAt = StatusPending, now, now

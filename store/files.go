@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -66,20 +67,27 @@ func inlineOf(tx *bolt.Tx, d *Document) []byte {
 	return tx.Bucket(bucketOriginals).Get(ownerKey(d.OwnerID, []byte(d.ID)))
 }
 
-// putFile stores data for owner and returns its content hash. It is written
-// to a temporary file, synced and renamed, so a crash never leaves half a
-// file under the final name. A file no document refers to (a crash before
-// the document's transaction) is removed by SweepFiles.
-func (s *Store) putFile(ownerID string, data []byte) (string, error) {
-	hash := contentHash(data)
-	path := s.filePath(ownerID, hash)
+// putFile stores o for owner under its content hash: the spooled file is
+// synced and renamed into place, and one in memory (or spooled on another
+// file system) written to a temporary file, synced and renamed, so a crash
+// never leaves half a file under the final name. A file no document refers
+// to (a crash before the document's transaction) is removed by SweepFiles.
+func (s *Store) putFile(ownerID string, o *Original) error {
+	path := s.filePath(ownerID, o.Hash())
 	if _, err := os.Stat(path); err == nil {
-		return hash, nil
+		return nil
 	}
-	if err := writeFileAtomic(path, data, !s.noSync); err != nil {
-		return "", fmt.Errorf("store: put file: %w", err)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("store: put file: %w", err)
 	}
-	return hash, nil
+	took, err := o.takeFile(path, !s.noSync)
+	if err == nil && !took {
+		err = writeFileAtomicFrom(path, o.Reader(), !s.noSync)
+	}
+	if err != nil {
+		return fmt.Errorf("store: put file: %w", err)
+	}
+	return nil
 }
 
 // ReadOriginal returns the original bytes of document d: its own small
@@ -153,6 +161,11 @@ func (s *Store) SweepFiles() (int, error) {
 // writeFileAtomic writes data to a temporary file beside path, syncs it
 // (when sync is set) and renames it into place.
 func writeFileAtomic(path string, data []byte, sync bool) error {
+	return writeFileAtomicFrom(path, bytes.NewReader(data), sync)
+}
+
+// writeFileAtomicFrom is writeFileAtomic of what r reads.
+func writeFileAtomicFrom(path string, r io.Reader, sync bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -161,7 +174,7 @@ func writeFileAtomic(path string, data []byte, sync bool) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
+	if _, err := io.Copy(tmp, r); err != nil {
 		tmp.Close()
 		return err
 	}

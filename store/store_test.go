@@ -34,7 +34,7 @@ func TestOpenTwiceIsLocked(t *testing.T) {
 func newDoc(t *testing.T, s *Store, owner, text string) (*Document, *Job) {
 	t.Helper()
 	d := &Document{ProjectID: "prj_x", OwnerID: owner, Name: "n.txt", Format: "text"}
-	j, err := s.CreateDocument(d, []byte(text))
+	j, err := s.CreateDocument(d, Bytes([]byte(text)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.SetClock(func() time.Time { return now })
 	d := &Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
-	if _, err := s.CreateDocument(d, []byte("%PDF-")); err != nil {
+	if _, err := s.CreateDocument(d, Bytes([]byte("%PDF-"))); err != nil {
 		t.Fatal(err)
 	}
 	chunks := []Chunk{{Position: 0, Page: 1, Text: "a"}}

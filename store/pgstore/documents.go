@@ -2,11 +2,10 @@ package pgstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/jackc/pgx/v5"
 
@@ -42,12 +41,11 @@ func scanDoc(row pgx.Row) (*store.Document, error) {
 // CreateDocument stores a document's original bytes, records the document
 // and queues the job that indexes it, all in one transaction. It fills in
 // the ids, hash, statuses and times of d and returns the job.
-func (s *Store) CreateDocument(d *store.Document, data []byte) (*store.Job, error) {
+func (s *Store) CreateDocument(d *store.Document, o *store.Original) (*store.Job, error) {
 	ctx, cancel := opContext()
 	defer cancel()
-	sum := sha256.Sum256(data)
 	now := s.timestamp()
-	d.FileHash, d.Size = hex.EncodeToString(sum[:]), int64(len(data))
+	d.FileHash, d.Size = o.Hash(), o.Size()
 	d.ID = store.NewID(store.PrefixDocument)
 	d.Status, d.CreatedAt, d.UpdatedAt = store.StatusPending, now, now
 	job := &store.Job{
@@ -63,7 +61,7 @@ func (s *Store) CreateDocument(d *store.Document, data []byte) (*store.Job, erro
 		}
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := addFile(ctx, tx, d.OwnerID, d.FileHash, data); err != nil {
+		if err := addFile(ctx, tx, d.OwnerID, d.FileHash, o); err != nil {
 			return err
 		}
 		var seq int64
@@ -100,7 +98,7 @@ func (s *Store) CreateDocument(d *store.Document, data []byte) (*store.Job, erro
 // addFile counts one more reference to an owner's file, writing its bytes
 // when it is new. The upsert locks the file's row, so of two uploads of
 // one content the second waits for the first and finds its bytes.
-func addFile(ctx context.Context, tx pgx.Tx, ownerID, hash string, data []byte) error {
+func addFile(ctx context.Context, tx pgx.Tx, ownerID, hash string, o *store.Original) error {
 	var refs int
 	if err := tx.QueryRow(ctx, `INSERT INTO files (owner_id, hash, refs) VALUES ($1, $2, 1)
 		ON CONFLICT (owner_id, hash) DO UPDATE SET refs = files.refs + 1 RETURNING refs`,
@@ -110,10 +108,15 @@ func addFile(ctx context.Context, tx pgx.Tx, ownerID, hash string, data []byte) 
 	if refs > 1 {
 		return nil
 	}
-	for n := 0; n == 0 || n*filePiece < len(data); n++ {
-		piece := data[n*filePiece : min((n+1)*filePiece, len(data))]
+	// Read a piece at a time: a spooled upload is never all in memory.
+	piece := make([]byte, filePiece)
+	for n := 0; n == 0 || int64(n)*filePiece < o.Size(); n++ {
+		k, err := o.ReadAt(piece[:min(filePiece, o.Size()-int64(n)*filePiece)], int64(n)*filePiece)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read the upload: %w", err)
+		}
 		if _, err := tx.Exec(ctx, "INSERT INTO file_pieces (owner_id, hash, n, data) VALUES ($1, $2, $3, $4)",
-			ownerID, hash, n, piece); err != nil {
+			ownerID, hash, n, piece[:k]); err != nil {
 			return fmt.Errorf("write file: %w", err)
 		}
 	}
