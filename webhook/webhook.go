@@ -81,14 +81,23 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// maxInFlight bounds the attempts a sender has under way at once, each to
-// a different webhook: enough that endpoints slow to answer (up to
-// Config.Timeout each) do not hold up the others, few enough that a stop
-// waits for no more than that many.
-const maxInFlight = 8
+// Attempts under way at once. An attempt to an endpoint that accepts and
+// never answers holds its place for Config.Timeout, and a project has up
+// to maxPerProject endpoints, each with a backlog: so that such a project
+// costs only itself, a sender gives it maxPerProjectInFlight places, one
+// per endpoint at most, and has maxInFlight in all. Eight projects must
+// stall at once before a ninth waits for a place; a stop waits for the
+// attempts in hand, all at once, at most Config.Timeout.
+const (
+	maxInFlight = 16
+	// maxPerProjectInFlight is two so that one slow endpoint of a project
+	// does not hold up its other endpoints.
+	maxPerProjectInFlight = 2
+)
 
 // Sender sends the outbox's deliveries in the order they came due, to
-// several webhooks at once, to each one at a time.
+// several webhooks at once, to each one at a time, and to each project
+// at most maxPerProjectInFlight at a time.
 type Sender struct {
 	cfg    Config
 	store  store.Backend
@@ -143,34 +152,35 @@ func (s *Sender) run() {
 	defer s.done.Done()
 	var attempts sync.WaitGroup
 	defer attempts.Wait() // a stop waits for the attempts in hand
-	// busy are the webhooks with an attempt under way; each attempt
-	// sends its webhook's id to ended when it is over.
-	var busy []string
-	ended := make(chan string, maxInFlight)
-	free := func(id string) { busy = slices.DeleteFunc(busy, func(b string) bool { return b == id }) }
+	// The attempts under way: their webhooks, and how many each project
+	// has. Each attempt sends its delivery's place to ended when it is
+	// over.
+	var busy inFlight
+	ended := make(chan place, maxInFlight)
 	for {
 		select {
 		case <-s.stop:
 			return // the rest are sent after the restart
-		case id := <-ended:
-			free(id)
+		case p := <-ended:
+			busy.end(p)
 			continue
 		default:
 		}
 		var wake <-chan struct{}
 		var err error
-		if len(busy) < maxInFlight {
+		if len(busy.webhooks) < maxInFlight {
 			wake = s.wake()
 			var d *store.Delivery
 			var w *store.Webhook
-			d, w, err = s.store.ClaimDelivery(claimLease, busy)
+			d, w, err = s.store.ClaimDelivery(claimLease, busy.webhooks, busy.fullProjects())
 			if err == nil {
-				busy = append(busy, w.ID)
+				p := place{webhook: w.ID, project: w.ProjectID}
+				busy.start(p)
 				attempts.Add(1)
 				go func() {
 					defer attempts.Done()
 					s.attempt(d, w)
-					ended <- w.ID
+					ended <- p
 				}()
 				continue
 			}
@@ -180,10 +190,10 @@ func (s *Sender) run() {
 		}
 		// Nothing to claim now, or no room: wait for a delivery to come
 		// due, a job to end, or an attempt to end. A delivery already due
-		// while attempts are under way is a busy webhook's, and waits
-		// for its attempt.
+		// while attempts are under way is a busy webhook's or project's,
+		// and waits for an attempt to end.
 		wait := time.Hour
-		if due, ok := s.store.NextDeliveryDue(); ok && err != nil && (len(busy) == 0 || time.Until(due) > 0) {
+		if due, ok := s.store.NextDeliveryDue(); ok && err != nil && (len(busy.webhooks) == 0 || time.Until(due) > 0) {
 			wait = max(time.Until(due), 10*time.Millisecond)
 		}
 		t := time.NewTimer(wait)
@@ -193,12 +203,48 @@ func (s *Sender) run() {
 			return
 		case <-wake:
 			t.Stop()
-		case id := <-ended:
+		case p := <-ended:
 			t.Stop()
-			free(id)
+			busy.end(p)
 		case <-t.C:
 		}
 	}
+}
+
+// place is what an attempt under way holds.
+type place struct{ webhook, project string }
+
+// inFlight is a sender's attempts under way.
+type inFlight struct {
+	webhooks []string       // one attempt each
+	projects map[string]int // attempts of each project with any
+}
+
+func (f *inFlight) start(p place) {
+	if f.projects == nil {
+		f.projects = map[string]int{}
+	}
+	f.webhooks = append(f.webhooks, p.webhook)
+	f.projects[p.project]++
+}
+
+func (f *inFlight) end(p place) {
+	f.webhooks = slices.DeleteFunc(f.webhooks, func(w string) bool { return w == p.webhook })
+	if f.projects[p.project]--; f.projects[p.project] <= 0 {
+		delete(f.projects, p.project)
+	}
+}
+
+// fullProjects are the projects with as many attempts under way as one
+// may have.
+func (f *inFlight) fullProjects() []string {
+	var full []string
+	for p, n := range f.projects {
+		if n >= maxPerProjectInFlight {
+			full = append(full, p)
+		}
+	}
+	return full
 }
 
 // attempt sends d once and records how it went.

@@ -3,13 +3,16 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -401,5 +404,98 @@ func TestSlowEndpointHoldsUpNoOther(t *testing.T) {
 	defer mu.Unlock()
 	if most != 1 {
 		t.Errorf("the slow endpoint had %d attempts at once, want one at a time", most)
+	}
+}
+
+// tarpit is an endpoint that accepts connections and never answers: each
+// attempt to it holds its sender's slot for the whole attempt timeout.
+// It counts the connections it took in accepted.
+func tarpit(t *testing.T, accepted *atomic.Int64) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String() + "/hook"
+}
+
+// One project with the most endpoints it may have, every one a tarpit,
+// and a backlog of events for each, costs only its owner: another
+// project's delivery goes out as soon as its job ends, not after the
+// tarpits' backlog. Before deliveries were bounded per project, the
+// tarpits took every attempt slot and B's delivery waited for all of
+// A's 1,200 (about 45 s with this test's 300 ms timeout, 25 minutes with
+// the default 10 s).
+func TestTarpitProjectStallsOnlyItself(t *testing.T) {
+	const attemptTimeout = 300 * time.Millisecond
+	// bound is how late B's delivery may arrive after its job ended: its
+	// own attempt and the claim loop's turn, not one tarpit's timeout.
+	const bound = 2 * time.Second
+	r := newRig(t, func(c *webhook.Config) { c.Timeout = attemptTimeout })
+	a, _, err := r.store.CreateProject("tarpits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := r.store.CreateProject("answers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int64
+	for range 20 {
+		if _, err := r.store.CreateWebhook(a.ID, tarpit(t, &accepted), webhook.Events); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var jobs []string
+	for i := range 60 {
+		jobs = append(jobs, r.upload(t, a.ID, fmt.Sprintf("Tarpit document %d about tides.", i)))
+	}
+	for _, id := range jobs {
+		if _, err := r.engine.WaitJob(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var quick *store.Webhook
+	rcv := newReceiver(t, func() string { return quick.Secret })
+	if quick, err = r.store.CreateWebhook(b.ID, rcv.URL, webhook.Events); err != nil {
+		t.Fatal(err)
+	}
+	job := r.upload(t, b.ID, "The other project's document about harbours.")
+	if _, err := r.engine.WaitJob(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	select {
+	case <-rcv.arrived:
+	case <-time.After(bound):
+		t.Fatalf("project B's delivery had not arrived %s after its job ended, behind project A's tarpits", bound)
+	}
+	t.Logf("project B's delivery arrived %s after its job ended", time.Since(ended).Round(time.Millisecond))
+	if accepted.Load() == 0 {
+		t.Error("no attempt reached project A's tarpits: the test shows nothing")
 	}
 }
