@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/store"
 	"github.com/docsift/docsift/webhook"
 )
@@ -101,7 +103,16 @@ type rig struct {
 	sender *webhook.Sender
 }
 
+// loopbackAllowed is the guard of the tests' senders: their receivers
+// listen on 127.0.0.1, which the default guard refuses.
+var loopbackAllowed = &outbound.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+
 func newRig(t *testing.T, configure ...func(*webhook.Config)) *rig {
+	return newLoggedRig(t, io.Discard, configure...)
+}
+
+// newLoggedRig is newRig with the sender's log written to logTo.
+func newLoggedRig(t *testing.T, logTo io.Writer, configure ...func(*webhook.Config)) *rig {
 	dir := t.TempDir()
 	st, err := store.Open(dir)
 	if err != nil {
@@ -112,11 +123,11 @@ func newRig(t *testing.T, configure ...func(*webhook.Config)) *rig {
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := webhook.Config{FirstRetry: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	cfg := webhook.Config{FirstRetry: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Guard: loopbackAllowed}
 	for _, f := range configure {
 		f(&cfg)
 	}
-	s := webhook.New(st, e.Ended, cfg, log)
+	s := webhook.New(st, e.Ended, cfg, slog.New(slog.NewTextHandler(logTo, nil)))
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +253,7 @@ func TestGivingUpAfterTheWindow(t *testing.T) {
 	e := ingest.New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), ingest.Config{Workers: 1}, log)
 	e.Start()
 	defer e.Shutdown(context.Background())
-	s := webhook.New(st, e.Ended, webhook.Config{FirstRetry: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond, RetryWindow: 200 * time.Millisecond}, log)
+	s := webhook.New(st, e.Ended, webhook.Config{FirstRetry: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond, RetryWindow: 200 * time.Millisecond, Guard: loopbackAllowed}, log)
 	s.Start()
 	defer s.Shutdown()
 
