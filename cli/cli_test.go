@@ -280,9 +280,9 @@ func TestCLIRefusals(t *testing.T) {
 	// A project has at most 20 webhooks, through the CLI as through the API.
 	first := strings.Fields(strings.SplitAfter(out.String(), "project id:")[1])[0]
 	for i := range 20 {
-		mustCLI(t, "webhook", "create", "--project", first, "--url", fmt.Sprintf("https://app.example/hook%d", i), "--data", missing)
+		mustCLI(t, "webhook", "create", "--project", first, "--url", fmt.Sprintf("https://93.184.215.14/hook%d", i), "--data", missing)
 	}
-	if _, err := runCLI(t, "webhook", "create", "--project", first, "--url", "https://app.example/one-more", "--data", missing); err == nil || !strings.Contains(err.Error(), "the project has 20 webhooks, the most it may have") {
+	if _, err := runCLI(t, "webhook", "create", "--project", first, "--url", "https://93.184.215.14/one-more", "--data", missing); err == nil || !strings.Contains(err.Error(), "the project has 20 webhooks, the most it may have") {
 		t.Errorf("a 21st webhook: %v", err)
 	}
 	// The list shows no secret, not even an empty one, and the events
@@ -361,16 +361,17 @@ func TestServeRefusesBeforePrintingAKey(t *testing.T) {
 		t.Errorf("serve --base-url with a trailing slash: %v", err)
 	}
 	for flags, want := range map[string]string{
-		"--max-file-size 0":       "--max-file-size must be a size above 0",
-		"--max-text-size 10MB":    `"10MB" is not a size such as 2GiB`,
-		"--workers -3":            "--workers must be 0 (as many as CPUs) or more",
-		"--session-ttl -1h":       "--session-ttl must be a duration above 0",
-		"--rate-limit NaN":        "--rate-limit must be 0 (unlimited) or a number of requests a second",
-		"--max-connections 0":     "--max-connections must be 1 or more",
-		"--memory-limit 1":        "--memory-limit: 1 B is below 64.0 MiB",
-		"--max-file-size 64MiB x": `unknown command "x" for "docsift serve"`, // the size was read
-		"--workers abc":           `invalid argument "abc" for "--workers" flag: not a whole number`,
-		"--session-ttl 5":         `invalid argument "5" for "--session-ttl" flag: not a duration such as 30s, 5m or 1h`,
+		"--max-file-size 0":                "--max-file-size must be a size above 0",
+		"--max-text-size 10MB":             `"10MB" is not a size such as 2GiB`,
+		"--workers -3":                     "--workers must be 0 (as many as CPUs) or more",
+		"--session-ttl -1h":                "--session-ttl must be a duration above 0",
+		"--rate-limit NaN":                 "--rate-limit must be 0 (unlimited) or a number of requests a second",
+		"--max-connections 0":              "--max-connections must be 1 or more",
+		"--memory-limit 1":                 "--memory-limit: 1 B is below 64.0 MiB",
+		"--webhook-allow-cidr 10.0.0.0/33": `--webhook-allow-cidr: "10.0.0.0/33" is not a network`,
+		"--max-file-size 64MiB x":          `unknown command "x" for "docsift serve"`, // the size was read
+		"--workers abc":                    `invalid argument "abc" for "--workers" flag: not a whole number`,
+		"--session-ttl 5":                  `invalid argument "5" for "--session-ttl" flag: not a duration such as 30s, 5m or 1h`,
 	} {
 		args := append([]string{"serve", "--data", dir, "--addr", freeAddr(t)}, strings.Fields(flags)...)
 		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), want) {
