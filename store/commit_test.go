@@ -626,6 +626,12 @@ func TestProjectOutboxesIndexedOnUpgrade(t *testing.T) {
 	if len(queued) != 6 { // each project's second job is heard by both its webhooks
 		t.Fatalf("%d deliveries queued, want 6", len(queued))
 	}
+	// An entry an older build might have left without its delivery.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketOutbox).Put(append(u64(1), u64(1)...), []byte("dlv_gone"))
+	}); err != nil {
+		t.Fatal(err)
+	}
 	s = reopenAsLeftBy(t, s, dir, 6, bucketProjectOutbox)
 	if d, w, err := s.ClaimDelivery(time.Minute, nil, projects[:1]); err != nil || w.ProjectID != projects[1] {
 		t.Fatalf("claim with project a busy = %+v to %+v, %v; want one of b's", d, w, err)
@@ -644,6 +650,9 @@ func TestProjectOutboxesIndexedOnUpgrade(t *testing.T) {
 	}
 	if d, _, err := s.ClaimDelivery(time.Minute, nil, nil); !errors.Is(err, ErrNoDelivery) {
 		t.Fatalf("claim with every delivery claimed = %+v, %v; want ErrNoDelivery", d, err)
+	}
+	if next, ok := s.NextDeliveryDue(); !ok || next.Before(time.Now()) {
+		t.Fatalf("NextDeliveryDue = %v, %v; want the leases' end, not the dropped entry's due time", next, ok)
 	}
 }
 

@@ -227,20 +227,40 @@ func webhookProject(tx *bolt.Tx, webhookID string) (string, error) {
 }
 
 // indexProjectOutboxes fills the project outbox from the outbox, for a
-// file of schema 6 or older, which had none.
+// file of schema 6 or older, which had none. An entry whose delivery or
+// webhook is gone could never be sent: it is dropped, not left to stop
+// the start.
 func indexProjectOutboxes(tx *bolt.Tx) error {
-	index := tx.Bucket(bucketProjectOutbox)
-	return tx.Bucket(bucketOutbox).ForEach(func(k, id []byte) error {
+	outbox, index := tx.Bucket(bucketOutbox), tx.Bucket(bucketProjectOutbox)
+	var orphans [][]byte
+	err := outbox.ForEach(func(k, id []byte) error {
 		d, err := get[Delivery](tx.Bucket(bucketDeliveries), string(id))
+		if errors.Is(err, ErrNotFound) {
+			orphans = append(orphans, bytes.Clone(k))
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("%w (delivery %s)", err, id)
 		}
 		project, err := webhookProject(tx, d.WebhookID)
+		if errors.Is(err, ErrNotFound) {
+			orphans = append(orphans, bytes.Clone(k))
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("%w (webhook %s)", err, d.WebhookID)
 		}
 		return index.Put(ownerKey(project, k), ownerKey(d.WebhookID, id))
 	})
+	if err != nil {
+		return err
+	}
+	for _, k := range orphans {
+		if err := outbox.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxBusySkipped bounds the due deliveries of a project's busy webhooks
