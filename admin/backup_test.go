@@ -40,7 +40,7 @@ func startNode(t *testing.T, dir string) *node {
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stop, err := admin.Listen(dir, st, e)
+	stop, err := admin.Listen(dir, st, e, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

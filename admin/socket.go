@@ -56,8 +56,10 @@ type CreatedKey struct {
 }
 
 // Listen serves the admin API of the server that keeps st on
-// dataDir/docsift.sock. The returned function stops it.
-func Listen(dataDir string, st store.Backend, reindexer Reindexer) (func(), error) {
+// dataDir/docsift.sock. checkEndpoint, when set, says whether a webhook
+// may be registered for a URL (its address), as the API's does. The
+// returned function stops it.
+func Listen(dataDir string, st store.Backend, reindexer Reindexer, checkEndpoint func(ctx context.Context, url string) error) (func(), error) {
 	path := filepath.Join(dataDir, SocketName)
 	// The store's file lock says no other server runs here, so a socket
 	// file left behind is stale.
@@ -70,12 +72,12 @@ func Listen(dataDir string, st store.Backend, reindexer Reindexer) (func(), erro
 		ln.Close()
 		return nil, fmt.Errorf("admin: socket: %w", err)
 	}
-	srv := &http.Server{Handler: handler(st, dataDir, reindexer), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: handler(st, dataDir, reindexer, checkEndpoint), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return func() { srv.Close(); os.Remove(path) }, nil
 }
 
-func handler(st store.Backend, dataDir string, reindexer Reindexer) http.Handler {
+func handler(st store.Backend, dataDir string, reindexer Reindexer, checkEndpoint func(context.Context, string) error) http.Handler {
 	var admin Store = st
 	mux := http.NewServeMux()
 	mux.Handle("POST /reindex", reindexHandler(reindexer))
@@ -148,6 +150,14 @@ func handler(st store.Backend, dataDir string, reindexer Reindexer) http.Handler
 			Events         []string
 		}
 		json.NewDecoder(r.Body).Decode(&req)
+		if checkEndpoint != nil {
+			if err := checkEndpoint(r.Context(), req.URL); err != nil {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				json.NewEncoder(w).Encode(errorReply{Error: err.Error()})
+				return
+			}
+		}
 		wh, err := admin.CreateWebhook(req.ProjectID, req.URL, req.Events)
 		reply(w, wh, err)
 	})

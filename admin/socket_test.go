@@ -27,7 +27,7 @@ func TestSocketOnBackendOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	stop, err := admin.Listen(dir, backendOnly{st}, nil)
+	stop, err := admin.Listen(dir, backendOnly{st}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

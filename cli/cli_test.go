@@ -280,9 +280,9 @@ func TestCLIRefusals(t *testing.T) {
 	// A project has at most 20 webhooks, through the CLI as through the API.
 	first := strings.Fields(strings.SplitAfter(out.String(), "project id:")[1])[0]
 	for i := range 20 {
-		mustCLI(t, "webhook", "create", "--project", first, "--url", fmt.Sprintf("https://app.example/hook%d", i), "--data", missing)
+		mustCLI(t, "webhook", "create", "--project", first, "--url", fmt.Sprintf("https://93.184.215.14/hook%d", i), "--data", missing)
 	}
-	if _, err := runCLI(t, "webhook", "create", "--project", first, "--url", "https://app.example/one-more", "--data", missing); err == nil || !strings.Contains(err.Error(), "the project has 20 webhooks, the most it may have") {
+	if _, err := runCLI(t, "webhook", "create", "--project", first, "--url", "https://93.184.215.14/one-more", "--data", missing); err == nil || !strings.Contains(err.Error(), "the project has 20 webhooks, the most it may have") {
 		t.Errorf("a 21st webhook: %v", err)
 	}
 	// The list shows no secret, not even an empty one, and the events
@@ -376,6 +376,9 @@ func TestServeRefusesBeforePrintingAKey(t *testing.T) {
 		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("serve %s: %v, want an error saying %q", flags, err, want)
 		}
+	}
+	if _, err := runCLI(t, "serve", "--data", dir, "--addr", freeAddr(t), "--webhook-allow-cidr", "10.0.0.0/33"); err == nil || !strings.Contains(err.Error(), `--webhook-allow-cidr: "10.0.0.0/33" is not a network`) {
+		t.Errorf("serve --webhook-allow-cidr 10.0.0.0/33: %v", err)
 	}
 	st, err := store.Open(dir)
 	if err != nil {

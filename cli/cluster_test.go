@@ -491,7 +491,7 @@ func onNode(t *testing.T, url string, p *process) string {
 // through one is downloaded from another, and a webhook registered through
 // one hears of a job that ran on whichever node held its owner.
 func TestClusterSessionsSubpagesWebhooksOnAnyNode(t *testing.T) {
-	c := startCluster(t, 3)
+	c := startCluster(t, 3, "--webhook-allow-cidr", "127.0.0.1") // the receiver is on loopback
 	a, b, d := c.nodes[0], c.nodes[1], c.nodes[2]
 	events := make(chan map[string]any, 8)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

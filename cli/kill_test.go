@@ -129,7 +129,7 @@ func TestWebhookDeliveriesSurviveKill9(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	srv := startProcess(t, bin, dir, addr, "--webhook-first-retry", "50ms")
+	srv := startProcess(t, bin, dir, addr, "--webhook-first-retry", "50ms", "--webhook-allow-cidr", "127.0.0.1")
 	key := regexp.MustCompile(`DOCSIFT_API_KEY=(dsk_\w+)`).FindStringSubmatch(srv.stdout.String())
 	project := regexp.MustCompile(`\((prj_\w+)\)`).FindStringSubmatch(srv.stdout.String())
 	if key == nil || project == nil {
@@ -196,7 +196,7 @@ func TestWebhookDeliveriesSurviveKill9(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	again := startProcess(t, bin, dir, addr, "--webhook-first-retry", "50ms")
+	again := startProcess(t, bin, dir, addr, "--webhook-first-retry", "50ms", "--webhook-allow-cidr", "127.0.0.1")
 	waitUntil("every event delivered after the restart", func() bool { return len(delivered) == uploads })
 
 	list := again.call(t, "GET", "/webhooks/"+wh["webhook_id"].(string)+"/deliveries", key[1], nil)

@@ -69,6 +69,8 @@ type serveOptions struct {
 	metricsAddr         string
 	logFile             string
 	webhookFirstRetry   time.Duration
+	webhooks            webhookAddresses
+	webhookShowReplies  bool
 	queryEmbedTimeout   time.Duration
 	maxSearches         int
 	memoryLimit         string
@@ -124,6 +126,8 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.googleClientSecret, "google-client-secret", "", "that OAuth client's secret (prefer DOCSIFT_GOOGLE_CLIENT_SECRET: a flag shows in the process list)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on, at /metrics (unset: off); keep it private, e.g. 127.0.0.1:9464")
 	f.DurationVar(&o.webhookFirstRetry, "webhook-first-retry", webhook.DefaultFirstRetry, "wait before a failed webhook delivery is tried again; it doubles up to an hour, for three days")
+	o.webhooks.register(f)
+	f.BoolVar(&o.webhookShowReplies, "webhook-show-replies", false, "show projects the start (200 bytes, sanitised) of what their webhook receivers answered to a failed delivery, in GET /webhooks/{id}/deliveries; off, the answer's status alone (a receiver inside your network, allowed for one project, may answer with what no project should read)")
 	f.StringVar(&o.memoryLimit, "memory-limit", "auto", "soft limit of the Go runtime's memory: auto (three quarters of the memory the process may use, its cgroup's limit or else the machine's; GOMEMLIMIT in the environment wins), off, or a size such as 2GiB or 1500MiB. Without one the heap grows to about twice its live data; near it the garbage collector runs more often, trading CPU for that headroom")
 	f.StringVar(&o.gcHeadroom, "gc-headroom", "auto", "heap growth the garbage collector allows at least before it runs: auto (256MiB, or an eighth of the memory limit when that is less; GOGC in the environment wins), off, or a size. The collector otherwise runs when the heap has doubled, several times a second for a small heap under ingest: more memory held for less CPU while busy, given back once collections are 30s apart")
 	f.BoolVar(&o.heapVectors, "heap-vectors", false, "keep the indexes' float vectors in memory instead of in memory-mapped scratch files under DATA/index (faster re-scoring when memory is plentiful, 1.5 KB more anonymous memory per chunk at 384 dimensions)")
@@ -185,7 +189,8 @@ func (o *serveOptions) check() error {
 			return fmt.Errorf("%s must be %s", c.flag, c.want)
 		}
 	}
-	return nil
+	_, err := o.webhooks.guard()
+	return err
 }
 
 // byteSize is a size flag: a size such as 64MiB (see parseByteSize) or a
@@ -359,7 +364,15 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		wait := member.run(clusterCtx, engine)
 		defer func() { stopCluster(); wait() }()
 	}
-	hooks := webhook.New(st, engine.Ended, webhook.Config{FirstRetry: o.webhookFirstRetry}, log)
+	guard, err := o.webhooks.guard()
+	if err != nil {
+		engine.Shutdown(context.Background())
+		return err
+	}
+	if guard.AllowPrivate || len(guard.Allow) > 0 {
+		log.Info("webhooks may go to addresses inside this server's network", "allow_private", guard.AllowPrivate, "allow_cidr", strings.Join(o.webhooks.cidrs, ","))
+	}
+	hooks := webhook.New(st, engine.Ended, webhook.Config{FirstRetry: o.webhookFirstRetry, Guard: guard, ShowReplies: o.webhookShowReplies}, log)
 	if err := hooks.Start(); err != nil {
 		engine.Shutdown(context.Background())
 		return err
@@ -377,7 +390,8 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		BaseURL: o.baseURL, SpoolDir: spool, MaxFileBytes: int64(o.maxFile), MaxTextBytes: int64(o.maxText),
 		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
 		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit, SessionMaxPending: o.sessionMaxPending,
-		Conns: server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient},
+		Conns:        server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient},
+		WebhookGuard: guard, ShowWebhookReplies: o.webhookShowReplies,
 	}
 	var web search.WebSearcher
 	if o.searxngURL != "" {
@@ -400,7 +414,9 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	closeAdmin, err := admin.Listen(o.data, st, engine)
+	closeAdmin, err := admin.Listen(o.data, st, engine, func(ctx context.Context, url string) error {
+		return webhook.CheckAddress(ctx, guard, url)
+	})
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func TestServeStopsOnSignals(t *testing.T) {
 	}))
 	defer endpoint.Close()
 	defer close(release)
-	p = startProcess(t, bin, filepath.Join(t.TempDir(), "data"), freeAddr(t))
+	p = startProcess(t, bin, filepath.Join(t.TempDir(), "data"), freeAddr(t), "--webhook-allow-cidr", "127.0.0.1") // the endpoint is on loopback
 	key := regexp.MustCompile(`DOCSIFT_API_KEY=(dsk_\w+)`).FindStringSubmatch(p.stdout.String())
 	project := regexp.MustCompile(`\((prj_\w+)\)`).FindStringSubmatch(p.stdout.String())
 	if key == nil || project == nil {

@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"mime"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/textproto"
 	"path/filepath"
 	"regexp"
@@ -24,6 +26,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/internal/drivetest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
@@ -119,6 +122,9 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	for _, f := range opts {
 		f(&o)
 	}
+	if o.cfg.WebhookGuard == nil {
+		o.cfg.WebhookGuard = testWebhookGuard
+	}
 	if !o.defaultLimits {
 		if o.cfg.MaxFileBytes == 0 {
 			o.cfg.MaxFileBytes = testMaxFileBytes
@@ -190,6 +196,25 @@ func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em l
 		}
 	})
 	return engine, ts
+}
+
+// testWebhookGuard is the servers' webhook guard in tests, unless one sets
+// its own: the tests' receivers listen on 127.0.0.1, which the default
+// guard refuses, and their other endpoints' names resolve (without DNS)
+// to a public address.
+var testWebhookGuard = &outbound.Guard{
+	Allow:    []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	Resolver: names{"app.example": "93.184.215.14", "example.com": "93.184.215.14"},
+}
+
+// names is a resolver of a few names; others do not exist.
+type names map[string]string
+
+func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := n[host]; ok {
+		return []netip.Addr{netip.MustParseAddr(a)}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
 func withDataDir(dir string) func(*envOptions) { return func(o *envOptions) { o.dir = dir } }

@@ -21,6 +21,7 @@ import (
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/metrics"
+	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
@@ -76,6 +77,14 @@ type Config struct {
 	// RateBuckets, when set, keeps the rate limits' buckets where all the
 	// nodes of a cluster share them; nil: in this process.
 	RateBuckets SharedBuckets
+
+	// WebhookGuard checks the addresses of the webhook endpoints projects
+	// register, as the sender does at each delivery; nil: outbound's
+	// default, which refuses the operator's network.
+	WebhookGuard *outbound.Guard
+	// ShowWebhookReplies shows the start of a receiver's failed answer in
+	// a delivery's last_error (see webhook.ShownError); off: its status.
+	ShowWebhookReplies bool
 }
 
 func (c Config) withDefaults() Config {

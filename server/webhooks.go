@@ -65,6 +65,13 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err := webhook.CheckRoom(len(have)); err != nil {
 		return badRequest("%s", err)
 	}
+	var addrErr *webhook.AddressError
+	if err := webhook.CheckAddress(c.Request().Context(), s.cfg.WebhookGuard, req.URL); errors.As(err, &addrErr) && addrErr.Temporary {
+		c.Response().Header().Set("Retry-After", "5")
+		return errorf(http.StatusServiceUnavailable, "%s", err)
+	} else if err != nil {
+		return badRequest("%s", err)
+	}
 	w, err := s.store.CreateWebhook(p.ID, req.URL, webhook.EventSet(req.Events))
 	if err != nil {
 		return err
@@ -125,7 +132,7 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	for i, d := range ds {
 		out[i] = deliveryResponse{
 			DeliveryID: d.ID, EventID: d.Event.ID, Event: d.Event.Type, JobID: d.Event.JobID,
-			Status: d.Status, Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError,
+			Status: d.Status, Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: webhook.ShownError(d, s.cfg.ShowWebhookReplies),
 			NextAttempt: d.NextAttempt, CreatedAt: d.CreatedAt, DeliveredAt: d.DeliveredAt,
 		}
 	}

@@ -85,7 +85,7 @@ type Backend interface {
 	Webhook(id string) (*Webhook, error)
 	Webhooks(projectID string) ([]Webhook, error)
 	DeleteWebhook(id string) error
-	ClaimDelivery(lease time.Duration, busy []string) (*Delivery, *Webhook, error)
+	ClaimDelivery(lease time.Duration, busyWebhooks, busyProjects []string) (*Delivery, *Webhook, error)
 	ReleaseDeliveries() (int, error)
 	NextDeliveryDue() (time.Time, bool)
 	DeliveryAttempted(id string, status int, errMsg string, retryAt time.Time) error

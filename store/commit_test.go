@@ -579,6 +579,83 @@ func TestProjectCustomersIndexedOnUpgrade(t *testing.T) {
 	}
 }
 
+// A file of schema 6, from before the webhook outbox was kept by project
+// too, gets the projects' outboxes on open: every queued delivery is
+// claimed from them, a busy project's passed over, and none twice.
+func TestProjectOutboxesIndexedOnUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := map[string]bool{}
+	var projects, hooks []string
+	for _, name := range []string{"a", "b"} {
+		p, _, err := s.CreateProject(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		projects = append(projects, p.ID)
+		for i := range 2 {
+			w, err := s.CreateWebhook(p.ID, fmt.Sprintf("https://%s%d.example.test", name, i), []string{EventJobSucceeded})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := s.CreateDocument(&Document{ProjectID: p.ID, OwnerID: p.ID, Name: "n.txt", Format: "text"}, []byte(fmt.Sprint(name, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.ClaimJob(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.FinishJob(j.ID, 1, 1, ""); err != nil {
+				t.Fatal(err)
+			}
+			hooks = append(hooks, w.ID)
+		}
+	}
+	for _, w := range hooks {
+		ds, err := s.Deliveries(w, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			queued[d.ID] = true
+		}
+	}
+	if len(queued) != 6 { // each project's second job is heard by both its webhooks
+		t.Fatalf("%d deliveries queued, want 6", len(queued))
+	}
+	// An entry an older build might have left without its delivery.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketOutbox).Put(append(u64(1), u64(1)...), []byte("dlv_gone"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s = reopenAsLeftBy(t, s, dir, 6, bucketProjectOutbox)
+	if d, w, err := s.ClaimDelivery(time.Minute, nil, projects[:1]); err != nil || w.ProjectID != projects[1] {
+		t.Fatalf("claim with project a busy = %+v to %+v, %v; want one of b's", d, w, err)
+	} else {
+		delete(queued, d.ID)
+	}
+	for len(queued) > 0 {
+		d, _, err := s.ClaimDelivery(time.Minute, nil, nil)
+		if err != nil {
+			t.Fatalf("claim with %d deliveries queued: %v", len(queued), err)
+		}
+		if _, ok := queued[d.ID]; !ok {
+			t.Fatalf("claimed %s, not queued or claimed before", d.ID)
+		}
+		delete(queued, d.ID)
+	}
+	if d, _, err := s.ClaimDelivery(time.Minute, nil, nil); !errors.Is(err, ErrNoDelivery) {
+		t.Fatalf("claim with every delivery claimed = %+v, %v; want ErrNoDelivery", d, err)
+	}
+	if next, ok := s.NextDeliveryDue(); !ok || next.Before(time.Now()) {
+		t.Fatalf("NextDeliveryDue = %v, %v; want the leases' end, not the dropped entry's due time", next, ok)
+	}
+}
+
 // Data of an older schema is upgraded by Open, which says so, and left as
 // it is by OpenAsIs, which refuses it: a backup taken to go back to the
 // older version with must not be of upgraded data.

@@ -37,12 +37,15 @@ import (
 // upload session they came through, which a build of version 4 would not
 // keep up as it adds and deletes documents. Version 6 indexes customers by
 // their project, for listing them a page at a time, which a build of
-// version 5 would not keep up as it adds customers. Older files are
-// upgraded on open: the buckets are added, the running jobs listed from a
-// scan of the jobs, the session index from one of the documents and the
-// customer index from one of the customers; their small originals stay
-// where they are, and are read there.
-const schemaVersion = 6
+// version 5 would not keep up as it adds customers. Version 7 keeps the
+// webhook outbox a second time by project (see ClaimDelivery), which a
+// build of version 6 would not keep up as it queues deliveries. Older
+// files are upgraded on open: the buckets are added, the running jobs
+// listed from a scan of the jobs, the session index from one of the
+// documents, the customer index from one of the customers and the
+// projects' outboxes from the outbox; their small originals stay where
+// they are, and are read there.
+const schemaVersion = 7
 
 // openTimeout bounds the wait for bbolt's file lock, so that a second process
 // on the same data dir fails with a clear error instead of hanging.
@@ -71,13 +74,15 @@ var (
 	bucketWebhooks         = []byte("webhooks")         // webhook id → Webhook
 	bucketDeliveries       = []byte("deliveries")       // delivery id → Delivery
 	bucketOutbox           = []byte("outbox")           // 8-byte due time, 8-byte sequence → delivery id: the next due first
+	bucketProjectOutbox    = []byte("projectoutbox")    // project id \x00 outbox key → webhook id \x00 delivery id: each project's outbox
 	bucketWebhookLog       = []byte("webhooklog")       // webhook id \x00 8-byte time delivery id → nil: a webhook's deliveries in order
 
 	allBuckets = [][]byte{bucketMeta, bucketProjects, bucketKeys, bucketCustomers,
 		bucketSessions, bucketDocuments, bucketOwnerDocs, bucketJobs, bucketQueue, bucketRunning,
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
 		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
-		bucketEmbedCache, bucketExternalIDs, bucketOriginals, bucketSessionDocs, bucketProjectCustomers}
+		bucketEmbedCache, bucketExternalIDs, bucketOriginals, bucketSessionDocs, bucketProjectCustomers,
+		bucketProjectOutbox}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -184,6 +189,11 @@ func (s *Store) init(upgrade bool) error {
 			}
 			if got < 6 {
 				if err := indexProjectCustomers(tx); err != nil {
+					return err
+				}
+			}
+			if got < 7 {
+				if err := indexProjectOutboxes(tx); err != nil {
 					return err
 				}
 			}

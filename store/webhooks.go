@@ -129,11 +129,12 @@ func projectWebhooks(tx *bolt.Tx, projectID string) []Webhook {
 // DeleteWebhook removes a webhook and every delivery to it, sent or not.
 func (s *Store) DeleteWebhook(id string) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketWebhooks).Get([]byte(id)) == nil {
-			return ErrNotFound
+		w, err := get[Webhook](tx.Bucket(bucketWebhooks), id)
+		if err != nil {
+			return err
 		}
 		prefix := ownerKey(id, nil)
-		log, deliveries, outbox := tx.Bucket(bucketWebhookLog), tx.Bucket(bucketDeliveries), tx.Bucket(bucketOutbox)
+		log, deliveries := tx.Bucket(bucketWebhookLog), tx.Bucket(bucketDeliveries)
 		var keys [][]byte
 		c := log.Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -141,8 +142,8 @@ func (s *Store) DeleteWebhook(id string) error {
 		}
 		for _, k := range keys {
 			dID := k[len(prefix)+8:]
-			if d, err := get[Delivery](deliveries, string(dID)); err == nil && d.QueueKey != nil {
-				if err := outbox.Delete(d.QueueKey); err != nil {
+			if d, err := get[Delivery](deliveries, string(dID)); err == nil {
+				if err := unqueueDelivery(tx, w.ProjectID, d); err != nil {
 					return err
 				}
 			}
@@ -169,7 +170,7 @@ func (s *Store) queueEvent(tx *bolt.Tx, projectID string, ev Event) error {
 			continue
 		}
 		d := &Delivery{ID: NewID(PrefixDelivery), WebhookID: w.ID, Event: ev, Status: DeliveryPending, CreatedAt: ev.At}
-		if err := s.scheduleDelivery(tx, d, ev.At); err != nil {
+		if err := s.scheduleDelivery(tx, projectID, d, ev.At); err != nil {
 			return err
 		}
 		logKey := ownerKey(w.ID, append(u64(uint64(ev.At.UnixNano())), d.ID...))
@@ -180,15 +181,15 @@ func (s *Store) queueEvent(tx *bolt.Tx, projectID string, ev Event) error {
 	return nil
 }
 
-// scheduleDelivery (re)queues d in the outbox, due at due, and saves it.
-// The outbox is keyed by due time then arrival, like the job queue.
-func (s *Store) scheduleDelivery(tx *bolt.Tx, d *Delivery, due time.Time) error {
-	out := tx.Bucket(bucketOutbox)
-	if d.QueueKey != nil {
-		if err := out.Delete(d.QueueKey); err != nil {
-			return err
-		}
+// scheduleDelivery (re)queues d, a delivery to a webhook of projectID, in
+// the outbox, due at due, and saves it. The outbox is keyed by due time
+// then arrival, like the job queue; the project outbox holds the same keys
+// under the project's id, for ClaimDelivery.
+func (s *Store) scheduleDelivery(tx *bolt.Tx, projectID string, d *Delivery, due time.Time) error {
+	if err := unqueueDelivery(tx, projectID, d); err != nil {
+		return err
 	}
+	out := tx.Bucket(bucketOutbox)
 	seq, err := out.NextSequence()
 	if err != nil {
 		return err
@@ -198,11 +199,73 @@ func (s *Store) scheduleDelivery(tx *bolt.Tx, d *Delivery, due time.Time) error 
 	if err := out.Put(d.QueueKey, []byte(d.ID)); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bucketProjectOutbox).Put(ownerKey(projectID, d.QueueKey), ownerKey(d.WebhookID, []byte(d.ID))); err != nil {
+		return err
+	}
 	return put(tx.Bucket(bucketDeliveries), d.ID, d)
 }
 
-// maxBusySkipped bounds the due deliveries of busy webhooks one
-// ClaimDelivery reads past.
+// unqueueDelivery takes d, a delivery to a webhook of projectID, out of
+// the outboxes, if it is in them; the caller saves d.
+func unqueueDelivery(tx *bolt.Tx, projectID string, d *Delivery) error {
+	if d.QueueKey == nil {
+		return nil
+	}
+	if err := tx.Bucket(bucketOutbox).Delete(d.QueueKey); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketProjectOutbox).Delete(ownerKey(projectID, d.QueueKey))
+}
+
+// webhookProject is the project of a webhook.
+func webhookProject(tx *bolt.Tx, webhookID string) (string, error) {
+	w, err := get[Webhook](tx.Bucket(bucketWebhooks), webhookID)
+	if err != nil {
+		return "", err
+	}
+	return w.ProjectID, nil
+}
+
+// indexProjectOutboxes fills the project outbox from the outbox, for a
+// file of schema 6 or older, which had none. An entry whose delivery or
+// webhook is gone could never be sent: it is dropped, not left to stop
+// the start.
+func indexProjectOutboxes(tx *bolt.Tx) error {
+	outbox, index := tx.Bucket(bucketOutbox), tx.Bucket(bucketProjectOutbox)
+	var orphans [][]byte
+	err := outbox.ForEach(func(k, id []byte) error {
+		d, err := get[Delivery](tx.Bucket(bucketDeliveries), string(id))
+		if errors.Is(err, ErrNotFound) {
+			orphans = append(orphans, bytes.Clone(k))
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w (delivery %s)", err, id)
+		}
+		project, err := webhookProject(tx, d.WebhookID)
+		if errors.Is(err, ErrNotFound) {
+			orphans = append(orphans, bytes.Clone(k))
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w (webhook %s)", err, d.WebhookID)
+		}
+		return index.Put(ownerKey(project, k), ownerKey(d.WebhookID, id))
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range orphans {
+		if err := outbox.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxBusySkipped bounds the due deliveries of a project's busy webhooks
+// one ClaimDelivery reads past: past them the project's other webhooks
+// wait for its attempts to end, which costs that project alone.
 const maxBusySkipped = 1000
 
 // ErrNoDelivery is returned by ClaimDelivery when none is due.
@@ -212,42 +275,68 @@ var ErrNoDelivery = errors.New("no delivery is due")
 // lease into the future, so that no other sender takes it meanwhile and a
 // sender that dies mid-attempt leaves it to be tried again. Deliveries are
 // claimed in the order they became due, so one job's events (and one
-// webhook's) go out in order. Those of the webhooks in busy (the sender
-// has one of theirs in hand) are passed over: a slow endpoint's backlog
-// must not hold up the others', nor get two attempts at once. At most
-// maxBusySkipped are passed over; past them the sender waits for its
-// attempts to end.
-func (s *Store) ClaimDelivery(lease time.Duration, busy []string) (*Delivery, *Webhook, error) {
+// webhook's) go out in order. Those of the webhooks in busyWebhooks (the
+// sender has one of theirs in hand) and of the projects in busyProjects
+// (the sender has as many of theirs in hand as it gives a project) are
+// passed over: one slow endpoint's backlog, or one project's, must not
+// hold up the others', nor get more attempts at once.
+//
+// The claim reads each project's outbox from its start, stepping over a
+// busy project at once: its backlog, however long, costs the other
+// projects one seek, where a walk of the whole outbox in due order would
+// read all of it before their deliveries.
+func (s *Store) ClaimDelivery(lease time.Duration, busyWebhooks, busyProjects []string) (*Delivery, *Webhook, error) {
 	var d *Delivery
 	var w *Webhook
 	now := s.now().UTC()
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketOutbox).Cursor()
-		seen := 0
-		for k, id := c.First(); ; k, id = c.Next() {
-			if k == nil || dueOf(k).After(now) || seen == maxBusySkipped {
-				return ErrNoDelivery
-			}
-			seen++
-			var err error
-			if d, err = get[Delivery](tx.Bucket(bucketDeliveries), string(id)); err != nil {
-				return err
-			}
-			if !slices.Contains(busy, d.WebhookID) {
-				break
-			}
+		id := nextDelivery(tx.Bucket(bucketProjectOutbox), now, busyWebhooks, busyProjects)
+		if id == nil {
+			return ErrNoDelivery
 		}
 		var err error
+		if d, err = get[Delivery](tx.Bucket(bucketDeliveries), string(id)); err != nil {
+			return err
+		}
 		if w, err = get[Webhook](tx.Bucket(bucketWebhooks), d.WebhookID); err != nil {
 			return err
 		}
 		d.Claimed = true
-		return s.scheduleDelivery(tx, d, now.Add(lease))
+		return s.scheduleDelivery(tx, w.ProjectID, d, now.Add(lease))
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return d, w, nil
+}
+
+// nextDelivery returns the id of the earliest delivery due at now in the
+// project outbox po that is of no busy webhook or project, or nil.
+func nextDelivery(po *bolt.Bucket, now time.Time, busyWebhooks, busyProjects []string) []byte {
+	var bestKey, bestID []byte // outbox key and delivery id of the earliest so far
+	c := po.Cursor()
+	for k, v := c.First(); k != nil; {
+		project := k[:bytes.IndexByte(k, 0)]
+		prefix := k[:len(project)+1]
+		if !slices.Contains(busyProjects, string(project)) {
+			for skipped := 0; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				queueKey := k[len(prefix):]
+				if dueOf(queueKey).After(now) || (bestKey != nil && bytes.Compare(queueKey, bestKey) >= 0) {
+					break // none of this project's is due, or earlier than the best
+				}
+				webhook, id, _ := bytes.Cut(v, []byte{0})
+				if !slices.Contains(busyWebhooks, string(webhook)) {
+					bestKey, bestID = bytes.Clone(queueKey), bytes.Clone(id)
+					break
+				}
+				if skipped++; skipped == maxBusySkipped {
+					break
+				}
+			}
+		}
+		k, v = c.Seek(append(bytes.Clone(project), 1)) // past this project's keys
+	}
+	return bestID
 }
 
 // ReleaseDeliveries makes the deliveries a sender had claimed when the
@@ -272,8 +361,12 @@ func (s *Store) ReleaseDeliveries() (int, error) {
 		}
 		now := s.now().UTC()
 		for _, d := range claimed {
+			project, err := webhookProject(tx, d.WebhookID)
+			if err != nil {
+				return err
+			}
 			d.Claimed = false
-			if err := s.scheduleDelivery(tx, d, now); err != nil {
+			if err := s.scheduleDelivery(tx, project, d, now); err != nil {
 				return err
 			}
 		}
@@ -308,12 +401,16 @@ func (s *Store) DeliveryAttempted(id string, status int, errMsg string, retryAt 
 		if err != nil {
 			return err
 		}
+		project, err := webhookProject(tx, d.WebhookID)
+		if err != nil {
+			return err
+		}
 		d.Attempts++
 		d.LastStatus, d.LastError, d.Claimed = status, errMsg, false
 		if !retryAt.IsZero() {
-			return s.scheduleDelivery(tx, d, retryAt)
+			return s.scheduleDelivery(tx, project, d, retryAt)
 		}
-		if err := tx.Bucket(bucketOutbox).Delete(d.QueueKey); err != nil {
+		if err := unqueueDelivery(tx, project, d); err != nil {
 			return err
 		}
 		d.QueueKey, d.NextAttempt = nil, time.Time{}

@@ -4,12 +4,22 @@
 // outbox in the store (a delivery is queued in the same transaction as the
 // job outcome it reports, so a crash loses none; one cut mid-attempt is sent
 // again, so receivers should deduplicate by event id).
+//
+// Endpoints are chosen by tenants, so deliveries connect through an
+// outbound.Guard, which by default keeps them out of the operator's
+// network (checked when an endpoint is registered, CheckAddress, and
+// again at every connection), and a delivery's record says what a failed
+// answer's status was, not what the receiver wrote, unless the operator
+// shows replies. Neither records nor logs hold a webhook's URL, which may
+// hold a token.
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,14 +27,20 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/store"
 )
 
@@ -55,6 +71,13 @@ const (
 	claimLease = 2 * time.Minute
 	// maxReplyBytes of a receiver's answer are read; the rest is not ours.
 	maxReplyBytes = 4 << 10
+	// maxExcerptBytes of a failed answer are kept in the delivery's
+	// record when the operator shows receivers' replies: enough to say
+	// what went wrong, too little to copy a page out.
+	maxExcerptBytes = 200
+	// lookupTimeout bounds the look-up of an endpoint's host name when it
+	// is registered.
+	lookupTimeout = 5 * time.Second
 )
 
 // Config tunes a Sender. The zero value of each field takes its default.
@@ -63,6 +86,15 @@ type Config struct {
 	MaxBackoff  time.Duration
 	RetryWindow time.Duration // from the event, after which a delivery fails for good
 	Timeout     time.Duration
+	// Guard decides which addresses deliveries may connect to; nil is
+	// outbound's default, which refuses the operator's own network.
+	Guard *outbound.Guard
+	// ShowReplies keeps the start of a receiver's failed answer in the
+	// delivery's record, where its project reads it (see ShownError).
+	// Off, the record says the status alone: a receiver may be a
+	// service inside the operator's network, allowed for one project,
+	// whose answers are not for every project to read.
+	ShowReplies bool
 }
 
 func (c Config) withDefaults() Config {
@@ -81,14 +113,23 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// maxInFlight bounds the attempts a sender has under way at once, each to
-// a different webhook: enough that endpoints slow to answer (up to
-// Config.Timeout each) do not hold up the others, few enough that a stop
-// waits for no more than that many.
-const maxInFlight = 8
+// Attempts under way at once. An attempt to an endpoint that accepts and
+// never answers holds its place for Config.Timeout, and a project has up
+// to maxPerProject endpoints, each with a backlog: so that such a project
+// costs only itself, a sender gives it maxPerProjectInFlight places, one
+// per endpoint at most, and has maxInFlight in all. Eight projects must
+// stall at once before a ninth waits for a place; a stop waits for the
+// attempts in hand, all at once, at most Config.Timeout.
+const (
+	maxInFlight = 16
+	// maxPerProjectInFlight is two so that one slow endpoint of a project
+	// does not hold up its other endpoints.
+	maxPerProjectInFlight = 2
+)
 
 // Sender sends the outbox's deliveries in the order they came due, to
-// several webhooks at once, to each one at a time.
+// several webhooks at once, to each one at a time, and to each project
+// at most maxPerProjectInFlight at a time.
 type Sender struct {
 	cfg    Config
 	store  store.Backend
@@ -108,12 +149,21 @@ func New(st store.Backend, wake func() <-chan struct{}, cfg Config, log *slog.Lo
 	return &Sender{
 		cfg: cfg, store: st, wake: wake, log: log, stop: make(chan struct{}),
 		client: &http.Client{
-			Timeout: cfg.Timeout,
+			Timeout:   cfg.Timeout,
+			Transport: guardOf(cfg.Guard).Transport(),
 			// A redirect is an answer, not a delivery: following it would
 			// send the signed body somewhere the project did not register.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
+}
+
+// guardOf is g, or the default guard when g is nil.
+func guardOf(g *outbound.Guard) *outbound.Guard {
+	if g == nil {
+		return &outbound.Guard{}
+	}
+	return g
 }
 
 // Start sends until Shutdown. Deliveries the last process had in hand when
@@ -143,34 +193,35 @@ func (s *Sender) run() {
 	defer s.done.Done()
 	var attempts sync.WaitGroup
 	defer attempts.Wait() // a stop waits for the attempts in hand
-	// busy are the webhooks with an attempt under way; each attempt
-	// sends its webhook's id to ended when it is over.
-	var busy []string
-	ended := make(chan string, maxInFlight)
-	free := func(id string) { busy = slices.DeleteFunc(busy, func(b string) bool { return b == id }) }
+	// The attempts under way: their webhooks, and how many each project
+	// has. Each attempt sends its delivery's place to ended when it is
+	// over.
+	var busy inFlight
+	ended := make(chan place, maxInFlight)
 	for {
 		select {
 		case <-s.stop:
 			return // the rest are sent after the restart
-		case id := <-ended:
-			free(id)
+		case p := <-ended:
+			busy.end(p)
 			continue
 		default:
 		}
 		var wake <-chan struct{}
 		var err error
-		if len(busy) < maxInFlight {
+		if len(busy.webhooks) < maxInFlight {
 			wake = s.wake()
 			var d *store.Delivery
 			var w *store.Webhook
-			d, w, err = s.store.ClaimDelivery(claimLease, busy)
+			d, w, err = s.store.ClaimDelivery(claimLease, busy.webhooks, busy.fullProjects())
 			if err == nil {
-				busy = append(busy, w.ID)
+				p := place{webhook: w.ID, project: w.ProjectID}
+				busy.start(p)
 				attempts.Add(1)
 				go func() {
 					defer attempts.Done()
 					s.attempt(d, w)
-					ended <- w.ID
+					ended <- p
 				}()
 				continue
 			}
@@ -180,10 +231,10 @@ func (s *Sender) run() {
 		}
 		// Nothing to claim now, or no room: wait for a delivery to come
 		// due, a job to end, or an attempt to end. A delivery already due
-		// while attempts are under way is a busy webhook's, and waits
-		// for its attempt.
+		// while attempts are under way is a busy webhook's or project's,
+		// and waits for an attempt to end.
 		wait := time.Hour
-		if due, ok := s.store.NextDeliveryDue(); ok && err != nil && (len(busy) == 0 || time.Until(due) > 0) {
+		if due, ok := s.store.NextDeliveryDue(); ok && err != nil && (len(busy.webhooks) == 0 || time.Until(due) > 0) {
 			wait = max(time.Until(due), 10*time.Millisecond)
 		}
 		t := time.NewTimer(wait)
@@ -193,17 +244,54 @@ func (s *Sender) run() {
 			return
 		case <-wake:
 			t.Stop()
-		case id := <-ended:
+		case p := <-ended:
 			t.Stop()
-			free(id)
+			busy.end(p)
 		case <-t.C:
 		}
 	}
 }
 
-// attempt sends d once and records how it went.
+// place is what an attempt under way holds.
+type place struct{ webhook, project string }
+
+// inFlight is a sender's attempts under way.
+type inFlight struct {
+	webhooks []string       // one attempt each
+	projects map[string]int // attempts of each project with any
+}
+
+func (f *inFlight) start(p place) {
+	if f.projects == nil {
+		f.projects = map[string]int{}
+	}
+	f.webhooks = append(f.webhooks, p.webhook)
+	f.projects[p.project]++
+}
+
+func (f *inFlight) end(p place) {
+	f.webhooks = slices.DeleteFunc(f.webhooks, func(w string) bool { return w == p.webhook })
+	if f.projects[p.project]--; f.projects[p.project] <= 0 {
+		delete(f.projects, p.project)
+	}
+}
+
+// fullProjects are the projects with as many attempts under way as one
+// may have.
+func (f *inFlight) fullProjects() []string {
+	var full []string
+	for p, n := range f.projects {
+		if n >= maxPerProjectInFlight {
+			full = append(full, p)
+		}
+	}
+	return full
+}
+
+// attempt sends d once and records how it went. Neither the record nor
+// the log has the webhook's URL, which may hold a token.
 func (s *Sender) attempt(d *store.Delivery, w *store.Webhook) {
-	status, err := s.post(d, w)
+	status, reply, err := s.post(d, w)
 	log := s.log.With("webhook", w.ID, "delivery", d.ID, "event", d.Event.Type, "attempt", d.Attempts+1)
 	var retryAt time.Time
 	msg := ""
@@ -212,10 +300,13 @@ func (s *Sender) attempt(d *store.Delivery, w *store.Webhook) {
 		next := time.Now().Add(s.backoff(d.Attempts + 1))
 		if next.Before(d.CreatedAt.Add(s.cfg.RetryWindow)) {
 			retryAt = next
-			log.Warn("webhook delivery failed; will retry", "err", err, "retry_at", retryAt)
+			log.Warn("webhook delivery failed; will retry", "err", msg, "retry_at", retryAt)
 		} else {
 			msg = fmt.Sprintf("%s (gave up after %d attempts over %s)", msg, d.Attempts+1, s.cfg.RetryWindow)
-			log.Warn("webhook delivery failed for good", "err", err)
+			log.Warn("webhook delivery failed for good", "err", msg)
+		}
+		if reply != "" {
+			msg += replyMarker + reply
 		}
 	}
 	if err := s.store.DeliveryAttempted(d.ID, status, msg, retryAt); err != nil {
@@ -260,17 +351,19 @@ func payloadOf(ev store.Event) Payload {
 }
 
 // post sends one delivery. Any 2xx answer is a delivery; everything else,
-// including a redirect, is a failure to retry.
-func (s *Sender) post(d *store.Delivery, w *store.Webhook) (int, error) {
+// including a redirect, is a failure to retry, said in words (see
+// attemptError). reply is the start of a failed answer, sanitised, when
+// the operator shows replies.
+func (s *Sender) post(d *store.Delivery, w *store.Webhook) (status int, reply string, err error) {
 	body, err := json.Marshal(payloadOf(d.Event))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, strings.NewReader(string(body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, fmt.Errorf("the webhook URL is unusable: %w", err)
+		return 0, "", errors.New("the webhook's URL cannot be used: delete the webhook and register it again")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "docsift-webhooks")
@@ -279,14 +372,116 @@ func (s *Sender) post(d *store.Delivery, w *store.Webhook) (int, error) {
 	req.Header.Set(SignatureHeader, Sign(w.Secret, time.Now(), body))
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("the endpoint did not answer: %w", err)
+		return 0, "", s.attemptError(err)
 	}
 	defer resp.Body.Close()
-	reply, _ := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
-	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, fmt.Errorf("the endpoint answered %s: %.200s", resp.Status, strings.TrimSpace(string(reply)))
+	// Read, so that the connection can be used again; no more than a
+	// bounded start of it.
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
+	if resp.StatusCode/100 == 2 {
+		return resp.StatusCode, "", nil
 	}
-	return resp.StatusCode, nil
+	if s.cfg.ShowReplies {
+		reply = excerpt(answer)
+	}
+	return resp.StatusCode, reply, errors.New(statusMessage(resp.StatusCode))
+}
+
+// statusMessage says a receiver answered status, from the status alone:
+// the reason phrase after it is the receiver's own text.
+func statusMessage(status int) string {
+	answered := fmt.Sprintf("the endpoint answered %d", status)
+	if text := http.StatusText(status); text != "" {
+		answered += " (" + text + ")"
+	}
+	if status/100 == 3 {
+		return answered + "; a delivery needs a 2xx answer, and redirects are not followed"
+	}
+	return answered + "; a delivery needs a 2xx answer"
+}
+
+// replyMarker comes before the excerpt of an answer in a delivery's
+// record; ShownError cuts there.
+const replyMarker = "; its answer began: "
+
+// excerpt is the start of a receiver's answer, as one line of printable
+// text: at most maxExcerptBytes, control and format characters (which
+// could rewrite a terminal or reorder text) as spaces.
+func excerpt(answer []byte) string {
+	text := strings.Map(func(r rune) rune {
+		if unicode.In(r, unicode.Cc, unicode.Cf) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(string(answer), "\uFFFD"))
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) <= maxExcerptBytes {
+		return text
+	}
+	cut := maxExcerptBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
+}
+
+// ShownError is what the record of delivery d says of its last attempt
+// to the project that registered its webhook. Without replies shown it is
+// the answer's status alone, whatever the record holds: a record written
+// while replies were shown, or by an older docsift (which kept the first
+// 200 bytes of every answer, and Go's words for a connection that
+// failed), shows no more than a new one.
+func ShownError(d store.Delivery, showReplies bool) string {
+	switch {
+	case showReplies || d.LastError == "":
+		return d.LastError
+	case d.LastStatus == 0:
+		if strings.HasPrefix(d.LastError, "the endpoint did not answer: ") {
+			return "the endpoint did not answer"
+		}
+		return d.LastError
+	}
+	shown, _, _ := strings.Cut(d.LastError, replyMarker)
+	if !strings.HasPrefix(shown, statusMessage(d.LastStatus)) {
+		shown = statusMessage(d.LastStatus)
+	}
+	return shown
+}
+
+// attemptError says in words why an attempt got no answer. The error the
+// client returns names the URL, which may hold a token, in Go's words.
+func (s *Sender) attemptError(err error) error {
+	var refused *outbound.RefusedError
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &refused):
+		return errors.New(refusal("the endpoint's address "+refused.Addr.String()+" is ", refused))
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return errors.New("the endpoint's host name has no address")
+	case errors.As(err, &dnsErr):
+		return errors.New("the endpoint's host name could not be looked up")
+	case errors.As(err, &certErr):
+		return errors.New("the endpoint's TLS certificate is not valid for its host name, or not signed by a known authority")
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("the endpoint did not answer within %s", s.cfg.Timeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return errors.New("the endpoint refused the connection")
+	}
+	return errors.New("the connection to the endpoint failed")
+}
+
+// refusal says why the guard refused e's address and what the operator
+// can do, after lead, which names the address: "10.0.0.5 is " gives
+// "10.0.0.5 is a private address (RFC 1918), inside …".
+func refusal(lead string, e *outbound.RefusedError) string {
+	a := e.Addr.WithZone("").Unmap()
+	cidr := netip.PrefixFrom(a, a.BitLen()).String()
+	if e.Private {
+		return fmt.Sprintf("%s%s, inside the server's network, where webhooks may not go unless the server's operator allows it (docsift serve --allow-private-webhooks, or --webhook-allow-cidr %s)", lead, e.What, cidr)
+	}
+	return fmt.Sprintf("%s%s, where webhooks may not go unless the server's operator names it (docsift serve --webhook-allow-cidr %s)", lead, e.What, cidr)
 }
 
 // Sign returns the signature header value of body sent at t.
@@ -373,8 +568,7 @@ func CheckEndpoint(rawURL string, events []string) error {
 	if len(rawURL) > maxURLBytes {
 		return fmt.Errorf("url is %d bytes, over the limit of %d", len(rawURL), maxURLBytes)
 	}
-	// Addresses inside the operator's network are allowed: a self-hosted
-	// docsift often notifies a backend beside it.
+	// Where the host is, is CheckAddress's to say.
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return errors.New("url must be an absolute http or https URL without credentials, like https://app.example.com/hooks/docsift")
@@ -396,4 +590,44 @@ func CheckEndpoint(rawURL string, events []string) error {
 		}
 	}
 	return nil
+}
+
+// AddressError is an endpoint whose host deliveries may not, or cannot
+// now, go to.
+type AddressError struct {
+	msg string
+	// Temporary says the host name could not be looked up just now: the
+	// same URL may pass later.
+	Temporary bool
+}
+
+func (e *AddressError) Error() string { return e.msg }
+
+// CheckAddress says whether deliveries through guard g (nil: the default)
+// may go to the host of rawURL, a URL CheckEndpoint accepted: nil, or an
+// *AddressError in words for whoever registers it. A host name is looked
+// up, and each of its addresses must pass: deliveries check again as they
+// connect, so a name that moves later gets no further.
+func CheckAddress(ctx context.Context, g *outbound.Guard, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return &AddressError{msg: "url must be an absolute http or https URL"}
+	}
+	host := u.Hostname()
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	err = guardOf(g).CheckHost(ctx, host)
+	var refused *outbound.RefusedError
+	var dnsErr *net.DNSError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused) && refused.Addr.String() == host:
+		return &AddressError{msg: refusal("url: "+host+" is ", refused)}
+	case errors.As(err, &refused):
+		return &AddressError{msg: refusal("url: "+host+" resolves to "+refused.Addr.String()+", ", refused)}
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return &AddressError{msg: fmt.Sprintf("url: the host name %s has no address: check it", host)}
+	}
+	return &AddressError{msg: fmt.Sprintf("url: the host name %s could not be looked up just now; try again", host), Temporary: true}
 }

@@ -3,18 +3,23 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/store"
 	"github.com/docsift/docsift/webhook"
 )
@@ -98,7 +103,16 @@ type rig struct {
 	sender *webhook.Sender
 }
 
+// loopbackAllowed is the guard of the tests' senders: their receivers
+// listen on 127.0.0.1, which the default guard refuses.
+var loopbackAllowed = &outbound.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+
 func newRig(t *testing.T, configure ...func(*webhook.Config)) *rig {
+	return newLoggedRig(t, io.Discard, configure...)
+}
+
+// newLoggedRig is newRig with the sender's log written to logTo.
+func newLoggedRig(t *testing.T, logTo io.Writer, configure ...func(*webhook.Config)) *rig {
 	dir := t.TempDir()
 	st, err := store.Open(dir)
 	if err != nil {
@@ -109,11 +123,11 @@ func newRig(t *testing.T, configure ...func(*webhook.Config)) *rig {
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := webhook.Config{FirstRetry: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	cfg := webhook.Config{FirstRetry: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Guard: loopbackAllowed}
 	for _, f := range configure {
 		f(&cfg)
 	}
-	s := webhook.New(st, e.Ended, cfg, log)
+	s := webhook.New(st, e.Ended, cfg, slog.New(slog.NewTextHandler(logTo, nil)))
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +253,7 @@ func TestGivingUpAfterTheWindow(t *testing.T) {
 	e := ingest.New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), ingest.Config{Workers: 1}, log)
 	e.Start()
 	defer e.Shutdown(context.Background())
-	s := webhook.New(st, e.Ended, webhook.Config{FirstRetry: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond, RetryWindow: 200 * time.Millisecond}, log)
+	s := webhook.New(st, e.Ended, webhook.Config{FirstRetry: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond, RetryWindow: 200 * time.Millisecond, Guard: loopbackAllowed}, log)
 	s.Start()
 	defer s.Shutdown()
 
@@ -401,5 +415,98 @@ func TestSlowEndpointHoldsUpNoOther(t *testing.T) {
 	defer mu.Unlock()
 	if most != 1 {
 		t.Errorf("the slow endpoint had %d attempts at once, want one at a time", most)
+	}
+}
+
+// tarpit is an endpoint that accepts connections and never answers: each
+// attempt to it holds its sender's slot for the whole attempt timeout.
+// It counts the connections it took in accepted.
+func tarpit(t *testing.T, accepted *atomic.Int64) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String() + "/hook"
+}
+
+// One project with the most endpoints it may have, every one a tarpit,
+// and a backlog of events for each, costs only its owner: another
+// project's delivery goes out as soon as its job ends, not after the
+// tarpits' backlog. Before deliveries were bounded per project, the
+// tarpits took every attempt slot and B's delivery waited for all of
+// A's 1,200 (about 45 s with this test's 300 ms timeout, 25 minutes with
+// the default 10 s).
+func TestTarpitProjectStallsOnlyItself(t *testing.T) {
+	const attemptTimeout = 300 * time.Millisecond
+	// bound is how late B's delivery may arrive after its job ended: its
+	// own attempt and the claim loop's turn, not one tarpit's timeout.
+	const bound = 2 * time.Second
+	r := newRig(t, func(c *webhook.Config) { c.Timeout = attemptTimeout })
+	a, _, err := r.store.CreateProject("tarpits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := r.store.CreateProject("answers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int64
+	for range 20 {
+		if _, err := r.store.CreateWebhook(a.ID, tarpit(t, &accepted), webhook.Events); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var jobs []string
+	for i := range 60 {
+		jobs = append(jobs, r.upload(t, a.ID, fmt.Sprintf("Tarpit document %d about tides.", i)))
+	}
+	for _, id := range jobs {
+		if _, err := r.engine.WaitJob(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var quick *store.Webhook
+	rcv := newReceiver(t, func() string { return quick.Secret })
+	if quick, err = r.store.CreateWebhook(b.ID, rcv.URL, webhook.Events); err != nil {
+		t.Fatal(err)
+	}
+	job := r.upload(t, b.ID, "The other project's document about harbours.")
+	if _, err := r.engine.WaitJob(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	select {
+	case <-rcv.arrived:
+	case <-time.After(bound):
+		t.Fatalf("project B's delivery had not arrived %s after its job ended, behind project A's tarpits", bound)
+	}
+	t.Logf("project B's delivery arrived %s after its job ended", time.Since(ended).Round(time.Millisecond))
+	if accepted.Load() == 0 {
+		t.Error("no attempt reached project A's tarpits: the test shows nothing")
 	}
 }

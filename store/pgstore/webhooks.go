@@ -166,14 +166,24 @@ func scanDelivery(row pgx.Row) (*store.Delivery, error) {
 // takes it meanwhile, and a sender that dies mid-attempt leaves it to be
 // tried again. Deliveries are claimed in the order they became due, so one
 // job's events (and one webhook's) go out in order. Those of the webhooks
-// in busy, which the sender has one of in hand, are passed over. It
-// returns store.ErrNoDelivery when none is due.
-func (s *Store) ClaimDelivery(lease time.Duration, busy []string) (*store.Delivery, *store.Webhook, error) {
+// in busyWebhooks, which the sender has one of in hand, and of the
+// projects in busyProjects, which have as many attempts in hand as the
+// sender gives a project, are passed over. It returns store.ErrNoDelivery
+// when none is due.
+//
+// The passed-over rows are read past in the queue's index, so a busy
+// project's backlog costs the claims of the others a scan of it, in the
+// database, holding no lock but the claimed row's.
+func (s *Store) ClaimDelivery(lease time.Duration, busyWebhooks, busyProjects []string) (*store.Delivery, *store.Webhook, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	now := s.timestamp()
-	if busy == nil {
-		busy = []string{} // <> ALL(NULL) is never true
+	// A nil list is NULL to PostgreSQL, and <> ALL(NULL) is never true.
+	if busyWebhooks == nil {
+		busyWebhooks = []string{}
+	}
+	if busyProjects == nil {
+		busyProjects = []string{}
 	}
 	var d *store.Delivery
 	var w *store.Webhook
@@ -182,8 +192,9 @@ func (s *Store) ClaimDelivery(lease time.Duration, busy []string) (*store.Delive
 		d, err = scanDelivery(tx.QueryRow(ctx, `UPDATE deliveries
 			SET claimed_by = $2, due_at = $3, queue_seq = nextval('delivery_queue_seq')
 			WHERE id = (SELECT id FROM deliveries WHERE due_at <= $1 AND webhook_id <> ALL($4)
+				AND webhook_id NOT IN (SELECT id FROM webhooks WHERE project_id = ANY($5))
 				ORDER BY due_at, queue_seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-			RETURNING `+deliveryColumns, now, s.node, now.Add(lease).Truncate(time.Microsecond), busy))
+			RETURNING `+deliveryColumns, now, s.node, now.Add(lease).Truncate(time.Microsecond), busyWebhooks, busyProjects))
 		if errors.Is(err, store.ErrNotFound) {
 			return store.ErrNoDelivery
 		}

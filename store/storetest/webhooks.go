@@ -21,7 +21,7 @@ type Webhooks interface {
 	Webhook(id string) (*store.Webhook, error)
 	Webhooks(projectID string) ([]store.Webhook, error)
 	DeleteWebhook(id string) error
-	ClaimDelivery(lease time.Duration, busy []string) (*store.Delivery, *store.Webhook, error)
+	ClaimDelivery(lease time.Duration, busyWebhooks, busyProjects []string) (*store.Delivery, *store.Webhook, error)
 	ReleaseDeliveries() (int, error)
 	NextDeliveryDue() (time.Time, bool)
 	DeliveryAttempted(id string, status int, errMsg string, retryAt time.Time) error
@@ -38,6 +38,58 @@ func RunWebhooks(t *testing.T, open func(t *testing.T) Webhooks) {
 	t.Run("DeleteWebhookDropsDeliveries", func(t *testing.T) { deleteWebhookDropsDeliveries(t, open(t)) })
 	t.Run("ConcurrentClaimsTakeEachDeliveryOnce", func(t *testing.T) { concurrentDeliveryClaims(t, open(t)) })
 	t.Run("BusyWebhooksPassedOver", func(t *testing.T) { busyWebhooksPassedOver(t, open(t)) })
+	t.Run("BusyProjectsPassedOver", func(t *testing.T) { busyProjectsPassedOver(t, open(t)) })
+}
+
+// busyProjectsPassedOver: a claim passes over every delivery of the
+// projects a sender names as busy, however many of theirs are due ahead
+// of the others', and still claims the others' oldest first.
+func busyProjectsPassedOver(t *testing.T, s Webhooks) {
+	c := newClock(s)
+	a := mustProject(t, s, "tarpits")
+	b := mustProject(t, s, "answers")
+	other := mustProject(t, s, "another")
+	// More of a's deliveries due ahead of b's than a claim reads past
+	// of busy webhooks: 20 webhooks, 60 events.
+	var tarpits []string
+	for i := range 20 {
+		tarpits = append(tarpits, mustWebhook(t, s, a.ID, fmt.Sprintf("https://tarpit%d.example.test", i), allEvents).ID)
+	}
+	for range 60 {
+		endJob(t, s, a.ID, "alice", 1, "")
+		c.Advance(time.Millisecond)
+	}
+	quick := mustWebhook(t, s, b.ID, "https://quick.example.test", allEvents)
+	slow := mustWebhook(t, s, other.ID, "https://slow.example.test", allEvents)
+	quicker := mustWebhook(t, s, other.ID, "https://quicker.example.test", allEvents)
+	first := endJob(t, s, other.ID, "carol", 1, "") // one each to slow and quicker
+	c.Advance(time.Second)
+	bJob := endJob(t, s, b.ID, "bob", 1, "")
+	c.Advance(time.Second)
+
+	if d, w, err := s.ClaimDelivery(time.Minute, nil, nil); err != nil || w.ProjectID != a.ID {
+		t.Fatalf("claim with none busy = %+v to %+v, %v; want one of a's, due first", d, w, err)
+	}
+	d, w, err := s.ClaimDelivery(time.Minute, nil, []string{a.ID})
+	if err != nil || w.ID != slow.ID || d.Event.JobID != first.ID {
+		t.Fatalf("claim with a busy = %+v to %+v, %v; want the oldest of the others, %s's to the slow webhook", d, w, err, first.ID)
+	}
+	// The slow webhook's project is not busy, only the webhook: its other
+	// webhook's delivery, due with it, goes before b's.
+	d, w, err = s.ClaimDelivery(time.Minute, []string{slow.ID}, []string{a.ID})
+	if err != nil || w.ID != quicker.ID || d.Event.JobID != first.ID {
+		t.Fatalf("claim with a and the slow webhook busy = %+v to %+v, %v; want %s's to the quicker webhook", d, w, err, first.ID)
+	}
+	d, w, err = s.ClaimDelivery(time.Minute, tarpits[:1], []string{a.ID, other.ID})
+	if err != nil || w.ID != quick.ID || d.Event.JobID != bJob.ID {
+		t.Fatalf("claim with a and the other project busy = %+v to %+v, %v; want b's to the quick webhook", d, w, err)
+	}
+	if d, _, err := s.ClaimDelivery(time.Minute, nil, []string{a.ID, b.ID, other.ID}); !errors.Is(err, store.ErrNoDelivery) {
+		t.Fatalf("claim with every project busy = %+v, %v; want ErrNoDelivery", d, err)
+	}
+	if d, w, err := s.ClaimDelivery(time.Minute, nil, []string{b.ID, other.ID}); err != nil || w.ProjectID != a.ID {
+		t.Fatalf("claim with a no longer busy = %+v to %+v, %v; want a's next", d, w, err)
+	}
 }
 
 // busyWebhooksPassedOver: a claim passes over the deliveries of the
@@ -53,18 +105,18 @@ func busyWebhooksPassedOver(t *testing.T, s Webhooks) {
 	c.Advance(time.Second)
 	quick := mustWebhook(t, s, p.ID, "https://quick.example.test", allEvents)
 	b := endJob(t, s, p.ID, "alice", 3, "") // one to each
-	first, w, err := s.ClaimDelivery(time.Minute, nil)
+	first, w, err := s.ClaimDelivery(time.Minute, nil, nil)
 	if err != nil || w.ID != slow.ID || first.Event.JobID != a.ID {
 		t.Fatalf("first claim = %+v to %+v, %v; want a's to the slow webhook", first, w, err)
 	}
-	d, w, err := s.ClaimDelivery(time.Minute, []string{slow.ID})
+	d, w, err := s.ClaimDelivery(time.Minute, []string{slow.ID}, nil)
 	if err != nil || w.ID != quick.ID || d.Event.JobID != b.ID {
 		t.Fatalf("claim with the slow webhook busy = %+v to %+v, %v; want b's to the quick one", d, w, err)
 	}
-	if d, _, err := s.ClaimDelivery(time.Minute, []string{slow.ID, quick.ID}); !errors.Is(err, store.ErrNoDelivery) {
+	if d, _, err := s.ClaimDelivery(time.Minute, []string{slow.ID, quick.ID}, nil); !errors.Is(err, store.ErrNoDelivery) {
 		t.Fatalf("claim with both busy = %+v, %v; want ErrNoDelivery", d, err)
 	}
-	if d, w, err := s.ClaimDelivery(time.Minute, []string{quick.ID}); err != nil || w.ID != slow.ID {
+	if d, w, err := s.ClaimDelivery(time.Minute, []string{quick.ID}, nil); err != nil || w.ID != slow.ID {
 		t.Fatalf("claim with the quick webhook busy = %+v to %+v, %v; want the slow one's next", d, w, err)
 	}
 }
@@ -130,7 +182,7 @@ func delivery(t *testing.T, s Webhooks, webhookID, id string) store.Delivery {
 
 func mustClaimDelivery(t *testing.T, s Webhooks, lease time.Duration) (*store.Delivery, *store.Webhook) {
 	t.Helper()
-	d, w, err := s.ClaimDelivery(lease, nil)
+	d, w, err := s.ClaimDelivery(lease, nil, nil)
 	if err != nil {
 		t.Fatalf("ClaimDelivery: %v", err)
 	}
@@ -139,7 +191,7 @@ func mustClaimDelivery(t *testing.T, s Webhooks, lease time.Duration) (*store.De
 
 func noDeliveryDue(t *testing.T, s Webhooks) {
 	t.Helper()
-	if d, _, err := s.ClaimDelivery(time.Minute, nil); !errors.Is(err, store.ErrNoDelivery) {
+	if d, _, err := s.ClaimDelivery(time.Minute, nil, nil); !errors.Is(err, store.ErrNoDelivery) {
 		t.Fatalf("ClaimDelivery = %+v, %v; want ErrNoDelivery", d, err)
 	}
 }
@@ -415,7 +467,7 @@ func concurrentDeliveryClaims(t *testing.T, s Webhooks) {
 		endJob(t, s, p.ID, fmt.Sprint("owner", i), i, "")
 	}
 	seen := claimConcurrently(t, senders, func() (string, error) {
-		d, _, err := s.ClaimDelivery(time.Hour, nil)
+		d, _, err := s.ClaimDelivery(time.Hour, nil, nil)
 		if errors.Is(err, store.ErrNoDelivery) {
 			return "", nil
 		}
