@@ -601,7 +601,7 @@ func TestProjectOutboxesIndexedOnUpgrade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := s.CreateDocument(&Document{ProjectID: p.ID, OwnerID: p.ID, Name: "n.txt", Format: "text"}, []byte(fmt.Sprint(name, i)))
+			j, err := s.CreateDocument(&Document{ProjectID: p.ID, OwnerID: p.ID, Name: "n.txt", Format: "text"}, Bytes([]byte(fmt.Sprint(name, i))))
 			if err != nil {
 				t.Fatal(err)
 			}
