@@ -72,7 +72,7 @@ type failingClaims struct {
 	asked chan struct{}
 }
 
-func (f *failingClaims) ClaimJobs(int, func(*store.Document) bool) ([]*store.Job, []*store.Document, error) {
+func (f *failingClaims) ClaimJobs(int, func(*store.Document) bool, []string) ([]*store.Job, []*store.Document, error) {
 	if f.calls.Add(1) == f.n {
 		close(f.asked)
 	}

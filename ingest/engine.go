@@ -10,8 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -150,6 +153,17 @@ type Engine struct {
 	running   map[string]context.CancelCauseFunc
 	runningMu sync.Mutex
 
+	// busy counts the jobs running by project, those run beside the
+	// workers included, and ownRuns those the workers run themselves
+	// (see claim).
+	busy    map[string]int
+	ownRuns int
+	busyMu  sync.Mutex
+
+	// claimFailures counts the claims that failed in a row, whichever
+	// worker asked.
+	claimFailures atomic.Int64
+
 	// suspects holds a place for the one job running that was under way
 	// when the server last stopped (store.Job.Interrupted): such jobs run
 	// one at a time, so that a document that crashes the server crashes
@@ -168,6 +182,7 @@ func New(st store.Backend, embedder llm.Embedder, indexDir string, cfg Config, l
 		embedders: map[string]llm.Embedder{},
 		running:   map[string]context.CancelCauseFunc{},
 		suspects:  make(chan struct{}, 1),
+		busy:      map[string]int{},
 		log:       log,
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -314,7 +329,7 @@ func (e *Engine) Start() error {
 	e.cfg.Metrics.WatchIndexMemory(e.indexes.Memory)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	for range e.cfg.Workers {
+	for range 2 * e.cfg.Workers { // see claim
 		e.workers.Add(1)
 		go e.work(ctx)
 	}
@@ -406,41 +421,47 @@ func (e *Engine) maintain() {
 // sleeps until a job is queued or the earliest back-off ends.
 func (e *Engine) work(ctx context.Context) {
 	defer e.workers.Done()
-	failures := 0 // claims that failed in a row
 	for {
 		select {
 		case <-e.stop:
 			return
 		default:
 		}
-		jobs, docs, err := e.claim()
+		jobs, docs, skipped, err := e.claim()
 		if err == nil {
-			failures = 0
+			e.claimFailures.Store(0)
 			e.poke() // more may be queued: let an idle worker look
+			// The small jobs start first, beside the worker's own, which
+			// may take minutes.
+			own := -1
 			for i, job := range jobs {
 				if e.beside(docs[i]) {
 					e.runBeside(ctx, job, docs[i])
 				} else {
-					e.run(ctx, job, docs[i])
+					own = i
 				}
+			}
+			if own >= 0 {
+				e.run(ctx, jobs[own], docs[own])
+				e.finished(jobs[own], true)
 			}
 			continue
 		}
 		wait := time.Hour
-		if due, ok := e.store.NextDue(); ok {
+		if due, ok := e.store.NextDue(); ok && !(skipped && !due.After(time.Now())) {
+			// (A due job the claim skipped is a busy project's: it waits
+			// for a job to end, which wakes the workers.)
 			wait = max(time.Until(due), 10*time.Millisecond)
 		}
 		if !errors.Is(err, store.ErrNoJob) {
 			// A store that cannot claim (a full disk) is asked again less
 			// and less often, up to every 10 s, and the log says so at
 			// the 1st, 2nd, 4th, 8th… failure, not 100 times a second.
-			failures++
+			failures := e.claimFailures.Add(1)
 			if failures&(failures-1) == 0 {
 				e.log.Error("claiming a job failed", "err", err, "failures_in_a_row", failures)
 			}
 			wait = max(wait, min(time.Duration(failures)*100*time.Millisecond, 10*time.Second))
-		} else {
-			failures = 0
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -457,23 +478,60 @@ func (e *Engine) work(ctx context.Context) {
 // batchClaimer is a store that claims several jobs in one transaction
 // (the bbolt store; see store.Store.ClaimJobs).
 type batchClaimer interface {
-	ClaimJobs(n int, also func(*store.Document) bool) ([]*store.Job, []*store.Document, error)
+	ClaimJobs(n int, also func(*store.Document) bool, skip []string) ([]*store.Job, []*store.Document, error)
 }
 
-// claim claims the next due job and, when the store can claim several at
-// once, the small text jobs right behind it, up to the slots free for
-// them: claimed one at a time, each would wait for a commit of its own,
-// which bounded the rate at which small documents start to a few hundred
-// a second.
-func (e *Engine) claim() ([]*store.Job, []*store.Document, error) {
+// claim claims the next due job in the store's fair order and, when the
+// store can claim several at once, the small text jobs right behind it, up
+// to the slots free for them: claimed one at a time, each would wait for a
+// commit of its own, which bounded the rate at which small documents start
+// to a few hundred a second.
+//
+// While Workers jobs are running in the workers, the claim passes over the
+// projects that have a job running (skipped is then true): the workers
+// beyond Workers (there are twice as many) are there for the projects that
+// have none, so that one project's scans of minutes each, taking every
+// worker, delay another project's document only as long as it takes to
+// read it.
+func (e *Engine) claim() (jobs []*store.Job, docs []*store.Document, skipped bool, err error) {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	var skip []string
+	if e.ownRuns >= e.cfg.Workers {
+		skip, skipped = slices.Collect(maps.Keys(e.busy)), true
+	}
 	if bc, ok := e.store.(batchClaimer); ok {
-		return bc.ClaimJobs(max(1, cap(e.small)-len(e.small)), e.beside)
+		jobs, docs, err = bc.ClaimJobs(max(1, cap(e.small)-len(e.small)), e.beside, skip)
+	} else {
+		var job *store.Job
+		var doc *store.Document
+		job, doc, err = e.store.ClaimJob(skip)
+		jobs, docs = []*store.Job{job}, []*store.Document{doc}
 	}
-	job, doc, err := e.store.ClaimJob()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, skipped, err
 	}
-	return []*store.Job{job}, []*store.Document{doc}, nil
+	for i, j := range jobs {
+		e.busy[j.ProjectID]++
+		if !e.beside(docs[i]) {
+			e.ownRuns++
+		}
+	}
+	return jobs, docs, skipped, nil
+}
+
+// finished counts a job claimed by claim as over, and wakes a worker: the
+// projects it skipped may be its to take now.
+func (e *Engine) finished(job *store.Job, own bool) {
+	e.busyMu.Lock()
+	if e.busy[job.ProjectID]--; e.busy[job.ProjectID] <= 0 {
+		delete(e.busy, job.ProjectID)
+	}
+	if own {
+		e.ownRuns--
+	}
+	e.busyMu.Unlock()
+	e.poke()
 }
 
 // beside reports whether doc's job runs beside the worker's own: a small
@@ -502,6 +560,7 @@ func (e *Engine) runBeside(ctx context.Context, job *store.Job, doc *store.Docum
 	go func() {
 		defer e.workers.Done()
 		e.run(ctx, job, doc)
+		e.finished(job, false)
 		e.smallMem.Release(size)
 		<-e.small
 		// The job may be queued again for a retry: the workers, which

@@ -45,7 +45,7 @@ func TestReplacementCrashBeforeIndexCommit(t *testing.T) {
 	if _, err := st.CreateDocument(doc2, store.Bytes([]byte("The new manual: grease the heliotrope valve monthly."))); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.ClaimJob(); err != nil {
+	if _, _, err := st.ClaimJob(nil); err != nil {
 		t.Fatal(err)
 	}
 	em := llm.NewBuiltin()

@@ -28,7 +28,7 @@ func TestProgressReportsAreCoalesced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.ClaimJob(); err != nil {
+	if _, _, err := st.ClaimJob(nil); err != nil {
 		t.Fatal(err)
 	}
 	e := New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), Config{}, quietLog())

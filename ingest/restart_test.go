@@ -321,7 +321,7 @@ func TestRestartAfterCrashDoesNotDuplicate(t *testing.T) {
 	if err := first.store.RetryJob(job.ID, time.Now(), ""); err != nil {
 		t.Fatal(err)
 	}
-	if j, _, err := first.store.ClaimJob(); err != nil || j.ID != job.ID {
+	if j, _, err := first.store.ClaimJob(nil); err != nil || j.ID != job.ID {
 		t.Fatalf("claim: %v %v", j, err)
 	}
 	if err := first.store.Close(); err != nil {

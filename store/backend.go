@@ -39,7 +39,7 @@ type Backend interface {
 
 	// Jobs: the indexing queue.
 	Job(id string) (*Job, error)
-	ClaimJob() (*Job, *Document, error)
+	ClaimJob(skip []string) (*Job, *Document, error)
 	NextDue() (time.Time, bool)
 	FinishJob(jobID string, chunks, pages int, errMsg string) error
 	SetJobProgress(jobID string, p JobProgress) error

@@ -23,7 +23,7 @@ func TestClaimJobsStopsAtARefusedDocument(t *testing.T) {
 	text := func(d *Document) bool { return d.Format == "text" }
 
 	before := txID(t, s)
-	jobs, docs, err := s.ClaimJobs(10, text)
+	jobs, docs, err := s.ClaimJobs(10, text, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,21 +53,21 @@ func TestClaimJobsStopsAtARefusedDocument(t *testing.T) {
 	}
 
 	// The refused one heads the queue, and is claimed first next time.
-	jobs, docs, err = s.ClaimJobs(1, text)
+	jobs, docs, err = s.ClaimJobs(1, text, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := claimed(jobs, docs); fmt.Sprint(got) != fmt.Sprint(want[3:4]) {
 		t.Fatalf("second claim = %v, want %v", got, want[3:4])
 	}
-	jobs, docs, err = s.ClaimJobs(10, nil)
+	jobs, docs, err = s.ClaimJobs(10, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := claimed(jobs, docs); fmt.Sprint(got) != fmt.Sprint(want[4:]) {
 		t.Fatalf("third claim = %v, want %v", got, want[4:])
 	}
-	if _, _, err := s.ClaimJobs(10, nil); !errors.Is(err, ErrNoJob) {
+	if _, _, err := s.ClaimJobs(10, nil, nil); !errors.Is(err, ErrNoJob) {
 		t.Fatalf("claim of an empty queue: %v, want ErrNoJob", err)
 	}
 }

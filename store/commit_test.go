@@ -76,7 +76,7 @@ func TestGroupCommitAcknowledgedIsInTheFile(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				j, _, err := s.ClaimJob()
+				j, _, err := s.ClaimJob(nil)
 				if errors.Is(err, ErrNoJob) {
 					return
 				}
@@ -299,7 +299,7 @@ func TestGroupCommitEmptyClaimFailsNothing(t *testing.T) {
 	release, held := holdCommits(t, s)
 	claims := make(chan error, 2)
 	for range 2 {
-		go func() { _, _, err := s.ClaimJob(); claims <- err }()
+		go func() { _, _, err := s.ClaimJob(nil); claims <- err }()
 	}
 	waitQueued(s, 2)
 	created := make(chan error, 1)
@@ -438,7 +438,7 @@ func TestRunningJobsListed(t *testing.T) {
 	for i := range 4 {
 		newDoc(t, s, "prj_x", fmt.Sprintf("document %d", i))
 	}
-	claimed, _, err := s.ClaimJobs(3, nil)
+	claimed, _, err := s.ClaimJobs(3, nil, nil)
 	if err != nil || len(claimed) != 3 {
 		t.Fatalf("claimed %d jobs (%v), want 3", len(claimed), err)
 	}
@@ -605,7 +605,7 @@ func TestProjectOutboxesIndexedOnUpgrade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := s.ClaimJob(); err != nil {
+			if _, _, err := s.ClaimJob(nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.FinishJob(j.ID, 1, 1, ""); err != nil {

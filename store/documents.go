@@ -70,6 +70,10 @@ type Job struct {
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	QueueKey    []byte    `json:"queue_key,omitempty"` // its key in the queue while PENDING
+	Ready       bool      `json:"ready,omitempty"`     // QueueKey is in the fair queue, not the waiting one (fairqueue.go)
+	// StartedAt is when its latest run was claimed: what the run cost is
+	// charged from (see chargeRun).
+	StartedAt time.Time `json:"started_at,omitzero"`
 	// Progress is how far the running attempt has read the document;
 	// set only while PROCESSING (see SetJobProgress).
 	Progress *JobProgress `json:"progress,omitempty"`
@@ -131,7 +135,7 @@ func (s *Store) CreateDocument(d *Document, o *Original) (*Job, error) {
 	}
 	d.JobID = job.ID
 	err := s.update(func(tx *bolt.Tx) error {
-		job.QueueKey = nil // from a run rolled back (see update)
+		job.QueueKey, job.Ready = nil, false // from a run rolled back (see update)
 		if small {
 			if err := putInline(tx, d, data); err != nil {
 				return err
@@ -313,7 +317,7 @@ func (s *Store) cancelJob(tx *bolt.Tx, jobID, reason string) error {
 	if j.Status != StatusPending {
 		return nil
 	}
-	if err := tx.Bucket(bucketQueue).Delete(j.QueueKey); err != nil {
+	if err := unqueue(tx, j); err != nil {
 		return err
 	}
 	j.Status, j.Error, j.UpdatedAt = StatusFailed, reason, s.now().UTC()

@@ -13,17 +13,21 @@ import (
 // ErrNoJob is returned by ClaimJob when no job is due.
 var ErrNoJob = errors.New("no job is due")
 
-// enqueue adds a PENDING job to the queue, due at due, and saves it. The
-// queue is keyed by due time then arrival, so its first entry is always the
-// next job to run: claiming and sleeping until the next one is due look at
-// one key, however many jobs wait out a back-off.
+// enqueue adds a PENDING job to the queue, due at due, and saves it: to
+// the fair queue (fairqueue.go) when it is due already, else to the
+// waiting queue, keyed by due time then arrival, whose first entry is the
+// next to come due however many jobs wait out a back-off.
 func (s *Store) enqueue(tx *bolt.Tx, j *Job, due time.Time) error {
-	q := tx.Bucket(bucketQueue)
-	if j.QueueKey != nil { // already queued: move it, a job is queued once
-		if err := q.Delete(j.QueueKey); err != nil {
+	if err := unqueue(tx, j); err != nil { // a job is queued once
+		return err
+	}
+	if !due.After(s.now()) {
+		if err := makeReady(tx, j); err != nil {
 			return err
 		}
+		return putJob(tx, j)
 	}
+	q := tx.Bucket(bucketQueue)
 	seq, err := q.NextSequence()
 	if err != nil {
 		return err
@@ -43,10 +47,11 @@ func (s *Store) Job(id string) (*Job, error) {
 	return record[Job](s, bucketJobs, id)
 }
 
-// ClaimJob takes the oldest job that is due, marks it PROCESSING and returns
-// it with its document. It returns ErrNoJob when none is due.
-func (s *Store) ClaimJob() (*Job, *Document, error) {
-	jobs, docs, err := s.ClaimJobs(1, nil)
+// ClaimJob takes the next due job in the fair queue's order (see
+// fairqueue.go) whose project is not in skip, marks it PROCESSING and
+// returns it with its document. It returns ErrNoJob when none is due.
+func (s *Store) ClaimJob(skip []string) (*Job, *Document, error) {
+	jobs, docs, err := s.ClaimJobs(1, nil, skip)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,25 +59,32 @@ func (s *Store) ClaimJob() (*Job, *Document, error) {
 }
 
 // ClaimJobs is ClaimJob for up to n jobs in one transaction: it takes the
-// oldest due job, then, while the next due job's document passes also,
-// that one too. A worker claiming job after job waits for one commit each,
+// next due job, then, while the next one's document passes also, that one
+// too. A worker claiming job after job waits for one commit each,
 // a few hundred a second whatever the machine; small documents that run
 // beside the worker (see ingest) are claimed together instead. Jobs that
 // also refuses stay queued; a nil also refuses none. It returns ErrNoJob
 // when none is due.
-func (s *Store) ClaimJobs(n int, also func(*Document) bool) ([]*Job, []*Document, error) {
+func (s *Store) ClaimJobs(n int, also func(*Document) bool, skip []string) ([]*Job, []*Document, error) {
 	now := s.now().UTC()
 	// Idle workers ask often: a read answers them without a commit.
 	if due, ok := s.NextDue(); !ok || due.After(now) {
 		return nil, nil, ErrNoJob
 	}
+	skipped := make(map[string]bool, len(skip))
+	for _, p := range skip {
+		skipped[p] = true
+	}
 	var jobs []*Job
 	var docs []*Document
 	err := s.update(func(tx *bolt.Tx) error {
 		jobs, docs = jobs[:0], docs[:0] // from a run rolled back (see update)
-		var only func(*Document) bool   // the first job is claimed whatever its document
+		if err := promoteDue(tx, now); err != nil {
+			return err
+		}
+		var only func(*Document) bool // the first job is claimed whatever its document
 		for len(jobs) < n {
-			job, doc, err := claimNext(tx, now, only)
+			job, doc, err := claimNext(tx, now, only, skipped)
 			only = also
 			if err != nil || job == nil {
 				return err
@@ -90,33 +102,33 @@ func (s *Store) ClaimJobs(n int, also func(*Document) bool) ([]*Job, []*Document
 	return jobs, docs, nil
 }
 
-// claimNext claims the first due job in tx, or returns none when no job is
-// due, or when only is not nil and refuses the job's document.
-func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool) (*Job, *Document, error) {
-	q := tx.Bucket(bucketQueue)
+// claimNext claims the fair queue's next job in tx, or returns none when
+// no job outside skip is due, or when only is not nil and refuses the
+// job's document.
+func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool, skip map[string]bool) (*Job, *Document, error) {
 	for {
-		k, v := q.Cursor().First()
-		if k == nil || dueOf(k).After(now) {
-			return nil, nil, nil // no job: not an error, which would fail the group
+		project, ptag, owner, otag, key, id, err := nextReady(tx, skip)
+		if err != nil || key == nil {
+			return nil, nil, err // no job: not an error, which would fail the group
 		}
-		// A queue entry whose job or document is gone would otherwise
-		// head the queue for ever: drop it and go on.
-		j, err := getJob(tx, string(v))
+		// An entry whose job or document is gone would otherwise head
+		// its owner's jobs for ever: drop it and go on.
+		j, err := getJob(tx, string(id))
 		if errors.Is(err, ErrNotFound) {
-			if err := q.Delete(k); err != nil {
+			if err := tx.Bucket(bucketReadyJobs).Delete(key); err != nil {
 				return nil, nil, err
 			}
 			continue
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("queued job %s: %w", v, err)
+			return nil, nil, fmt.Errorf("queued job %s: %w", id, err)
 		}
 		doc, err := getDoc(tx, j.DocumentID)
 		if errors.Is(err, ErrNotFound) {
-			if err := q.Delete(k); err != nil {
+			if err := unqueue(tx, j); err != nil {
 				return nil, nil, err
 			}
-			j.Status, j.Error, j.UpdatedAt, j.QueueKey = StatusFailed, "the document was deleted before it was processed", now, nil
+			j.Status, j.Error, j.UpdatedAt = StatusFailed, "the document was deleted before it was processed", now
 			if err := putJob(tx, j); err != nil {
 				return nil, nil, err
 			}
@@ -128,10 +140,13 @@ func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool) (*Job, *Do
 		if only != nil && !only(doc) {
 			return nil, nil, nil
 		}
-		if err := q.Delete(k); err != nil {
+		if err := unqueue(tx, j); err != nil {
 			return nil, nil, err
 		}
-		j.Status, j.Attempts, j.UpdatedAt, j.QueueKey, j.Progress = StatusProcessing, j.Attempts+1, now, nil, nil
+		if err := tookTurn(tx, project, ptag, owner, otag); err != nil {
+			return nil, nil, err
+		}
+		j.Status, j.Attempts, j.UpdatedAt, j.StartedAt, j.Progress = StatusProcessing, j.Attempts+1, now, now, nil
 		doc.Status, doc.UpdatedAt = StatusProcessing, now
 		if err := putDoc(tx, doc); err != nil {
 			return nil, nil, err
@@ -141,11 +156,17 @@ func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool) (*Job, *Do
 }
 
 // NextDue returns when the earliest queued job becomes due, or false when
-// the queue is empty. Workers sleep until then.
+// the queue is empty (the zero time when one is due already). Workers
+// sleep until then.
 func (s *Store) NextDue() (time.Time, bool) {
 	var next time.Time
 	var found bool
 	_ = s.db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bucketReadyJobs).Cursor().First(); k != nil {
+			found = true // due already: the zero time
+
+			return nil
+		}
 		if k, _ := tx.Bucket(bucketQueue).Cursor().First(); k != nil {
 			next, found = dueOf(k), true
 		}
@@ -163,6 +184,9 @@ func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error 
 		status = StatusFailed
 	}
 	return s.updateJob(jobID, func(tx *bolt.Tx, j *Job, d *Document) error {
+		if err := chargeRun(tx, j, s.now()); err != nil {
+			return err
+		}
 		j.Status, j.Error, j.Chunks, j.ChunksEmbedded, j.Progress = status, errMsg, chunks, chunks, nil
 		if d != nil {
 			d.Status, d.Error, d.Chunks, d.Pages = status, errMsg, chunks, pages
@@ -227,6 +251,11 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 			return err
 		}
 		now := s.now().UTC()
+		if j.Status == StatusProcessing {
+			if err := chargeRun(tx, j, now); err != nil {
+				return err
+			}
+		}
 		j.Status, j.Error, j.NotBefore, j.UpdatedAt, j.Progress = StatusPending, errMsg, notBefore.UTC(), now, nil
 		if d, err := getDoc(tx, j.DocumentID); err == nil {
 			d.Status, d.Error, d.UpdatedAt = StatusPending, errMsg, now
@@ -395,17 +424,26 @@ func (s *Store) updateJob(jobID string, fn func(*bolt.Tx, *Job, *Document) error
 func (s *Store) PendingJobs() (n int, oldest time.Time, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
-		return tx.Bucket(bucketQueue).ForEach(func(_, id []byte) error {
-			j, err := get[Job](jobs, string(id))
+		for _, q := range [][]byte{bucketReadyJobs, bucketQueue} {
+			err := tx.Bucket(q).ForEach(func(_, id []byte) error {
+				j, err := get[Job](jobs, string(id))
+				if errors.Is(err, ErrNotFound) {
+					return nil // a claim drops its entry
+				}
+				if err != nil {
+					return err
+				}
+				n++
+				if oldest.IsZero() || j.CreatedAt.Before(oldest) {
+					oldest = j.CreatedAt
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			n++
-			if oldest.IsZero() || j.CreatedAt.Before(oldest) {
-				oldest = j.CreatedAt
-			}
-			return nil
-		})
+		}
+		return nil
 	})
 	return n, oldest, err
 }

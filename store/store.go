@@ -39,13 +39,17 @@ import (
 // their project, for listing them a page at a time, which a build of
 // version 5 would not keep up as it adds customers. Version 7 keeps the
 // webhook outbox a second time by project (see ClaimDelivery), which a
-// build of version 6 would not keep up as it queues deliveries. Older
+// build of version 6 would not keep up as it queues deliveries. Version 8
+// queues due jobs fairly between projects (see fairqueue.go), where a
+// build of version 7 would look for them in the one queue by due time in
+// vain; the jobs an older file has queued join the fair queue at the
+// first claim, as jobs coming due do. Older
 // files are upgraded on open: the buckets are added, the running jobs
 // listed from a scan of the jobs, the session index from one of the
 // documents, the customer index from one of the customers and the
 // projects' outboxes from the outbox; their small originals stay where
 // they are, and are read there.
-const schemaVersion = 7
+const schemaVersion = 8
 
 // openTimeout bounds the wait for bbolt's file lock, so that a second process
 // on the same data dir fails with a clear error instead of hanging.
@@ -82,7 +86,7 @@ var (
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
 		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
 		bucketEmbedCache, bucketExternalIDs, bucketOriginals, bucketSessionDocs, bucketProjectCustomers,
-		bucketProjectOutbox}
+		bucketProjectOutbox, bucketReadyJobs, bucketReadyOwners, bucketReadyProjects, bucketFairTags}
 
 	keySchemaVersion = []byte("schema_version")
 )

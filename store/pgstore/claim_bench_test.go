@@ -32,7 +32,7 @@ func BenchmarkClusterClaimBehindOthers(b *testing.B) {
 		b.StopTimer()
 		_, job := uploadTo(b, nodes[1], mine)
 		b.StartTimer()
-		j, _, err := nodes[0].ClaimJob()
+		j, _, err := nodes[0].ClaimJob(nil)
 		if err != nil || j.ID != job.ID {
 			b.Fatalf("claimed %v, %v", j, err)
 		}
@@ -43,7 +43,7 @@ func BenchmarkClusterClaimBehindOthers(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	if _, _, err := nodes[0].ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := nodes[0].ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		b.Fatalf("a job left for node 0: %v", err)
 	}
 }

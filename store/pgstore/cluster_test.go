@@ -66,7 +66,7 @@ func TestClusterClaimsFollowPlacement(t *testing.T) {
 	perNode := map[string]int{}
 	for _, s := range nodes {
 		for {
-			j, _, err := s.ClaimJob()
+			j, _, err := s.ClaimJob(nil)
 			if errors.Is(err, store.ErrNoJob) {
 				break
 			}
@@ -97,21 +97,21 @@ func TestClusterLeaseTakeOver(t *testing.T) {
 	live, _ := a.LiveNodes()
 	owner := ownerPlacedOn(t, a.node, live)
 	_, job := uploadTo(t, b, owner)
-	if _, _, err := b.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := b.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("b claimed a job placed on a: %v", err)
 	}
-	j, _, err := a.ClaimJob()
+	j, _, err := a.ClaimJob(nil)
 	if err != nil || j.ID != job.ID {
 		t.Fatalf("a claimed %v, %v", j, err)
 	}
 	// While a lives and holds the lease, b cannot take the job.
-	if _, _, err := b.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := b.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("b claimed a leased job: %v", err)
 	}
 	// a dies: its heartbeat and its lease age past their limits.
 	exec(t, a, "UPDATE nodes SET heartbeat_at = now() - interval '1 minute' WHERE id = $1", a.node)
 	exec(t, a, "UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = $1", job.ID)
-	j, d, err := b.ClaimJob()
+	j, d, err := b.ClaimJob(nil)
 	if err != nil || j.ID != job.ID || j.Attempts != 2 || d.Status != store.StatusProcessing {
 		t.Fatalf("b's claim after a died = %+v, %v; want the job, second attempt", j, err)
 	}
@@ -136,7 +136,7 @@ func TestClusterJobThatKillsNodesFails(t *testing.T) {
 	owner := ownerPlacedOn(t, b.node, live)
 	_, job := uploadTo(t, a, owner)
 	for round := 1; round <= 2; round++ {
-		j, _, err := b.ClaimJob()
+		j, _, err := b.ClaimJob(nil)
 		if err != nil || j.ID != job.ID || j.Interrupted != round-1 {
 			t.Fatalf("round %d: claimed %+v, %v", round, j, err)
 		}
@@ -146,7 +146,7 @@ func TestClusterJobThatKillsNodesFails(t *testing.T) {
 			continue
 		}
 		// The next claim, on any node, counts the second death and fails it.
-		if _, _, err := b.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+		if _, _, err := b.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 			t.Fatalf("a claim after the second death: %v, want ErrNoJob", err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestClusterJobThatKillsNodesFails(t *testing.T) {
 func TestClusterHeartbeatRenewsLeases(t *testing.T) {
 	a := joined(t, 1)[0]
 	_, job := uploadTo(t, a, "cus_a")
-	if _, _, err := a.ClaimJob(); err != nil {
+	if _, _, err := a.ClaimJob(nil); err != nil {
 		t.Fatal(err)
 	}
 	exec(t, a, "UPDATE jobs SET lease_until = now() + interval '1 second' WHERE id = $1", job.ID)
@@ -190,7 +190,7 @@ func TestClusterLeaveHandsJobsOver(t *testing.T) {
 	live, _ := a.LiveNodes()
 	owner := ownerPlacedOn(t, a.node, live)
 	_, job := uploadTo(t, a, owner)
-	if _, _, err := a.ClaimJob(); err != nil {
+	if _, _, err := a.ClaimJob(nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, _, err := b.RequeueInterrupted(store.DefaultMaxInterrupted); err != nil || n != 0 {
@@ -199,7 +199,7 @@ func TestClusterLeaveHandsJobsOver(t *testing.T) {
 	if err := a.Leave(); err != nil {
 		t.Fatal(err)
 	}
-	j, _, err := b.ClaimJob()
+	j, _, err := b.ClaimJob(nil)
 	if err != nil || j.ID != job.ID {
 		t.Fatalf("b's claim after a left = %v, %v; want %s", j, err, job.ID)
 	}

@@ -49,10 +49,12 @@ func (s *Store) Job(id string) (*store.Job, error) {
 	return scanJob(s.pool.QueryRow(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id = $1", id))
 }
 
-// ClaimJob takes the oldest job that is due, marks it PROCESSING and returns
-// it with its document. It returns store.ErrNoJob when none is due. Claimers
-// skip the jobs others hold locked, so each job goes to one of them.
-func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
+// ClaimJob takes the next due job in the fair queue's order (see the bbolt
+// store's fairqueue.go) whose project is not in skip, marks it PROCESSING
+// and returns it with its document. It returns store.ErrNoJob when none is
+// due. Claimers skip the jobs others hold locked, so each job goes to one
+// of them.
+func (s *Store) ClaimJob(skip []string) (*store.Job, *store.Document, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	var job *store.Job
@@ -65,16 +67,25 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 				return err
 			}
 		}
+		if skip == nil {
+			skip = []string{}
+		}
 		for {
-			var id, docID string
-			var err error
-			if s.node == "" {
-				err = tx.QueryRow(ctx, `SELECT id, document_id FROM jobs WHERE due_at <= $1
-					ORDER BY due_at, queue_seq LIMIT 1 FOR UPDATE SKIP LOCKED`, now).Scan(&id, &docID)
-			} else {
-				err = tx.QueryRow(ctx, `SELECT id, document_id FROM jobs j WHERE due_at <= $1 AND `+placedHereArg(2)+`
-					ORDER BY due_at, queue_seq LIMIT 1 FOR UPDATE SKIP LOCKED`, now, s.node).Scan(&id, &docID)
+			var id, docID, project, owner string
+			var ptag, otag int64
+			placed, args := "true", []any{now, skip}
+			if s.node != "" {
+				placed, args = placedHereArg(3), append(args, s.node)
 			}
+			err := tx.QueryRow(ctx, `SELECT j.id, j.document_id, j.project_id, j.owner_id,
+					greatest(coalesce(p.next, 0), (SELECT v FROM fair_clock), 1) AS ptag,
+					greatest(coalesce(o.next, 0), coalesce(p.clock, 0), 1) AS otag
+				FROM jobs j
+				LEFT JOIN fair_projects p ON p.project_id = j.project_id
+				LEFT JOIN fair_owners o ON o.owner_id = j.owner_id
+				WHERE j.due_at <= $1 AND NOT (j.project_id = ANY ($2)) AND `+placed+`
+				ORDER BY ptag, j.project_id COLLATE "C", otag, j.owner_id COLLATE "C", j.due_at, j.queue_seq LIMIT 1 FOR UPDATE OF j SKIP LOCKED`,
+				args...).Scan(&id, &docID, &project, &owner, &ptag, &otag)
 			if errors.Is(err, pgx.ErrNoRows) {
 				// Committed all the same: the jobs whose lease ran out
 				// were counted and requeued or failed.
@@ -98,8 +109,11 @@ func (s *Store) ClaimJob() (*store.Job, *store.Document, error) {
 			if err != nil {
 				return err
 			}
+			if err := tookTurn(ctx, tx, project, ptag, owner, otag); err != nil {
+				return err
+			}
 			job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, attempts = attempts + 1,
-				updated_at = $3, due_at = NULL, queue_seq = NULL, pages_done = NULL, pages = NULL,
+				updated_at = $3, started_at = $3, due_at = NULL, queue_seq = NULL, pages_done = NULL, pages = NULL,
 				node_id = NULLIF($4, ''), lease_until = CASE WHEN $4 = '' THEN NULL ELSE now() + make_interval(secs => $5) END
 				WHERE id = $1 RETURNING `+jobColumns, id, store.StatusProcessing, now, s.node, jobLease.Seconds()))
 			return err
@@ -166,6 +180,9 @@ func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error 
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.timestamp()
 		var docID, owner string
+		if err := chargeRun(ctx, tx, jobID, now); err != nil {
+			return err
+		}
 		err := tx.QueryRow(ctx, `UPDATE jobs SET status = $2, error = $3, chunks = $4, chunks_embedded = $4,
 			pages_done = NULL, pages = NULL, updated_at = $5, node_id = NULL, lease_until = NULL
 			WHERE id = $1 AND `+heldBy(6)+` RETURNING document_id, owner_id`,
@@ -215,6 +232,9 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.timestamp()
 		var docID, owner string
+		if err := chargeRun(ctx, tx, jobID, now); err != nil {
+			return err
+		}
 		err := tx.QueryRow(ctx, `UPDATE jobs SET status = $2, error = $3, not_before = $4, updated_at = $5,
 			pages_done = NULL, pages = NULL, due_at = $4, queue_seq = nextval('job_queue_seq'),
 			node_id = NULL, lease_until = NULL
@@ -361,4 +381,33 @@ func (s *Store) notHeld(ctx context.Context, tx pgx.Tx, jobID string, err error)
 		return store.ErrNotFound
 	}
 	return ErrLeaseLost
+}
+
+// tookTurn moves the project and the owner of a claimed job one step on
+// from the tags they were claimed at, and the queue's clock to the
+// project's tag.
+func tookTurn(ctx context.Context, tx pgx.Tx, project string, ptag int64, owner string, otag int64) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO fair_owners (owner_id, next) VALUES ($1, $2)
+		ON CONFLICT (owner_id) DO UPDATE SET next = excluded.next`, owner, otag+1); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO fair_projects (project_id, next, clock) VALUES ($1, $2, $3)
+		ON CONFLICT (project_id) DO UPDATE SET next = excluded.next, clock = excluded.clock`, project, ptag+1, otag); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, "UPDATE fair_clock SET v = greatest(v, $1)", ptag)
+	return err
+}
+
+// chargeRun moves the tags of a running job's project and owner on by the
+// time its run took beyond its one turn (store.CostUnit each; see the
+// bbolt store), as the run ends.
+func chargeRun(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) error {
+	_, err := tx.Exec(ctx, `WITH j AS (
+			SELECT project_id, owner_id, floor(extract(epoch FROM ($2 - started_at)) / $3)::bigint AS steps
+			FROM jobs WHERE id = $1 AND status = $4 AND started_at IS NOT NULL),
+		o AS (UPDATE fair_owners SET next = next + j.steps FROM j WHERE fair_owners.owner_id = j.owner_id AND j.steps > 0)
+		UPDATE fair_projects SET next = next + j.steps FROM j WHERE fair_projects.project_id = j.project_id AND j.steps > 0`,
+		jobID, now, store.CostUnit.Seconds(), store.StatusProcessing)
+	return err
 }

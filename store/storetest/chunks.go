@@ -353,7 +353,7 @@ func deleteDocumentRemovesEverything(t *testing.T, s Chunks) {
 	if j := mustJob(t, s, jb.ID); j.Status != store.StatusFailed {
 		t.Fatalf("queued job of deleted document: %s", j.Status)
 	}
-	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("deleted document's job still queued: %v", err)
 	}
 	if _, err := s.ReplaceChunks(a.ID, "m", chunks, [][]float32{{1}}); !errors.Is(err, store.ErrNotFound) {
@@ -702,10 +702,10 @@ func externalIDReplacesPendingHolder(t *testing.T, s Chunks) {
 	}
 	// Its queue entry is gone: the only job left to claim is the
 	// replacement's own (its commit above ran ahead of its job here).
-	if job, _, err := s.ClaimJob(); err != nil || job.DocumentID != second.ID {
+	if job, _, err := s.ClaimJob(nil); err != nil || job.DocumentID != second.ID {
 		t.Errorf("claimed %+v, %v; want the replacement's job", job, err)
 	}
-	if job, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if job, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Errorf("claimed %+v after its document was replaced", job)
 	}
 }

@@ -22,7 +22,7 @@ type Jobs interface {
 	DeleteDocument(id string) ([]uint64, error)
 	ReadOriginal(d *store.Document) ([]byte, error)
 	Job(id string) (*store.Job, error)
-	ClaimJob() (*store.Job, *store.Document, error)
+	ClaimJob(skip []string) (*store.Job, *store.Document, error)
 	NextDue() (time.Time, bool)
 	FinishJob(jobID string, chunks, pages int, errMsg string) error
 	SetJobProgress(jobID string, p store.JobProgress) error
@@ -45,12 +45,21 @@ func RunJobs(t *testing.T, open func(t *testing.T) Jobs) {
 	t.Run("ProgressAndFinish", func(t *testing.T) { progressAndFinish(t, open(t)) })
 	t.Run("RequeueInterrupted", func(t *testing.T) { requeueInterrupted(t, open(t)) })
 	t.Run("InterruptedTooOftenFails", func(t *testing.T) { interruptedTooOftenFails(t, open(t)) })
+	t.Run("FairBetweenProjects", func(t *testing.T) { fairBetweenProjects(t, open(t)) })
+	t.Run("FairBetweenOwners", func(t *testing.T) { fairBetweenOwners(t, open(t)) })
+	t.Run("SlowRunsCostTurns", func(t *testing.T) { slowRunsCostTurns(t, open(t)) })
+	t.Run("ClaimPassesOverSkippedProjects", func(t *testing.T) { claimPassesOverSkipped(t, open(t)) })
 	t.Run("JobOfDeletedDocument", func(t *testing.T) { jobOfDeletedDocument(t, open(t)) })
 }
 
 func upload(t *testing.T, s Jobs, owner, name, content string) (*store.Document, *store.Job) {
 	t.Helper()
-	d := &store.Document{ProjectID: "prj_test", OwnerID: owner, Name: name, Format: "text"}
+	return uploadTo(t, s, "prj_test", owner, name, content)
+}
+
+func uploadTo(t *testing.T, s Jobs, project, owner, name, content string) (*store.Document, *store.Job) {
+	t.Helper()
+	d := &store.Document{ProjectID: project, OwnerID: owner, Name: name, Format: "text"}
 	j, err := s.CreateDocument(d, store.Bytes([]byte(content)))
 	if err != nil {
 		t.Fatalf("CreateDocument(%s): %v", name, err)
@@ -78,7 +87,7 @@ func mustDoc(t *testing.T, s Jobs, id string) *store.Document {
 
 func mustClaim(t *testing.T, s Jobs) (*store.Job, *store.Document) {
 	t.Helper()
-	j, d, err := s.ClaimJob()
+	j, d, err := s.ClaimJob(nil)
 	if err != nil {
 		t.Fatalf("ClaimJob: %v", err)
 	}
@@ -265,7 +274,7 @@ func sessionDocuments(t *testing.T, s Jobs) {
 func claimByDueTime(t *testing.T, s Jobs) {
 	c := newClock(s)
 	t0 := c.Now()
-	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("empty queue: err = %v, want ErrNoJob", err)
 	}
 	if _, ok := s.NextDue(); ok {
@@ -302,7 +311,7 @@ func claimByDueTime(t *testing.T, s Jobs) {
 	if next, ok := s.NextDue(); !ok || !next.Equal(t0.Add(15*time.Second)) {
 		t.Fatalf("NextDue = %v, %v; want %v", next, ok, t0.Add(15*time.Second))
 	}
-	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("claim before anything is due: err = %v, want ErrNoJob", err)
 	}
 	// A new job is due when created: it goes ahead of the waiting retries.
@@ -310,7 +319,7 @@ func claimByDueTime(t *testing.T, s Jobs) {
 	if j, _ := mustClaim(t, s); j.ID != zJob.ID || j.Attempts != 1 {
 		t.Fatalf("claim while retries wait = %+v, want the new z's job", j)
 	}
-	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("claim before the retries are due: err = %v, want ErrNoJob", err)
 	}
 	// A retry is due at its not-before time, not after it.
@@ -318,14 +327,14 @@ func claimByDueTime(t *testing.T, s Jobs) {
 	if j, _ := mustClaim(t, s); j.ID != yJob.ID || j.Attempts != 2 {
 		t.Fatalf("claim at y's not-before = %+v, want y's job, attempt 2", j)
 	}
-	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("claim before x is due: err = %v, want ErrNoJob", err)
 	}
 	c.t = t0.Add(20 * time.Second)
 	if j, _ := mustClaim(t, s); j.ID != xJob.ID || j.Attempts != 2 {
 		t.Fatalf("claim at x's not-before = %+v, want x's job, attempt 2", j)
 	}
-	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("drained queue: err = %v, want ErrNoJob", err)
 	}
 	if n, _, _ := s.PendingJobs(); n != 0 {
@@ -357,7 +366,7 @@ func retryOfAQueuedJobMovesIt(t *testing.T, s Jobs) {
 		t.Fatalf("claimed %s, want %s", got.ID, j.ID)
 	}
 	c.Advance(2 * time.Hour)
-	if got, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if got, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("the job was queued twice: claimed %+v again, %v", got, err)
 	}
 }
@@ -371,7 +380,7 @@ func concurrentClaims(t *testing.T, s Jobs) {
 		want[j.ID] = true
 	}
 	seen := claimConcurrently(t, claimers, func() (string, error) {
-		j, _, err := s.ClaimJob()
+		j, _, err := s.ClaimJob(nil)
 		if errors.Is(err, store.ErrNoJob) {
 			return "", nil
 		}
@@ -472,7 +481,7 @@ func interruptedTooOftenFails(t *testing.T, s Jobs) {
 	if claimed, _ := mustClaim(t, s); claimed.ID != goodJob.ID {
 		t.Fatalf("claimed %s; the failed job must never be claimed again", claimed.ID)
 	}
-	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("a second claim: %v, want ErrNoJob", err)
 	}
 }
@@ -538,7 +547,107 @@ func jobOfDeletedDocument(t *testing.T, s Jobs) {
 	if j := mustJob(t, s, job.ID); j.Status != store.StatusFailed || j.Error == "" {
 		t.Fatalf("job of a deleted document = %+v, want FAILED with a reason", j)
 	}
-	if _, _, err := s.ClaimJob(); !errors.Is(err, store.ErrNoJob) {
+	if _, _, err := s.ClaimJob(nil); !errors.Is(err, store.ErrNoJob) {
 		t.Fatalf("err = %v, want ErrNoJob", err)
+	}
+}
+
+// claimOrder claims every due job and returns their documents' names in
+// the order they were claimed.
+func claimOrder(t *testing.T, s Jobs) []string {
+	t.Helper()
+	var names []string
+	for {
+		_, d, err := s.ClaimJob(nil)
+		if errors.Is(err, store.ErrNoJob) {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, d.Name)
+	}
+}
+
+// A project's backlog does not hold back another project's upload: the
+// queue takes the projects in turn, not the jobs in order of arrival.
+func fairBetweenProjects(t *testing.T, s Jobs) {
+	c := newClock(s)
+	for i := range 6 {
+		uploadTo(t, s, "prj_a", "prj_a", fmt.Sprint("a", i), "a")
+		c.Advance(time.Millisecond)
+	}
+	uploadTo(t, s, "prj_b", "prj_b", "b0", "b")
+	c.Advance(time.Millisecond)
+	uploadTo(t, s, "prj_b", "prj_b", "b1", "b")
+	got := strings.Join(claimOrder(t, s), " ")
+	if want := "a0 b0 a1 b1 a2 a3 a4 a5"; got != want {
+		t.Fatalf("claimed %s; want the projects in turn: %s", got, want)
+	}
+	// A project that comes back after a pause takes its turn from where
+	// the queue has come, with no credit for the wait: b gets its turn
+	// before a, which had the last, and then they alternate.
+	for i := range 3 {
+		uploadTo(t, s, "prj_a", "prj_a", fmt.Sprint("a", 6+i), "a")
+		uploadTo(t, s, "prj_b", "prj_b", fmt.Sprint("b", 2+i), "b")
+		c.Advance(time.Millisecond)
+	}
+	if got, want := strings.Join(claimOrder(t, s), " "), "b2 a6 b3 a7 b4 a8"; got != want {
+		t.Fatalf("claimed %s; want %s", got, want)
+	}
+}
+
+// Within a project, one customer's backlog does not hold back another's.
+func fairBetweenOwners(t *testing.T, s Jobs) {
+	c := newClock(s)
+	for i := range 4 {
+		uploadTo(t, s, "prj_a", "cus_x", fmt.Sprint("x", i), "x")
+		c.Advance(time.Millisecond)
+	}
+	uploadTo(t, s, "prj_a", "cus_y", "y0", "y")
+	if got, want := strings.Join(claimOrder(t, s), " "), "x0 y0 x1 x2 x3"; got != want {
+		t.Fatalf("claimed %s; want the owners in turn: %s", got, want)
+	}
+}
+
+// A project whose jobs run long gets fewer turns: each second a run took
+// moves its place on as a turn does.
+func slowRunsCostTurns(t *testing.T, s Jobs) {
+	c := newClock(s)
+	for i := range 4 {
+		uploadTo(t, s, "prj_a", "prj_a", fmt.Sprint("a", i), "a")
+	}
+	j, _ := mustClaim(t, s)
+	c.Advance(3*store.CostUnit + time.Millisecond) // a0 runs three units long
+	if err := s.FinishJob(j.ID, 1, 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		uploadTo(t, s, "prj_b", "prj_b", fmt.Sprint("b", i), "b")
+	}
+	if got, want := strings.Join(claimOrder(t, s), " "), "b0 b1 b2 a1 a2 a3"; got != want {
+		t.Fatalf("claimed %s; want b's three turns before a's next: %s", got, want)
+	}
+}
+
+// A claim that skips projects (those with a job running, when every
+// worker is busy) takes the next job of another project, and leaves the
+// skipped ones their places.
+func claimPassesOverSkipped(t *testing.T, s Jobs) {
+	c := newClock(s)
+	for i := range 3 {
+		uploadTo(t, s, "prj_a", "prj_a", fmt.Sprint("a", i), "a")
+		c.Advance(time.Millisecond)
+	}
+	if _, _, err := s.ClaimJob([]string{"prj_a"}); !errors.Is(err, store.ErrNoJob) {
+		t.Fatalf("a claim skipping the only project: %v, want ErrNoJob", err)
+	}
+	uploadTo(t, s, "prj_b", "prj_b", "b0", "b")
+	_, d, err := s.ClaimJob([]string{"prj_a"})
+	if err != nil || d.Name != "b0" {
+		t.Fatalf("a claim skipping prj_a took %v, %v; want b0", d, err)
+	}
+	if got, want := strings.Join(claimOrder(t, s), " "), "a0 a1 a2"; got != want {
+		t.Fatalf("then %s; want %s", got, want)
 	}
 }

@@ -15,7 +15,7 @@ import (
 type Webhooks interface {
 	CreateProject(name string) (*store.Project, string, error)
 	CreateDocument(d *store.Document, o *store.Original) (*store.Job, error)
-	ClaimJob() (*store.Job, *store.Document, error)
+	ClaimJob(skip []string) (*store.Job, *store.Document, error)
 	FinishJob(jobID string, chunks, pages int, errMsg string) error
 	CreateWebhook(projectID, url string, events []string) (*store.Webhook, error)
 	Webhook(id string) (*store.Webhook, error)
@@ -149,7 +149,7 @@ func endJob(t *testing.T, s Webhooks, projectID, owner string, chunks int, errMs
 	if _, err := s.CreateDocument(d, store.Bytes([]byte(store.NewID("content")))); err != nil {
 		t.Fatalf("CreateDocument: %v", err)
 	}
-	j, _, err := s.ClaimJob()
+	j, _, err := s.ClaimJob(nil)
 	if err != nil || j.DocumentID != d.ID {
 		t.Fatalf("ClaimJob = %+v, %v; want the job of %s", j, err, d.ID)
 	}
