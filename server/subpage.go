@@ -188,13 +188,31 @@ func (s *Server) subpageRoom(c echo.Context, projectID, owner string, size int64
 		}
 		freed = u.NextOwnerExpiry
 	}
-	msg += fmt.Sprintf(": a subpage expires %s after it was last asked for, and frees its room", s.cfg.SubpageTTL)
+	msg += fmt.Sprintf(": a subpage expires %s after it was last asked for, and frees its room", durationWords(s.cfg.SubpageTTL))
 	if !freed.IsZero() {
 		wait := max(freed.Sub(s.store.Now()), time.Second)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		msg += "; the first of them expires at " + freed.UTC().Format(time.RFC3339)
 	}
 	return errorf(http.StatusTooManyRequests, "%s", msg)
+}
+
+// durationWords writes a duration as people do when it is a whole number
+// of hours or minutes ("24 hours"), and as Go does otherwise ("90s").
+func durationWords(d time.Duration) string {
+	n, unit := 0, ""
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		n, unit = int(d/time.Hour), "hour"
+	case d >= time.Minute && d%time.Minute == 0:
+		n, unit = int(d/time.Minute), "minute"
+	default:
+		return d.String()
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return fmt.Sprintf("%d %s", n, unit)
 }
 
 // reuseSubpage returns the live subpage of a document's pages, if there

@@ -116,7 +116,7 @@ func TestSubpageBudget(t *testing.T) {
 	if len(kept) == 0 || refused.status == 0 {
 		t.Fatalf("%d subpages of a page each fit a %d-byte budget, and none was refused; want some of each", len(kept), budget)
 	}
-	wantError(t, refused, http.StatusTooManyRequests, "the live subpages of owner "+owner, "of its subpage budget of 3 KiB", "a subpage expires 24h0m0s after it was last asked for")
+	wantError(t, refused, http.StatusTooManyRequests, "the live subpages of owner "+owner, "of its subpage budget of 3 KiB", "a subpage expires 24 hours after it was last asked for")
 	wait, err := strconv.Atoi(refused.header.Get("Retry-After"))
 	if err != nil || wait <= 0 || wait > int((24*time.Hour).Seconds()) {
 		t.Errorf("Retry-After %q, want the seconds until the first subpage expires", refused.header.Get("Retry-After"))
