@@ -164,10 +164,10 @@ func (s *Server) subpageLimits() store.SubpageLimits {
 
 // subpageRoom is nil when a subpage of size more bytes (0: not cut yet,
 // so of at least one) fits in the project's and the owner's limits, and
-// otherwise their 429. It is a 429,
-// not a 507: the server's disk is not full (that is the 507 the operator
-// must hear of), this owner has used its share, and waiting is the cure,
-// since subpages expire; Retry-After says when the first of them does.
+// otherwise their 429. A 429, not a 507: the server's disk is not full
+// (that is the 507 the operator must hear of), this owner has used its
+// share, and waiting is the cure, since subpages expire; Retry-After
+// says when the first of them does.
 func (s *Server) subpageRoom(c echo.Context, projectID, owner string, size int64) error {
 	u, err := s.store.SubpageUsage(projectID, owner)
 	if err != nil {

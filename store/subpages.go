@@ -334,7 +334,7 @@ func (s *Store) SweepSubpages() (int, error) {
 func (s *Store) sweepSubpageFiles() (int, error) {
 	s.subpageFiles.Lock()
 	defer s.subpageFiles.Unlock()
-	dir := filepath.Dir(s.subpagePath("x"))
+	dir := s.subpageDir()
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -342,27 +342,29 @@ func (s *Store) sweepSubpageFiles() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: sweep subpage files: %w", err)
 	}
-	n := 0
-	for _, e := range entries {
-		id, isPDF := strings.CutSuffix(e.Name(), ".pdf")
-		if isPDF && !strings.HasPrefix(e.Name(), ".") {
-			var named bool
-			err := s.db.View(func(tx *bolt.Tx) error {
-				named = tx.Bucket(bucketSubpages).Get([]byte(id)) != nil
-				return nil
-			})
-			if err != nil || named {
-				continue
+	var orphans []string
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSubpages)
+		for _, e := range entries {
+			id, isPDF := strings.CutSuffix(e.Name(), ".pdf")
+			// Not a subpage's file (a temporary one), or one no record
+			// names: no create is under way (they hold subpageFiles), so
+			// nothing will name it.
+			if !isPDF || strings.HasPrefix(e.Name(), ".") || b.Get([]byte(id)) == nil {
+				orphans = append(orphans, e.Name())
 			}
 		}
-		// Not a subpage's file, or one no record names: no create is
-		// under way (they hold subpageFiles), so nothing will name it.
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return n, fmt.Errorf("store: sweep subpage files: %w", err)
-		}
-		n++
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: sweep subpage files: %w", err)
 	}
-	return n, nil
+	for i, name := range orphans {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return i, fmt.Errorf("store: sweep subpage files: %w", err)
+		}
+	}
+	return len(orphans), nil
 }
 
 // dropSubpagesOf deletes the subpages of d's pages, records and files, as
@@ -391,8 +393,11 @@ func (s *Store) dropSubpagesOf(tx *bolt.Tx, d *Document) error {
 	return nil
 }
 
+// subpageDir holds the subpages' PDFs, a file each, named by id.
+func (s *Store) subpageDir() string { return filepath.Join(filepath.Dir(s.filesDir), "subpages") }
+
 func (s *Store) subpagePath(id string) string {
-	return filepath.Join(filepath.Dir(s.filesDir), "subpages", filepath.Base(id)+".pdf")
+	return filepath.Join(s.subpageDir(), filepath.Base(id)+".pdf")
 }
 
 // indexSubpages upgrades data of schema 6, whose subpages were found by
