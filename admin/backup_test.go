@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -128,7 +129,8 @@ func TestBackupRestoreAnswersTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := src.store.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: owner, OwnerID: owner, ChunkID: chunks[0].ID, FileName: "doc.pdf"}, []byte("%PDF-subpage"), time.Hour)
+	sp, err := src.store.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: owner, OwnerID: owner, DocumentID: chunks[0].DocumentID,
+		FirstPage: 1, LastPage: 1, FileName: "doc.pdf"}, []byte("%PDF-subpage"), time.Hour, store.SubpageLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,12 @@ func TestBackupRestoreAnswersTheSame(t *testing.T) {
 			t.Errorf("original of %s: %v", d.Name, err)
 		}
 	}
-	if data, err := restored.store.ReadSubpage(sp.ID); err != nil || string(data) != "%PDF-subpage" {
+	f, err := restored.store.OpenSubpage(sp.ID)
+	if err != nil {
+		t.Fatalf("the subpage after restore: %v", err)
+	}
+	defer f.Close()
+	if data, err := io.ReadAll(f); err != nil || string(data) != "%PDF-subpage" {
 		t.Errorf("the subpage after restore: %q, %v", data, err)
 	}
 }

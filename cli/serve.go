@@ -64,6 +64,9 @@ type serveOptions struct {
 	sessionMaxPending   int
 	maxConns            int
 	maxConnsPerClient   int
+	writeStall          time.Duration
+	subpageBudget       byteSize
+	maxSubpages         int
 	googleClientID      string
 	googleClientSecret  string
 	metricsAddr         string
@@ -121,7 +124,11 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.searxngURL, "searxng-url", "", "SearxNG-compatible search endpoint for POST /search/internet (unset: internet search is off)")
 	f.IntVar(&o.sessionMaxPending, "session-max-pending", server.DefaultSessionMaxPending, "files one upload session may have waiting to be indexed; more: 429 with Retry-After")
 	f.IntVar(&o.maxConns, "max-connections", server.DefaultMaxConns, "open connections at most; more are answered 503 and closed")
-	f.IntVar(&o.maxConnsPerClient, "max-connections-per-client", server.DefaultMaxConnsPerClient, "open connections from one IP address at most")
+	f.IntVar(&o.maxConnsPerClient, "max-connections-per-client", server.DefaultMaxConnsPerClient, "open connections from one client at most: an IPv4 address, or an IPv6 /64 network (what one host is commonly given)")
+	f.DurationVar(&o.writeStall, "write-stall", server.DefaultWriteStall, "longest a write of an answer may wait on a client that does not read it before the connection is cut (an answer may take longer in all, as long as its client keeps reading)")
+	o.subpageBudget = server.DefaultSubpageBudget
+	f.Var(&o.subpageBudget, "subpage-budget", "disk the live subpages of one owner (a project or a customer) may take: a size such as 1GiB; a cut past it is answered 429 until older subpages expire")
+	f.IntVar(&o.maxSubpages, "max-subpages-per-project", server.DefaultMaxSubpagesPerProject, "live subpages one project may keep; more are answered 429 until older ones expire")
 	f.StringVar(&o.googleClientID, "google-client-id", "", "OAuth client id (type Web application) for Google Drive import on upload pages; its redirect URI is BASE_URL"+server.DriveCallbackPath+" (unset: Drive import is off)")
 	f.StringVar(&o.googleClientSecret, "google-client-secret", "", "that OAuth client's secret (prefer DOCSIFT_GOOGLE_CLIENT_SECRET: a flag shows in the process list)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on, at /metrics (unset: off); keep it private, e.g. 127.0.0.1:9464")
@@ -183,6 +190,9 @@ func (o *serveOptions) check() error {
 		{"--session-max-pending", o.sessionMaxPending > 0, "1 or more"},
 		{"--max-connections", o.maxConns > 0, "1 or more"},
 		{"--max-connections-per-client", o.maxConnsPerClient > 0, "1 or more"},
+		{"--write-stall", o.writeStall > 0, "a duration above 0, such as 30s"},
+		{"--subpage-budget", o.subpageBudget > 0, "a size above 0, such as 1GiB"},
+		{"--max-subpages-per-project", o.maxSubpages > 0, "1 or more"},
 		{"--webhook-first-retry", o.webhookFirstRetry > 0, "a duration above 0, such as 10s"},
 	} {
 		if !c.ok { // NaN fails every comparison, so it lands here too
@@ -390,7 +400,8 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		BaseURL: o.baseURL, SpoolDir: spool, MaxFileBytes: int64(o.maxFile), MaxTextBytes: int64(o.maxText),
 		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
 		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit, SessionMaxPending: o.sessionMaxPending,
-		Conns:        server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient},
+		SubpageBudget: int64(o.subpageBudget), MaxSubpagesPerProject: o.maxSubpages,
+		Conns:        server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient, WriteStall: o.writeStall},
 		WebhookGuard: guard, ShowWebhookReplies: o.webhookShowReplies,
 	}
 	var web search.WebSearcher

@@ -324,6 +324,10 @@ func (e *Engine) Start() error {
 			e.log.Info("removed orphaned files", "files", n)
 		}
 	}
+	// Subpages expired while the server was down go now, not at the
+	// first tick, which a server restarted more often never reaches; with
+	// them the files a crash left without a record.
+	e.sweepSubpages()
 	e.cfg.Metrics.WatchQueue(e.store.PendingJobs)
 	e.cfg.Metrics.WatchIndexes(e.indexes.Sizes)
 	e.cfg.Metrics.WatchIndexMemory(e.indexes.Memory)
@@ -408,12 +412,18 @@ func (e *Engine) maintain() {
 			} else {
 				e.cfg.Metrics.Snapshotted(time.Now())
 			}
-			if n, err := e.store.SweepSubpages(); err != nil {
-				e.log.Error("removing expired subpages failed", "err", err)
-			} else if n > 0 {
-				e.log.Info("removed expired subpages", "subpages", n)
-			}
+			e.sweepSubpages()
 		}
+	}
+}
+
+// sweepSubpages removes expired subpages and their files, and the files
+// no subpage names.
+func (e *Engine) sweepSubpages() {
+	if n, err := e.store.SweepSubpages(); err != nil {
+		e.log.Error("removing expired subpages failed", "err", err)
+	} else if n > 0 {
+		e.log.Info("removed expired subpages and orphaned subpage files", "removed", n)
 	}
 }
 

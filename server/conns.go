@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -22,8 +24,10 @@ const (
 	// 1,048,576 descriptor limit of a service and the memory of their
 	// buffers, well over what one server's clients need.
 	DefaultMaxConns = 4096
-	// DefaultMaxConnsPerClient bounds one IP address's share, so a single
-	// client cannot take every slot.
+	// DefaultMaxConnsPerClient bounds one client's share, so a single
+	// client cannot take every slot. A client is an IPv4 address or an
+	// IPv6 /64 network: one host is commonly given a whole /64, and would
+	// otherwise be as many clients as it likes.
 	DefaultMaxConnsPerClient = 256
 	// DefaultReadHeaderTimeout bounds the wait for a request's headers.
 	DefaultReadHeaderTimeout = 10 * time.Second
@@ -34,11 +38,22 @@ const (
 	// DefaultBodyRateGrace is how long a body may arrive slower than
 	// minBodyRate before the request is ended: room for a slow start.
 	DefaultBodyRateGrace = 10 * time.Second
+	// DefaultWriteStall cuts a connection whose client stopped reading
+	// its answer: the longest one write to it may wait. Time for TCP to
+	// retransmit a lost packet several times (1, 2, 4, 8 s), not for a
+	// client to hold the socket's buffers (megabytes of kernel memory
+	// each) for as long as it likes.
+	DefaultWriteStall = 30 * time.Second
 
 	// minBodyRate is the slowest average a request body may arrive at,
 	// in bytes per second. A 64 MiB upload at this rate still fits (in
 	// about 4.5 hours); a body trickling a byte every few seconds does not.
 	minBodyRate = 4 << 10
+	// writePiece is the most one write to a connection carries, each
+	// with its own WriteStall: the stall then measures progress, and a
+	// long answer (a streamed query, a subpage) goes on for as long as
+	// its client reads at least this much per WriteStall.
+	writePiece = 64 << 10
 )
 
 // ConnLimits bound what one connection and one client may hold. The zero
@@ -50,6 +65,7 @@ type ConnLimits struct {
 	IdleTimeout       time.Duration
 	BodyStall         time.Duration
 	BodyRateGrace     time.Duration
+	WriteStall        time.Duration
 }
 
 func (l ConnLimits) withDefaults() ConnLimits {
@@ -71,6 +87,9 @@ func (l ConnLimits) withDefaults() ConnLimits {
 	if l.BodyRateGrace <= 0 {
 		l.BodyRateGrace = DefaultBodyRateGrace
 	}
+	if l.WriteStall <= 0 {
+		l.WriteStall = DefaultWriteStall
+	}
 	return l
 }
 
@@ -78,7 +97,7 @@ func (l ConnLimits) withDefaults() ConnLimits {
 // the header and idle timeouts. There is no overall read or write timeout,
 // because an upload may take long on a slow link and a streamed answer as
 // long as the model writes; request bodies are paced instead (see
-// paceBodies), and ServeLimited caps the connections.
+// paceBodies), and Serve caps the connections and bounds each write.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s.Handler(),
@@ -88,11 +107,30 @@ func (s *Server) HTTPServer() *http.Server {
 }
 
 // Serve runs the API on ln, with at most MaxConns connections open and at
-// most MaxConnsPerClient from one IP address. A connection over either
-// limit is not queued (it would wait behind the very connections that
-// exhaust the limit): it is answered 503 with the reason and closed.
+// most MaxConnsPerClient from one client, and every write to a connection
+// bounded by WriteStall: a client that stops reading is cut, on every
+// route, whatever wrote (a handler, or net/http itself).
+//
+// A connection over the client's share is not queued (it would wait
+// behind the very connections that exhaust it): it is answered 503 with
+// the reason and closed. A connection over MaxConns takes the place of
+// the one that has waited longest on its client: idle between requests,
+// not yet sent a request, or blocked writing an answer its client does
+// not read. Only when every connection is busy serving is it refused.
 func (s *Server) Serve(srv *http.Server, ln net.Listener) error {
-	return srv.Serve(&limitedListener{Listener: ln, limits: s.cfg.Conns, perClient: map[string]int{}})
+	l := &limitedListener{Listener: ln, limits: s.cfg.Conns, conns: map[*trackedConn]struct{}{}, perClient: map[string]int{}}
+	next := srv.ConnState
+	srv.ConnState = func(c net.Conn, state http.ConnState) {
+		if tc, ok := c.(*trackedConn); ok {
+			l.mu.Lock()
+			tc.state, tc.since = state, time.Now()
+			l.mu.Unlock()
+		}
+		if next != nil {
+			next(c, state)
+		}
+	}
+	return srv.Serve(l)
 }
 
 type limitedListener struct {
@@ -100,7 +138,7 @@ type limitedListener struct {
 	limits ConnLimits
 
 	mu        sync.Mutex
-	open      int
+	conns     map[*trackedConn]struct{} // the open ones
 	perClient map[string]int
 	refusing  int // connections being answered 503 (see refuse)
 }
@@ -111,31 +149,73 @@ func (l *limitedListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		client := clientOf(c.RemoteAddr())
+		tc := &trackedConn{Conn: c, l: l, client: clientOf(c.RemoteAddr()), state: http.StateNew, since: time.Now()}
 		l.mu.Lock()
 		var reason string
+		var evicted *trackedConn
 		switch {
-		case l.perClient[client] >= l.limits.MaxConnsPerClient:
-			reason = fmt.Sprintf("too many open connections from this address (at most %d): reuse connections or open fewer", l.limits.MaxConnsPerClient)
-		case l.open >= l.limits.MaxConns:
-			reason = fmt.Sprintf("the server has as many open connections as it takes (%d): try again shortly", l.limits.MaxConns)
-		default:
-			l.open++
-			l.perClient[client]++
+		case l.perClient[tc.client] >= l.limits.MaxConnsPerClient:
+			reason = fmt.Sprintf("too many open connections from this client (at most %d from one IPv4 address or IPv6 /64 network): reuse connections or open fewer", l.limits.MaxConnsPerClient)
+		case len(l.conns) >= l.limits.MaxConns:
+			if evicted = l.longestWaiting(); evicted != nil {
+				l.release(evicted)
+			} else {
+				reason = fmt.Sprintf("the server has as many open connections as it takes (%d), all of them busy: try again shortly", l.limits.MaxConns)
+			}
+		}
+		if reason == "" {
+			l.conns[tc] = struct{}{}
+			l.perClient[tc.client]++
 		}
 		answer := reason != "" && l.refusing < maxRefusing
 		if answer {
 			l.refusing++
 		}
 		l.mu.Unlock()
+		if evicted != nil {
+			evicted.abort()
+		}
 		switch {
 		case answer:
 			go l.refuse(c, reason)
 		case reason != "":
 			c.Close() // a flood: answering each would hold its descriptor
 		default:
-			return &countedConn{Conn: c, release: func() { l.release(client) }}, nil
+			return tc, nil
 		}
+	}
+}
+
+// longestWaiting is the open connection that has waited longest on its
+// client, or nil when all are busy serving a request. l.mu is held.
+func (l *limitedListener) longestWaiting() *trackedConn {
+	var victim *trackedConn
+	var oldest time.Time
+	for c := range l.conns {
+		since := c.since
+		if c.state != http.StateNew && c.state != http.StateIdle {
+			w := c.writing.Load()
+			if w == 0 {
+				continue // running its handler, or reading its request
+			}
+			since = time.Unix(0, w)
+		}
+		if victim == nil || since.Before(oldest) {
+			victim, oldest = c, since
+		}
+	}
+	return victim
+}
+
+// release gives a connection's slot back, once. l.mu is held.
+func (l *limitedListener) release(c *trackedConn) {
+	if c.released {
+		return
+	}
+	c.released = true
+	delete(l.conns, c)
+	if l.perClient[c.client]--; l.perClient[c.client] <= 0 {
+		delete(l.perClient, c.client)
 	}
 }
 
@@ -171,33 +251,90 @@ func (l *limitedListener) refuse(c net.Conn, reason string) {
 	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
-func (l *limitedListener) release(client string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.open--
-	if l.perClient[client]--; l.perClient[client] <= 0 {
-		delete(l.perClient, client)
-	}
-}
-
-// clientOf is the IP address a connection comes from.
+// clientOf is the client a connection comes from: its IPv4 address, or
+// its IPv6 address's /64 network.
 func clientOf(addr net.Addr) string {
-	if host, _, err := net.SplitHostPort(addr.String()); err == nil {
-		return host
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil {
+		return addr.String()
 	}
-	return addr.String()
+	ip := ap.Addr().Unmap().WithZone("")
+	if ip.Is4() {
+		return ip.String()
+	}
+	network, err := ip.Prefix(64)
+	if err != nil {
+		return ip.String()
+	}
+	return network.String()
 }
 
-// countedConn gives its slot back once, when closed.
-type countedConn struct {
+// trackedConn is an open connection as the listener sees it: its slot,
+// what it is doing, and its writes, each bounded by WriteStall.
+type trackedConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l      *limitedListener
+	client string
+	// writing is when the write under way began, in Unix nanoseconds;
+	// 0 when none is.
+	writing atomic.Int64
+
+	// Guarded by l.mu.
+	state    http.ConnState // as net/http last said
+	since    time.Time      // when it took that state
+	released bool
 }
 
-func (c *countedConn) Close() error {
+// Write writes p a piece at a time, each within WriteStall: a client that
+// reads nothing for that long is cut.
+func (c *trackedConn) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		piece := p[:min(len(p), writePiece)]
+		start := time.Now()
+		// An error means the connection cannot have a deadline; it is
+		// then closed, and the write fails anyway.
+		_ = c.Conn.SetWriteDeadline(start.Add(c.l.limits.WriteStall))
+		c.writing.Store(start.UnixNano())
+		m, err := c.Conn.Write(piece)
+		c.writing.Store(0)
+		n += m
+		p = p[m:]
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				c.resetOnClose()
+			}
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// resetOnClose makes Close reset the connection: the answer its client
+// did not read is dropped at once, instead of the kernel holding it while
+// the client's window stays shut.
+func (c *trackedConn) resetOnClose() {
+	if tcp, ok := c.Conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+}
+
+// abort closes a connection whose place the listener gave to another;
+// one blocked writing is reset, as a stalled write is.
+func (c *trackedConn) abort() {
+	if c.writing.Load() != 0 {
+		c.resetOnClose()
+	}
+	c.Conn.Close()
+}
+
+// Close closes the connection and gives its slot back.
+func (c *trackedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.l.mu.Lock()
+	c.l.release(c)
+	c.l.mu.Unlock()
 	return err
 }
 

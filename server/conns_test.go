@@ -26,6 +26,19 @@ import (
 // project key.
 func connServer(t *testing.T, limits server.ConnLimits) (addr, key, projectID string) {
 	t.Helper()
+	e := connServerEnv(t, limits)
+	return e.addr, e.key, e.projectID
+}
+
+// connEnv is a server connServerEnv runs: its address, a project, and its
+// store, for tests that set records up underneath the API.
+type connEnv struct {
+	addr, key, projectID string
+	store                *store.Store
+}
+
+func connServerEnv(t *testing.T, limits server.ConnLimits) *connEnv {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(dir)
 	if err != nil {
@@ -56,7 +69,7 @@ func connServer(t *testing.T, limits server.ConnLimits) (addr, key, projectID st
 		engine.Shutdown(context.Background())
 		st.Close()
 	})
-	return ln.Addr().String(), key, p.ID
+	return &connEnv{addr: ln.Addr().String(), key: key, projectID: p.ID, store: st}
 }
 
 // dialFrom opens a connection to addr from the loopback address from, so
@@ -133,7 +146,7 @@ func TestConnectionsPerClientAreCapped(t *testing.T) {
 	var body struct{ Error string }
 	json.NewDecoder(resp.Body).Decode(&body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body.Error, "too many open connections from this address (at most 5)") {
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body.Error, "too many open connections from this client (at most 5 from one IPv4 address or IPv6 /64 network)") {
 		t.Errorf("answer %d %q, want 503 naming the limit", resp.StatusCode, body.Error)
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
@@ -196,5 +209,28 @@ func TestTricklingBodiesAreCut(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// One host is commonly given a whole IPv6 /64, and can connect from as
+// many of its addresses as it likes: its connections count as one
+// client's. IPv4 clients are counted by address.
+func TestClientIsAnIPv4AddressOrAnIPv6Network(t *testing.T) {
+	for addr, want := range map[string]string{
+		"192.0.2.7:443":                        "192.0.2.7",
+		"[::ffff:192.0.2.7]:443":               "192.0.2.7",
+		"[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:1": "2001:db8:1:2::/64",
+		"[2001:db8:1:2::1]:2":                  "2001:db8:1:2::/64",
+		"[2001:db8:1:3::1]:2":                  "2001:db8:1:3::/64",
+		"[fe80::1%eth0]:80":                    "fe80::/64",
+		"[::1]:80":                             "::/64",
+	} {
+		tcp, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := server.ClientOf(tcp); got != want {
+			t.Errorf("client of %s = %q, want %q", addr, got, want)
+		}
 	}
 }

@@ -16,3 +16,6 @@ func WatchCuts(slice func(cut func(data []byte, first, last int) ([]byte, error)
 	slicePDF = func(data []byte, first, last int) ([]byte, error) { return slice(cut, data, first, last) }
 	return func() { slicePDF = cut }
 }
+
+// ClientOf is clientOf.
+var ClientOf = clientOf

@@ -39,6 +39,15 @@ const (
 	// have waiting to be indexed: a person's batch of files fits, a script
 	// holding the link cannot fill the queue.
 	DefaultSessionMaxPending = 20
+	// DefaultSubpageBudget bounds the disk one owner's live subpages take:
+	// a thousand subpages of a typical PDF (around a megabyte each), or
+	// seventy of a document whose pages share a 14 MB image; one owner
+	// cannot fill the disk with cuts of its documents.
+	DefaultSubpageBudget = 1 << 30
+	// DefaultMaxSubpagesPerProject bounds the live subpages of a project:
+	// a hundred for each of a thousand customers, and the owner budgets
+	// bound their bytes.
+	DefaultMaxSubpagesPerProject = 100_000
 	// sessionBacklogRetrySeconds is the Retry-After of a session over that
 	// bound: about the time a few small files take.
 	sessionBacklogRetrySeconds = 5
@@ -59,6 +68,9 @@ type Config struct {
 	SessionTTL   time.Duration
 	SubpageTTL   time.Duration
 	Version      string
+
+	SubpageBudget         int64 // bytes one owner's live subpages may take
+	MaxSubpagesPerProject int   // live subpages one project may keep
 
 	RateLimit         float64 // API requests per second per project; 0: unlimited
 	SessionRateLimit  float64 // upload-session requests per second per session; 0: unlimited
@@ -99,6 +111,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SubpageTTL <= 0 {
 		c.SubpageTTL = DefaultSubpageTTL
+	}
+	if c.SubpageBudget <= 0 {
+		c.SubpageBudget = DefaultSubpageBudget
+	}
+	if c.MaxSubpagesPerProject <= 0 {
+		c.MaxSubpagesPerProject = DefaultMaxSubpagesPerProject
 	}
 	if c.SessionMaxPending <= 0 {
 		c.SessionMaxPending = DefaultSessionMaxPending

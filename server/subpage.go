@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -77,19 +77,6 @@ func (s *Server) createSubpage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if sp, ok := s.reuseSubpage(chunk.ID, varience); ok {
-		return c.JSON(http.StatusOK, s.subpageResponse(sp))
-	}
-	select {
-	case s.cuts <- struct{}{}:
-		defer func() { <-s.cuts }()
-	case <-c.Request().Context().Done():
-		return c.Request().Context().Err()
-	}
-	// A request for the same cut that went first may have made it.
-	if sp, ok := s.reuseSubpage(chunk.ID, varience); ok {
-		return c.JSON(http.StatusOK, s.subpageResponse(sp))
-	}
 	doc, err := s.store.Document(chunk.DocumentID)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("chunk %s not found", req.ChunkID)
@@ -100,6 +87,27 @@ func (s *Server) createSubpage(c echo.Context) error {
 	if doc.Format != string(pdf.FormatPDF) || chunk.Page == 0 {
 		return badRequest("chunk %s is not from a PDF (its document %s is %s); subpages can only be cut from PDFs", chunk.ID, doc.ID, doc.Format)
 	}
+	// A subpage is its document's pages: every chunk and varience that
+	// name the same pages share one cut.
+	first, last := max(chunk.Page-varience, 1), chunk.Page+varience
+	if doc.Pages > 0 {
+		last = min(last, doc.Pages)
+		if sp, ok := s.reuseSubpage(doc.ID, first, last); ok {
+			return c.JSON(http.StatusOK, s.subpageResponse(sp))
+		}
+	}
+	// Refused before the cut, so that an owner over its budget does not
+	// hold the cuts' places meanwhile.
+	projectID := project(c).ID
+	if err := s.subpageRoom(c, projectID, owner, 0); err != nil {
+		return err
+	}
+	select {
+	case s.cuts <- struct{}{}:
+		defer func() { <-s.cuts }()
+	case <-c.Request().Context().Done():
+		return c.Request().Context().Err()
+	}
 	data, err := s.store.ReadOriginal(doc)
 	if errors.Is(err, store.ErrNotFound) {
 		if _, gone := s.store.Document(doc.ID); errors.Is(gone, store.ErrNotFound) {
@@ -109,10 +117,14 @@ func (s *Server) createSubpage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	first, last := chunk.Page-varience, chunk.Page+varience
-	first = max(first, 1)
-	if doc.Pages > 0 {
-		last = min(last, doc.Pages)
+	if doc.Pages == 0 { // documents indexed before page counts were kept
+		if n := pageCount(data); n > 0 {
+			last = min(last, n)
+		}
+	}
+	// A request for the same pages that went first may have cut them.
+	if sp, ok := s.reuseSubpage(doc.ID, first, last); ok {
+		return c.JSON(http.StatusOK, s.subpageResponse(sp))
 	}
 	sliced, err := slicePDF(data, first, last)
 	switch {
@@ -123,28 +135,91 @@ func (s *Server) createSubpage(c echo.Context) error {
 	case err != nil:
 		return fmt.Errorf("server: cut subpage of %s: %w", chunk.ID, err)
 	}
-	if doc.Pages == 0 { // documents indexed before page counts were kept
+	if doc.Pages == 0 {
 		last = min(last, first+pageCount(sliced)-1)
 	}
 	sp, err := s.store.CreateSubpage(store.Subpage{
-		ID: store.NewSubpageID(), ProjectID: project(c).ID, OwnerID: owner, ChunkID: chunk.ID,
-		Varience: varience, FirstPage: first, LastPage: last,
-		FileName: subpageFileName(doc.Name, first, last),
-	}, sliced, s.cfg.SubpageTTL)
-	if errors.Is(err, store.ErrNotFound) { // its document was deleted while it was cut
+		ID: store.NewSubpageID(), ProjectID: projectID, OwnerID: owner, DocumentID: doc.ID,
+		FirstPage: first, LastPage: last, FileName: subpageFileName(doc.Name, first, last),
+	}, sliced, s.cfg.SubpageTTL, s.subpageLimits())
+	switch {
+	case errors.Is(err, store.ErrNotFound): // its document was deleted while it was cut
 		return notFound("chunk %s not found", req.ChunkID)
-	}
-	if err != nil {
+	case errors.Is(err, store.ErrSubpageBudget), errors.Is(err, store.ErrSubpageQuota):
+		// Others were stored meanwhile; say which limit, if one still is.
+		if refused := s.subpageRoom(c, projectID, owner, int64(len(sliced))); refused != nil {
+			return refused
+		}
+		c.Response().Header().Set("Retry-After", "1")
+		return errorf(http.StatusTooManyRequests, "subpages stored at the same time as this one took the room left for it: try again")
+	case err != nil:
 		return err
 	}
 	return c.JSON(http.StatusOK, s.subpageResponse(sp))
 }
 
-// reuseSubpage returns the live subpage of a chunk and varience, if there
+func (s *Server) subpageLimits() store.SubpageLimits {
+	return store.SubpageLimits{OwnerBytes: s.cfg.SubpageBudget, ProjectSubpages: s.cfg.MaxSubpagesPerProject}
+}
+
+// subpageRoom is nil when a subpage of size more bytes (0: not cut yet,
+// so of at least one) fits in the project's and the owner's limits, and
+// otherwise their 429. A 429, not a 507: the server's disk is not full
+// (that is the 507 the operator must hear of), this owner has used its
+// share, and waiting is the cure, since subpages expire; Retry-After
+// says when the first of them does.
+func (s *Server) subpageRoom(c echo.Context, projectID, owner string, size int64) error {
+	u, err := s.store.SubpageUsage(projectID, owner)
+	if err != nil {
+		return err
+	}
+	var msg string
+	var freed time.Time
+	switch err := u.Check(s.subpageLimits(), max(size, 1)); {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrSubpageQuota):
+		msg = fmt.Sprintf("project %s keeps %d live subpages, as many as a project may keep", projectID, u.ProjectSubpages)
+		freed = u.NextProjectExpiry
+	default:
+		msg = fmt.Sprintf("the live subpages of owner %s take %s of its subpage budget of %s", owner, humanBytes(u.OwnerBytes), humanBytes(s.cfg.SubpageBudget))
+		if size > 0 {
+			msg += fmt.Sprintf(", and this one would take %s more", humanBytes(size))
+		}
+		freed = u.NextOwnerExpiry
+	}
+	msg += fmt.Sprintf(": a subpage expires %s after it was last asked for, and frees its room", durationWords(s.cfg.SubpageTTL))
+	if !freed.IsZero() {
+		wait := max(freed.Sub(s.store.Now()), time.Second)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		msg += "; the first of them expires at " + freed.UTC().Format(time.RFC3339)
+	}
+	return errorf(http.StatusTooManyRequests, "%s", msg)
+}
+
+// durationWords writes a duration as people do when it is a whole number
+// of hours or minutes ("24 hours"), and as Go does otherwise ("90s").
+func durationWords(d time.Duration) string {
+	n, unit := 0, ""
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		n, unit = int(d/time.Hour), "hour"
+	case d >= time.Minute && d%time.Minute == 0:
+		n, unit = int(d/time.Minute), "minute"
+	default:
+		return d.String()
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return fmt.Sprintf("%d %s", n, unit)
+}
+
+// reuseSubpage returns the live subpage of a document's pages, if there
 // is one, extended to last the full time to live when less than half of
 // it is left: a URL handed out must not die a minute later.
-func (s *Server) reuseSubpage(chunkID string, varience int) (*store.Subpage, bool) {
-	sp, err := s.store.SubpageFor(chunkID, varience)
+func (s *Server) reuseSubpage(documentID string, first, last int) (*store.Subpage, bool) {
+	sp, err := s.store.SubpageFor(documentID, first, last)
 	if err != nil {
 		return nil, false
 	}
@@ -215,13 +290,14 @@ func (s *Server) serveSubpage(c echo.Context) error {
 	if sp.Expired(s.store.Now()) {
 		return errorf(http.StatusGone, "this subpage expired at %s: create it again with POST /subpage", sp.ExpiresAt.Format("2006-01-02 15:04 MST"))
 	}
-	data, err := s.store.ReadSubpage(sp.ID)
+	f, err := s.store.OpenSubpage(sp.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("subpage not found")
 	}
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 	h := c.Response().Header()
 	h.Set("Content-Type", "application/pdf")
 	h.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": sp.FileName}))
@@ -232,7 +308,9 @@ func (s *Server) serveSubpage(c echo.Context) error {
 	maxAge := min(subpageMaxCache, sp.ExpiresAt.Sub(s.store.Now()))
 	h.Set("Cache-Control", fmt.Sprintf("private, max-age=%d", int(maxAge/time.Second)))
 	// ServeContent answers ranges, which PDF viewers ask for, and sends
-	// the length.
-	http.ServeContent(c.Response(), c.Request(), "", sp.CreatedAt, bytes.NewReader(data))
+	// the length. It copies the file a piece at a time: a download holds
+	// a buffer, not the file, and a reader that stops reading is cut by
+	// the connection's write stall (see conns.go).
+	http.ServeContent(c.Response(), c.Request(), "", sp.CreatedAt, f)
 	return nil
 }

@@ -72,12 +72,14 @@ type Backend interface {
 	// External ids: a caller's own id of a document, one holder per owner.
 	DocumentByExternalID(ownerID, externalID string) (*Document, error)
 
-	// Subpages: PDF slices served at capability URLs.
-	SubpageFor(chunkID string, varience int) (*Subpage, error)
-	CreateSubpage(sp Subpage, data []byte, ttl time.Duration) (*Subpage, error)
+	// Subpages: PDF slices of a document's pages served at capability
+	// URLs, one a run of pages, within limits on what is kept.
+	SubpageFor(documentID string, first, last int) (*Subpage, error)
+	SubpageUsage(projectID, ownerID string) (SubpageUsage, error)
+	CreateSubpage(sp Subpage, data []byte, ttl time.Duration, limits SubpageLimits) (*Subpage, error)
 	ExtendSubpage(id string, ttl time.Duration) (*Subpage, error)
 	Subpage(id string) (*Subpage, error)
-	ReadSubpage(id string) ([]byte, error)
+	OpenSubpage(id string) (SubpageFile, error)
 	SweepSubpages() (int, error)
 
 	// Webhooks and their deliveries.

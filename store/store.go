@@ -43,13 +43,16 @@ import (
 // queues due jobs fairly between projects (see fairqueue.go), where a
 // build of version 7 would look for them in the one queue by due time in
 // vain; the jobs an older file has queued join the fair queue at the
-// first claim, as jobs coming due do. Older
-// files are upgraded on open: the buckets are added, the running jobs
-// listed from a scan of the jobs, the session index from one of the
-// documents, the customer index from one of the customers and the
-// projects' outboxes from the outbox; their small originals stay where
+// first claim, as jobs coming due do. Version 9 finds a subpage by its
+// document's pages rather than by the chunk and varience that first asked
+// for it, and sums each owner's subpages from an index, which a build of
+// version 8 would neither read nor keep up. Older files are upgraded on
+// open: the buckets are added, the running jobs listed from a scan of the
+// jobs, the session index from one of the documents, the customer index
+// from one of the customers, the projects' outboxes from the outbox and
+// the subpage indexes from the subpages; their small originals stay where
 // they are, and are read there.
-const schemaVersion = 8
+const schemaVersion = 9
 
 // openTimeout bounds the wait for bbolt's file lock, so that a second process
 // on the same data dir fails with a clear error instead of hanging.
@@ -75,6 +78,8 @@ var (
 	bucketFileRefs         = []byte("filerefs")         // owner \x00 sha256 hex → reference count
 	bucketOriginals        = []byte("originals")        // owner \x00 document id (or, from older versions, sha256 hex) → a small original's bytes (see files.go)
 	bucketSubpages         = []byte("subpages")         // subpage id → Subpage
+	bucketSubpageCuts      = []byte("subpagecuts")      // document \x00 first, last pages subpage id → nil (see subpages.go)
+	bucketProjectSubpages  = []byte("projectsubpages")  // project \x00 owner \x00 subpage id → expiry, size
 	bucketWebhooks         = []byte("webhooks")         // webhook id → Webhook
 	bucketDeliveries       = []byte("deliveries")       // delivery id → Delivery
 	bucketOutbox           = []byte("outbox")           // 8-byte due time, 8-byte sequence → delivery id: the next due first
@@ -86,7 +91,8 @@ var (
 		bucketChunks, bucketSeqs, bucketOwnerSeqs, bucketVectors, bucketFileRefs,
 		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
 		bucketEmbedCache, bucketExternalIDs, bucketOriginals, bucketSessionDocs, bucketProjectCustomers,
-		bucketProjectOutbox, bucketReadyJobs, bucketReadyOwners, bucketReadyProjects, bucketFairTags}
+		bucketProjectOutbox, bucketReadyJobs, bucketReadyOwners, bucketReadyProjects, bucketFairTags,
+		bucketSubpageCuts, bucketProjectSubpages}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -117,6 +123,10 @@ type Store struct {
 	noSync      bool
 	// upgradedFrom is the schema Open found older and upgraded, or 0.
 	upgradedFrom int
+	// subpageFiles keeps a subpage's file and its record one step for
+	// the sweep of orphaned files: creates hold it shared from writing a
+	// file to committing its record, the sweep holds it alone.
+	subpageFiles sync.RWMutex
 	// keyHashes maps the ids of keys Authenticate let in to their
 	// secrets' hashes, by which keys are stored (see keyRevoked).
 	keyHashes sync.Map
@@ -198,6 +208,11 @@ func (s *Store) init(upgrade bool) error {
 			}
 			if got < 7 {
 				if err := indexProjectOutboxes(tx); err != nil {
+					return err
+				}
+			}
+			if got < 9 {
+				if err := s.indexSubpages(tx); err != nil {
 					return err
 				}
 			}

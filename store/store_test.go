@@ -2,10 +2,13 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // The store's records behave as the conformance suite (store/storetest)
@@ -60,7 +63,7 @@ func TestSweepFilesRemovesOrphans(t *testing.T) {
 
 // The records' behaviour is the conformance suite's (storetest.RunSubpages);
 // this is the bbolt store's own part: a PDF is a file, kept only while its
-// record is.
+// record is, and the sweep also takes the files a crash left without one.
 func TestSubpageFilesFollowRecords(t *testing.T) {
 	s, dir := openTest(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -69,26 +72,118 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 	if _, err := s.CreateDocument(d, Bytes([]byte("%PDF-"))); err != nil {
 		t.Fatal(err)
 	}
-	chunks := []Chunk{{Position: 0, Page: 1, Text: "a"}}
+	subpageDir := filepath.Join(dir, "subpages")
+	files := func() map[string]bool {
+		entries, _ := os.ReadDir(subpageDir)
+		names := map[string]bool{}
+		for _, e := range entries {
+			names[e.Name()] = true
+		}
+		return names
+	}
+	cut := func(first int, ttl time.Duration) *Subpage {
+		t.Helper()
+		sp, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ProjectID: "prj_a", OwnerID: "cus_a", DocumentID: d.ID, FirstPage: first, LastPage: first}, []byte("%PDF-a"), ttl, SubpageLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp
+	}
+	sp := cut(1, time.Hour)
+	if again := cut(1, time.Hour); again.ID != sp.ID {
+		t.Fatalf("second create = %s; want the first %s", again.ID, sp.ID)
+	}
+	live := cut(2, 3*time.Hour)
+	if got := files(); len(got) != 2 {
+		t.Fatalf("subpage files %v, want 2 (the duplicate's dropped)", got)
+	}
+	// What a crash leaves: a finished file whose record was never
+	// committed, and a temporary file cut short.
+	orphan := NewSubpageID() + ".pdf"
+	for _, name := range []string{orphan, ".tmp-123456"} {
+		if err := os.WriteFile(filepath.Join(subpageDir, name), []byte("%PDF-orphan"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(time.Hour)
+	if n, err := s.SweepSubpages(); n != 3 || err != nil {
+		t.Fatalf("SweepSubpages = %d, %v; want the expired subpage and the 2 orphans", n, err)
+	}
+	if got := files(); len(got) != 1 || !got[live.ID+".pdf"] {
+		t.Fatalf("after the sweep, subpage files %v; want the live one's alone", got)
+	}
+	if f, err := s.OpenSubpage(live.ID); err != nil {
+		t.Fatalf("the live subpage's file: %v", err)
+	} else {
+		f.Close()
+	}
+}
+
+// Data of schema 6 found subpages by chunk and varience; upgraded, each is
+// found by its document's pages, counts toward its owner's budget, and
+// goes with its document. One whose chunk is gone goes, and its file with
+// the next sweep.
+func TestSubpagesUpgradedFromSchema6(t *testing.T) {
+	s, dir := openTest(t)
+	d := &Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
+	if _, err := s.CreateDocument(d, Bytes([]byte("%PDF-"))); err != nil {
+		t.Fatal(err)
+	}
+	chunks := []Chunk{{Position: 0, Page: 3, Text: "a"}}
 	if _, err := s.ReplaceChunks(d.ID, "m", chunks, [][]float32{{1}}); err != nil {
 		t.Fatal(err)
 	}
-	sp, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ChunkID: chunks[0].ID, Varience: 1}, []byte("%PDF-a"), time.Hour)
+	expires := time.Now().Add(time.Hour).UTC()
+	kept, gone := NewSubpageID(), NewSubpageID()
+	if err := os.MkdirAll(filepath.Join(dir, "subpages"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSubpages)
+		for id, chunk := range map[string]string{kept: chunks[0].ID, gone: "chk_gone-0001"} {
+			rec := fmt.Sprintf(`{"subpage_id":%q,"project_id":"prj_a","owner_id":"cus_a","chunk_id":%q,"varience":1,"first_page":2,"last_page":4,"file_name":"a-pages-2-4.pdf","created_at":"2026-01-01T00:00:00Z","expires_at":%q}`,
+				id, chunk, expires.Format(time.RFC3339Nano))
+			if err := b.Put([]byte(id), []byte(rec)); err != nil {
+				return err
+			}
+			if err := b.Put([]byte("by-chunk/"+chunk+"/1"), []byte(id)); err != nil {
+				return err
+			}
+			if err := os.WriteFile(s.subpagePath(id), []byte("%PDF-v6"), 0o600); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(6))
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ChunkID: chunks[0].ID, Varience: 1}, []byte("%PDF-b"), time.Hour)
-	if err != nil || again.ID != sp.ID {
-		t.Fatalf("second create = %+v, %v; want the first %s", again, err, sp.ID)
+	s.Close()
+	s, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if files, _ := os.ReadDir(filepath.Join(dir, "subpages")); len(files) != 1 {
-		t.Fatalf("%d subpage files, want 1 (the duplicate's dropped)", len(files))
+	defer s.Close()
+	if s.UpgradedFrom() != 6 {
+		t.Fatalf("UpgradedFrom = %d, want 6", s.UpgradedFrom())
 	}
-	now = now.Add(time.Hour)
+	sp, err := s.SubpageFor(d.ID, 2, 4)
+	if err != nil || sp.ID != kept || sp.DocumentID != d.ID || sp.Size != int64(len("%PDF-v6")) {
+		t.Fatalf("SubpageFor(pages 2-4) = %+v, %v; want %s of %s", sp, err, kept, d.ID)
+	}
+	if u, err := s.SubpageUsage("prj_a", "cus_a"); err != nil || u.ProjectSubpages != 1 || u.OwnerBytes != sp.Size {
+		t.Fatalf("usage = %+v, %v; want the one subpage", u, err)
+	}
+	if _, err := s.Subpage(gone); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the subpage of a chunk gone: err = %v, want ErrNotFound", err)
+	}
 	if n, err := s.SweepSubpages(); n != 1 || err != nil {
-		t.Fatalf("SweepSubpages = %d, %v", n, err)
+		t.Fatalf("SweepSubpages = %d, %v; want the file of the subpage gone", n, err)
 	}
-	if files, _ := os.ReadDir(filepath.Join(dir, "subpages")); len(files) != 0 {
-		t.Fatalf("files survived the sweep: %v", files)
+	if _, err := s.DeleteDocument(d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "subpages")); len(entries) != 0 {
+		t.Fatalf("subpage files after the document's delete: %v", entries)
 	}
 }

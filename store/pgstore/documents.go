@@ -285,7 +285,7 @@ func lockJobAndDocument(ctx context.Context, tx pgx.Tx, jobID, id string) (*stor
 // sequences removed; the caller notifies.
 func (s *Store) removeDocument(ctx context.Context, tx pgx.Tx, d *store.Document, reason string) ([]uint64, error) {
 	// Its subpages go with it: its pages are then neither served nor kept.
-	if _, err := tx.Exec(ctx, "DELETE FROM subpages WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = $1)", d.ID); err != nil {
+	if _, err := tx.Exec(ctx, "DELETE FROM subpages WHERE document_id = $1", d.ID); err != nil {
 		return nil, fmt.Errorf("delete subpages: %w", err)
 	}
 	removed, err := deleteChunks(ctx, tx, d)

@@ -42,7 +42,7 @@ type Chunks interface {
 
 	DocumentByExternalID(ownerID, externalID string) (*store.Document, error)
 
-	CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration) (*store.Subpage, error)
+	CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration, limits store.SubpageLimits) (*store.Subpage, error)
 	Subpage(id string) (*store.Subpage, error)
 }
 
@@ -318,7 +318,7 @@ func deleteDocumentRemovesEverything(t *testing.T, s Chunks) {
 	if _, err := s.ReplaceChunks(a.ID, "m", chunks, [][]float32{{1}}); err != nil {
 		t.Fatal(err)
 	}
-	sp, err := s.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: "prj_a", OwnerID: "cus_a", ChunkID: chunks[0].ID, FileName: "a.pdf"}, []byte("%PDF-"), time.Hour)
+	sp, err := s.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: "prj_a", OwnerID: "cus_a", DocumentID: a.ID, FirstPage: 1, LastPage: 1, FileName: "a.pdf"}, []byte("%PDF-"), time.Hour, store.SubpageLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func deleteDocumentRemovesEverything(t *testing.T, s Chunks) {
 		t.Fatalf("DeleteDocument = %v, %v", removed, err)
 	}
 	if _, err := s.Subpage(sp.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("subpage of a deleted chunk survived: %v", err)
+		t.Fatalf("subpage of a deleted document survived: %v", err)
 	}
 	if _, err := s.Chunk(chunks[0].ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("chunk survived: %v", err)
