@@ -213,7 +213,7 @@ func runWorkerJob(ctx context.Context, job workerJob, stdin io.Reader) (*workerR
 		return nil, fmt.Errorf("pdf: start extraction worker: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), workerEnv+"="+job.mode, workerParentEnv+"="+strconv.Itoa(os.Getpid()), workerOptionsEnv+"="+string(opts))
+	cmd.Env = workerEnviron(os.Environ(), workerEnv+"="+job.mode, workerParentEnv+"="+strconv.Itoa(os.Getpid()), workerOptionsEnv+"="+string(opts))
 	cmd.Stdin = stdin
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
