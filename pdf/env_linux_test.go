@@ -32,7 +32,8 @@ exec sleep 600`)
 	done := make(chan error, 1)
 	go func() {
 		_, err := ExtractWith(ctx, FormatPDF, blankScan(1), Options{
-			OCR: OCR{Binary: bin, PageTimeout: 10 * time.Minute},
+			OCR:     OCR{Binary: bin, PageTimeout: 10 * time.Minute},
+			sandbox: stateDir(dir),
 		})
 		done <- err
 	}()

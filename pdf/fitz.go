@@ -34,7 +34,7 @@ func extractFitz(ctx context.Context, f Format, data []byte, o Options) (*Docume
 	if f == FormatPDF && !hasPDFTrailer(data) {
 		return nil, fmt.Errorf("pdf: no end-of-file marker, the PDF is truncated: %w", ErrCorrupt)
 	}
-	job := workerJob{mode: workerModeExtract, opts: workerOptions{Format: f}, progress: o.Progress}
+	job := workerJob{mode: workerModeExtract, opts: workerOptions{Format: f, Sandbox: o.sandbox}, progress: o.Progress}
 	if f.mayHoldScans() {
 		ocr := o.OCR.withDefaults()
 		job.opts.OCR = &ocr
