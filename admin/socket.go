@@ -56,8 +56,14 @@ type CreatedKey struct {
 }
 
 // Listen serves the admin API of the server that keeps st on
-// dataDir/docsift.sock. The returned function stops it.
+// dataDir/docsift.sock, to the server's user and root (see peer.go). The
+// returned function stops it.
 func Listen(dataDir string, st store.Backend, reindexer Reindexer) (func(), error) {
+	return listen(dataDir, handler(st, dataDir, reindexer), serverUIDs())
+}
+
+// listen serves h on dataDir/docsift.sock to the users uids.
+func listen(dataDir string, h http.Handler, uids []int) (func(), error) {
 	path := filepath.Join(dataDir, SocketName)
 	// The store's file lock says no other server runs here, so a socket
 	// file left behind is stale.
@@ -70,7 +76,7 @@ func Listen(dataDir string, st store.Backend, reindexer Reindexer) (func(), erro
 		ln.Close()
 		return nil, fmt.Errorf("admin: socket: %w", err)
 	}
-	srv := &http.Server{Handler: handler(st, dataDir, reindexer), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: onlyUsers(uids, h), ConnContext: withPeer, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return func() { srv.Close(); os.Remove(path) }, nil
 }
