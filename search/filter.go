@@ -572,7 +572,7 @@ func readArray(dec *json.Decoder, depth int) ([]any, error) {
 	list := []any{}
 	for dec.More() {
 		if len(list) == maxFilterValues {
-			return nil, &readError{msg: fmt.Sprintf("holds more than %d items: an \"in\" list holds at most %d values, \"and\" and \"or\" at most %d clauses", maxFilterValues, maxFilterValues, maxFilterClauses)}
+			return nil, &readError{msg: fmt.Sprintf("holds more than %d values: a filter lists at most %d in \"in\" arrays, and at most %d clauses", maxFilterValues, maxFilterValues, maxFilterClauses)}
 		}
 		v, err := readValue(dec, depth+1)
 		if err != nil {

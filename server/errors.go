@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/store"
 )
 
@@ -58,6 +59,11 @@ type errorBody struct {
 // access log gives a request whose client went away before its answer.
 const statusClientClosed = 499
 
+// maxMessageBytes bounds an error's message: every message quotes the
+// request's input clipped (internal/clip), and this catches any that does
+// not, whatever the input, before it reaches the client.
+const maxMessageBytes = 1 << 10
+
 // handleError is echo's error handler: it writes every error, including
 // echo's own (unknown route, wrong method), as {"error": ...}.
 func (s *Server) handleError(err error, c echo.Context) {
@@ -91,17 +97,21 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", "5")
 	case errors.As(err, &he):
 		status = he.Code
+		// A path may be as long as the headers may be (a megabyte), and a
+		// method any word.
+		method, path := clip.String(c.Request().Method), clip.String(c.Request().URL.Path)
 		switch status {
 		case http.StatusNotFound:
-			msg = fmt.Sprintf("no route %s %s: see GET /openapi.json for the API", c.Request().Method, c.Request().URL.Path)
+			msg = fmt.Sprintf("no route %s %s: see GET /openapi.json for the API", method, path)
 		case http.StatusMethodNotAllowed:
-			msg = fmt.Sprintf("method %s is not allowed on %s", c.Request().Method, c.Request().URL.Path)
+			msg = fmt.Sprintf("method %s is not allowed on %s", method, path)
 		case http.StatusRequestEntityTooLarge:
 			msg = "the request body is too large"
 		default:
 			msg = fmt.Sprint(he.Message)
 		}
 	}
+	msg = clip.To(msg, maxMessageBytes)
 	switch {
 	case status < 500, ae != nil && ae.off:
 		// The request's own log line says enough.

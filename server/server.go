@@ -20,6 +20,7 @@ import (
 	"github.com/docsift/docsift/cluster"
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/search"
@@ -243,10 +244,10 @@ func checkQueryString(next echo.HandlerFunc) echo.HandlerFunc {
 		if _, err := url.ParseQuery(raw); err != nil {
 			for _, pair := range strings.Split(raw, "&") {
 				if strings.Contains(pair, ";") {
-					return badRequest("the query string holds %q: parameters are separated by &, not ;", pair)
+					return badRequest("the query string holds %s: parameters are separated by &, not ;", clip.Quote(pair))
 				}
 				if _, err := url.QueryUnescape(pair); err != nil {
-					return badRequest("the query string holds %q, which is not valid percent-encoding (a percent sign is written %%25)", pair)
+					return badRequest("the query string holds %s, which is not valid percent-encoding (a percent sign is written %%25)", clip.Quote(pair))
 				}
 			}
 			return badRequest("the query string is not valid")
@@ -276,9 +277,9 @@ func knownParams(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			route := c.Request().Method + " " + routeForPeople(c.Path())
 			if len(takes) == 0 {
-				return badRequest("unknown query parameter %q: %s takes none", name, route)
+				return badRequest("unknown query parameter %s: %s takes none", clip.Quote(name), route)
 			}
-			return badRequest("unknown query parameter %q: %s takes %s", name, route, strings.Join(takes, ", "))
+			return badRequest("unknown query parameter %s: %s takes %s", clip.Quote(name), route, strings.Join(takes, ", "))
 		}
 		return next(c)
 	}
@@ -316,7 +317,7 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		s.cfg.Metrics.Request(route, metricMethod(c.Request().Method), strconv.Itoa(c.Response().Status), took)
 		s.log.Info("request",
 			"request_id", requestID(c),
-			"method", c.Request().Method,
+			"method", clip.String(c.Request().Method), // any word a client sends
 			"route", route,
 			"status", c.Response().Status,
 			"bytes", c.Response().Size,

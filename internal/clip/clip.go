@@ -15,11 +15,14 @@ const Max = 64
 
 // String is s cut to at most Max bytes, at a character's start, and
 // followed by "…" when it was cut.
-func String(s string) string {
-	if len(s) <= Max {
+func String(s string) string { return To(s, Max) }
+
+// To is s cut to at most n bytes, as String cuts it to Max.
+func To(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return s[:cut(s, Max)] + "…"
+	return s[:cut(s, n)] + "…"
 }
 
 // Quote is s quoted as Go's %q quotes it, in at most Max bytes between the

@@ -35,3 +35,12 @@ func TestClip(t *testing.T) {
 		t.Errorf("Quote of 16 NULs = %s", got)
 	}
 }
+
+func TestTo(t *testing.T) {
+	if got := To("abcdef", 6); got != "abcdef" {
+		t.Errorf("To at its length = %q", got)
+	}
+	if got := To("abcdé", 5); got != "abcd…" {
+		t.Errorf("To inside a character = %q", got)
+	}
+}
