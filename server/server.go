@@ -5,6 +5,7 @@
 package server
 
 import (
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -162,7 +163,7 @@ func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Ser
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(middleware.RequestID())
+	e.Use(requestIDs)
 	e.Use(s.logRequests)
 	e.Use(s.paceBodies)
 	e.Use(s.budgetBodies)
@@ -339,6 +340,41 @@ func metricMethod(m string) string {
 
 func requestID(c echo.Context) string {
 	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
+
+// maxRequestIDBytes bounds an X-Request-ID a request comes with: room for
+// a UUID, a proxy's or a tracer's id, and no more.
+const maxRequestIDBytes = 64
+
+// requestIDs gives each request its id, answered in X-Request-ID and
+// written in each log line about it. The id a request comes with (from a
+// proxy, or another node passing a query on) is kept when it is a short
+// token of letters, digits, '.', '_' and '-'; any other (a megabyte, a
+// line that reads as another log entry) is a client's to choose, and is
+// replaced by a new one.
+func requestIDs(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(echo.HeaderXRequestID)
+		if !isRequestID(id) {
+			id = rand.Text()
+		}
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		return next(c)
+	}
+}
+
+func isRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDBytes {
+		return false
+	}
+	for _, b := range []byte(id) {
+		switch {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) healthz(c echo.Context) error {
