@@ -63,12 +63,14 @@ func TestErrorsEchoLittleOfTheRequest(t *testing.T) {
 		{"route", "GET", "/" + long, "", "", 404, "no route"},
 		{"method", "X" + long, "/customers", "", "", 405, "is not allowed"},
 		{"multipart part", "POST", "/upload/file", ct, string(body), 400, "unknown part"},
+		{"webhook event", "POST", "/webhooks", "", `{"url": "https://app.example/hooks", "events": ["` + long + `"]}`, 400, "is not an event"},
+		{"webhook port", "POST", "/webhooks", "", `{"url": "https://app.example:` + strings.Repeat("9", 2000) + `/hooks"}`, 400, "is not a port"},
 	} {
 		r := e.do(t, c.method, c.path, e.a.key, c.ctype, bytes.NewReader([]byte(c.body)))
 		name := c.name + ": " + r.req[:min(len(r.req), 40)]
 		r.req = name
 		wantError(t, r, c.status, c.want)
-		if len(r.body) > maxErrorBody || strings.Contains(string(r.body), strings.Repeat("x", maxEcho+1)) || strings.Contains(string(r.body), strings.Repeat("0", maxEcho+1)) {
+		if len(r.body) > maxErrorBody || strings.Contains(string(r.body), strings.Repeat("x", maxEcho+1)) || strings.Contains(string(r.body), strings.Repeat("0", maxEcho+1)) || strings.Contains(string(r.body), strings.Repeat("9", maxEcho+1)) {
 			t.Errorf("%s: an error of %d bytes: %.300s…", name, len(r.body), r.body)
 		}
 	}
