@@ -226,8 +226,8 @@ func TestFilterParseIsLinear(t *testing.T) {
 }
 
 // TestHugeFilterRefusedAtOnce: the hostile run's filter (1.3 MB, 100,000
-// keys) is refused before it is read as JSON: in fewer allocations than
-// a handful and in less time than encoding/json takes to check that it is
+// keys) is refused before it is read as JSON: in a few allocations, none
+// per key, and in less time than encoding/json takes to check that it is
 // JSON at all, with an error of a few hundred bytes. It used to take 13 to
 // 35 s of CPU and answer with 1.2 MB of its own keys.
 func TestHugeFilterRefusedAtOnce(t *testing.T) {
@@ -240,7 +240,9 @@ func TestHugeFilterRefusedAtOnce(t *testing.T) {
 	if len(err.Error()) > 300 {
 		t.Fatalf("the error is %d bytes: %.300s…", len(err.Error()), err)
 	}
-	if allocs := testing.AllocsPerRun(5, func() { ParseFilter(raw) }); allocs > 5 {
+	// Three, the error's; a few more when the race detector drops what
+	// fmt's pool holds. Reading it took some per key.
+	if allocs := testing.AllocsPerRun(5, func() { ParseFilter(raw) }); allocs > 20 {
 		t.Errorf("refusing it took %.0f allocations", allocs)
 	}
 	refuse := costOf(func() { ParseFilter(raw) })
