@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docsift/docsift/internal/redact"
 	"github.com/ollama/ollama/api"
 )
 
@@ -123,13 +124,15 @@ func parseOllamaURL(s string) (*url.URL, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("llm: ollama url %q: %w", s, err)
+		// Not url.Parse's own words: they quote the URL, and parts of it
+		// (a password read as a port) without it.
+		return nil, fmt.Errorf("llm: ollama url %q: not a URL such as http://127.0.0.1:11434", redact.URL(s))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("llm: ollama url %q: scheme must be http or https", s)
+		return nil, fmt.Errorf("llm: ollama url %q: scheme must be http or https", redact.URL(s))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("llm: ollama url %q: no host", s)
+		return nil, fmt.Errorf("llm: ollama url %q: no host", redact.URL(s))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	return u, nil
@@ -141,6 +144,7 @@ func parseOllamaURL(s string) (*url.URL, error) {
 type OllamaClient struct {
 	api     *api.Client
 	url     string
+	shown   string // url without its password, for messages and logs
 	timeout time.Duration
 
 	health endpointHealth
@@ -155,7 +159,7 @@ func NewOllamaClient(cfg OllamaConfig) (*OllamaClient, error) {
 		return nil, err
 	}
 	if len(cs) > 1 {
-		return nil, fmt.Errorf("llm: ollama url %q: one server expected, got %d", cfg.URL, len(cs))
+		return nil, fmt.Errorf("llm: ollama url %q: one server expected, got %d", redact.Text(cfg.URL), len(cs))
 	}
 	return cs[0], nil
 }
@@ -170,13 +174,17 @@ func NewOllamaClients(cfg OllamaConfig) ([]*OllamaClient, error) {
 	}
 	out := make([]*OllamaClient, len(urls))
 	for i, u := range urls {
-		out[i] = &OllamaClient{api: api.NewClient(u, cfg.HTTPClient), url: u.String(), timeout: cfg.Timeout}
+		out[i] = &OllamaClient{api: api.NewClient(u, cfg.HTTPClient), url: u.String(), shown: redact.URL(u.String()), timeout: cfg.Timeout}
 	}
 	return out, nil
 }
 
-// URL is the server's base URL, for messages.
+// URL is the server's base URL, with its credentials if it has any: for
+// connecting to it.
 func (c *OllamaClient) URL() string { return c.url }
+
+// String is the server's base URL without its password, for messages.
+func (c *OllamaClient) String() string { return c.shown }
 
 // Version returns the server's version; it is the cheapest proof that the
 // server is up.
@@ -294,7 +302,7 @@ var errIncompleteStream = transientError{errors.New("the stream ended before the
 func (c *OllamaClient) modelError(model string, err error) error {
 	var se api.StatusError
 	if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
-		return &ModelNotFoundError{Model: model, URL: c.url}
+		return &ModelNotFoundError{Model: model, URL: c.shown}
 	}
 	return err
 }
@@ -305,11 +313,11 @@ func (c *OllamaClient) wrap(op string, err error) error {
 	var opErr *net.OpError
 	switch {
 	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return &ollamaError{op: op, plain: fmt.Sprintf("Ollama is not reachable at %s (start it with `ollama serve`, or set --ollama-url)", c.url), err: err}
+		return &ollamaError{op: op, plain: fmt.Sprintf("Ollama is not reachable at %s (start it with `ollama serve`, or set --ollama-url)", c.shown), err: err}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
-		return &ollamaError{op: op, plain: fmt.Sprintf("lost the connection to Ollama at %s (did it stop or restart?)", c.url), err: err}
+		return &ollamaError{op: op, plain: fmt.Sprintf("lost the connection to Ollama at %s (did it stop or restart?)", c.shown), err: err}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &ollamaError{op: op, plain: fmt.Sprintf("Ollama at %s did not answer in time", c.url), err: err}
+		return &ollamaError{op: op, plain: fmt.Sprintf("Ollama at %s did not answer in time", c.shown), err: err}
 	}
 	return fmt.Errorf("llm: ollama %s: %w", op, err)
 }
