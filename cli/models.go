@@ -219,7 +219,7 @@ func pullModels(cmd *cobra.Command, c *llm.OllamaClient, models []string, update
 		err := c.HasModel(cmd.Context(), m)
 		var missing *llm.ModelNotFoundError
 		if err != nil && !errors.As(err, &missing) {
-			return errors.New(llm.Describe(err))
+			return errors.New(llm.DescribeAt(err))
 		}
 		have := err == nil
 		if have && !update {
