@@ -241,11 +241,16 @@ type Upload struct {
 	// upload replaces the owner's document with that id once its job
 	// succeeds (see store/external.go).
 	ExternalID string
+	// Limits are the project's quotas the upload must fit in (the zero
+	// value: none), checked by the store as it creates the document.
+	Limits store.ProjectLimits
 }
 
 // Submit stores an upload and queues its job. The content type is detected
 // here, from the bytes, so an unsupported file is refused at once (an error
-// wrapping pdf.ErrUnsupported) rather than failing later in a job.
+// wrapping pdf.ErrUnsupported) rather than failing later in a job. An
+// upload over its project's quotas is the store's error
+// (store.ErrDocumentQuota, store.ErrStorageQuota).
 func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
 	orig := u.Original
 	if orig == nil {
@@ -262,7 +267,7 @@ func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
 		ProjectID: u.ProjectID, OwnerID: u.OwnerID, Name: u.Name,
 		Metadata: u.Metadata, Format: string(format), ExternalID: u.ExternalID,
 	}
-	job, err := e.store.CreateDocument(doc, orig)
+	job, err := e.store.CreateDocument(doc, orig, u.Limits)
 	if err != nil {
 		return nil, nil, err
 	}

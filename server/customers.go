@@ -42,7 +42,7 @@ func (s *Server) createCustomer(c echo.Context) error {
 	if err := checkName("name", name, true); err != nil {
 		return err
 	}
-	cus, err := s.store.CreateCustomer(req.ProjectID, name)
+	cus, err := s.store.CreateCustomer(req.ProjectID, name, store.ProjectLimits{})
 	if err != nil {
 		return err
 	}

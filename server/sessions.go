@@ -81,7 +81,7 @@ func (s *Server) createSession(c echo.Context, req sessionRequest, owner string)
 	sess, token, err := s.store.CreateSession(store.Session{
 		ProjectID: req.ProjectID, OwnerID: owner, CustomerID: customerID, KeyID: c.Get(ctxKeyID).(string),
 		Services: req.Services, SuccessURL: req.SuccessURL, CancelURL: req.CancelURL,
-	}, s.cfg.SessionTTL)
+	}, s.cfg.SessionTTL, store.ProjectLimits{})
 	if errors.Is(err, store.ErrKeyRevoked) { // while the request was read
 		return s.unauthorized(c, "invalid or revoked API key")
 	}
