@@ -116,6 +116,71 @@ func TestRefusedUploadsLeaveNoFile(t *testing.T) {
 	}
 }
 
+// SweepFiles runs while uploads of files go on, as it does periodically
+// in a running server: it takes the files left without a reference, and
+// never one an upload is about to refer to.
+func TestSweepFilesBesideUploads(t *testing.T) {
+	s, dir := openTest(t)
+	const uploaders, each = 4, 15
+	stop := make(chan struct{})
+	swept := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				swept <- n
+				return
+			default:
+			}
+			// Left by a crash, or a removal that failed, meanwhile.
+			orphan := filepath.Join(dir, "files", "cus_0", fmt.Sprintf("%064x", n))
+			os.MkdirAll(filepath.Dir(orphan), 0o700)
+			if err := os.WriteFile(orphan, []byte("orphan"), 0o600); err != nil {
+				t.Error(err)
+			}
+			if _, err := s.SweepFiles(); err != nil {
+				t.Error(err)
+			}
+			if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("an orphan survived the sweep: %v", err)
+			}
+			n++
+		}
+	}()
+	var docs []*Document
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for u := range uploaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				// Every other upload repeats a content: it finds the
+				// file there and refers to it without writing it.
+				d := &Document{ProjectID: "prj_x", OwnerID: fmt.Sprint("cus_", u%2), Name: "n", Format: "text"}
+				if _, err := s.CreateDocument(d, Bytes(bigText(fmt.Sprint(u, i/2))), ProjectLimits{}); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				docs = append(docs, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if n := <-swept; n == 0 {
+		t.Fatal("no sweep ran beside the uploads")
+	}
+	for _, d := range docs {
+		if _, err := s.ReadOriginal(d); err != nil {
+			t.Fatalf("document %s lost its original to a sweep: %v", d.ID, err)
+		}
+	}
+}
+
 // Data of schema 9, from before what projects keep was counted, gets its
 // counters and its sessions' index on open: the quotas then count what
 // was there, and the sweep finds the sessions that ended before.
