@@ -84,6 +84,7 @@ type serveOptions struct {
 	memoryLimit         string
 	gcHeadroom          string
 	heapVectors         bool
+	maxMappedSnapshots  int
 }
 
 func serveCmd(version string) *cobra.Command {
@@ -147,6 +148,7 @@ project named "default" is created and its API key printed once.`,
 	f.BoolVar(&o.webhookShowReplies, "webhook-show-replies", false, "show projects the start (200 bytes, sanitised) of what their webhook receivers answered to a failed delivery, in GET /webhooks/{id}/deliveries; off, the answer's status alone (a receiver inside your network, allowed for one project, may answer with what no project should read)")
 	f.StringVar(&o.memoryLimit, "memory-limit", "auto", "soft limit of the Go runtime's memory: auto (three quarters of the memory the process may use, its cgroup's limit or else the machine's; GOMEMLIMIT in the environment wins), off, or a size such as 2GiB or 1500MiB. Without one the heap grows to about twice its live data; near it the garbage collector runs more often, trading CPU for that headroom")
 	f.StringVar(&o.gcHeadroom, "gc-headroom", "auto", "heap growth the garbage collector allows at least before it runs: auto (256MiB, or an eighth of the memory limit when that is less; GOGC in the environment wins), off, or a size. The collector otherwise runs when the heap has doubled, several times a second for a small heap under ingest: more memory held for less CPU while busy, given back once collections are 30s apart")
+	f.IntVar(&o.maxMappedSnapshots, "max-mapped-snapshots", 0, "owners' index snapshots read in place through a memory map at most; the others are read into the heap (default: half of what the kernel's vm.max_map_count leaves, past which a process dies)")
 	f.BoolVar(&o.heapVectors, "heap-vectors", false, "keep the indexes' float vectors in memory instead of in memory-mapped scratch files under DATA/index (faster re-scoring when memory is plentiful, 1.5 KB more anonymous memory per chunk at 384 dimensions)")
 	o.models.register(f, true, llm.ModeAuto)
 	return cmd
@@ -191,6 +193,7 @@ func (o *serveOptions) check() error {
 		{"--retry-max-delay", o.retryMax > 0, "a duration above 0, such as 5m"},
 		{"--extract-timeout", o.extractTimeout > 0, "a duration above 0, such as 30m"},
 		{"--max-document-pages", o.maxPages > 0, "1 or more"},
+		{"--max-mapped-snapshots", o.maxMappedSnapshots >= 0, "0 (half of what vm.max_map_count leaves) or more"},
 		{"--max-page-text", o.maxPageText > 0 && o.maxPageText <= 1<<30, "a size above 0 and at most 1GiB"},
 		{"--max-document-text", o.maxDocumentText > 0, "a size above 0"},
 		{"--query-embed-timeout", o.queryEmbedTimeout > 0, "a duration above 0, such as 2s"},
@@ -374,6 +377,9 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		}
 	}
 	indexDir := filepath.Join(o.data, "index")
+	if o.maxMappedSnapshots > 0 {
+		index.SetMapBudget(o.maxMappedSnapshots)
+	}
 	if !o.heapVectors {
 		if err := os.MkdirAll(indexDir, 0o700); err != nil {
 			return fmt.Errorf("index directory: %w", err)

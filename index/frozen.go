@@ -64,17 +64,27 @@ func openMappingIn(f *os.File, budget *mapBudget) (*mapping, error) {
 // mapBudget counts the maps held for snapshots against a limit.
 type mapBudget struct {
 	held  atomic.Int64
-	limit int64
+	limit atomic.Int64
 }
 
 // snapshotMaps is the process's budget: half of what vm.max_map_count
 // leaves beside mapsReserve, for the heap's and the libraries' maps and
 // the vector scratch files' (and at least a thousand).
-var snapshotMaps = &mapBudget{limit: int64(MapBudget(MaxMapCount()))}
+var snapshotMaps = newMapBudget(MapBudget(MaxMapCount()))
+
+func newMapBudget(limit int) *mapBudget {
+	b := &mapBudget{}
+	b.limit.Store(int64(limit))
+	return b
+}
+
+// SetMapBudget sets how many snapshots the process maps at most (serve's
+// --max-mapped-snapshots); those past it are read into the heap.
+func SetMapBudget(n int) { snapshotMaps.limit.Store(int64(n)) }
 
 // take holds a map if the budget has one left.
 func (b *mapBudget) take() bool {
-	if b.held.Add(1) > b.limit {
+	if b.held.Add(1) > b.limit.Load() {
 		b.held.Add(-1)
 		return false
 	}

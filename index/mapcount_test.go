@@ -48,7 +48,7 @@ func TestSnapshotsPastTheMapBudgetTakeNoMap(t *testing.T) {
 		must(t, x.Add(textEntries(1, 20, 8, fmt.Sprint("harbour", i))...))
 		must(t, x.WriteSnapshot(filepath.Join(dir, fmt.Sprint(i, ".idx")), 20))
 	}
-	maps := &mapBudget{limit: budget}
+	maps := newMapBudget(budget)
 	before := processMaps(t)
 	var held []*OwnerIndex
 	for i := range owners {
@@ -82,7 +82,7 @@ func TestSnapshotsPastTheMapBudgetTakeNoMap(t *testing.T) {
 // Past the budget, a snapshot large enough to be mapped is read into the
 // heap instead, and reads the same.
 func TestMapBudgetReadsIntoTheHeapPastIt(t *testing.T) {
-	b := &mapBudget{limit: 2}
+	b := newMapBudget(2)
 	if !b.take() || !b.take() {
 		t.Fatal("a budget of two refused one of its first two")
 	}

@@ -43,10 +43,11 @@ echo "$line"
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("TESSDATA_PREFIX", data)
-	// answers is the FIFO's one writer, open until the test ends, so
-	// that a line the next stand-in is to read waits in it while the one
-	// before exits (each reads one line, and a FIFO without a writer
-	// or a reader loses what it holds).
+	// answers is the FIFO held open, to write and to read, until the test
+	// ends: a line the next stand-in is to read waits in it while the one
+	// before exits (each reads one line; a FIFO left by all its readers
+	// and writers loses what it holds, and one without a reader refuses
+	// a write).
 	var answers *os.File
 	defer func() {
 		if answers != nil {
@@ -56,7 +57,7 @@ echo "$line"
 	answer := func(lines ...string) {
 		t.Helper()
 		if answers == nil {
-			f, err := os.OpenFile(pages, os.O_WRONLY, 0) // once the first stand-in reads
+			f, err := os.OpenFile(pages, os.O_RDWR, 0) // opens without waiting for a reader
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,9 +34,6 @@ func decodeJSON(c echo.Context, limit int64, v any) error {
 	if err := reserveBody(c, limit); err != nil {
 		return err
 	}
-	if cl := c.Request().ContentLength; cl > limit {
-		return errorf(http.StatusRequestEntityTooLarge, "the request body is over the limit of %s", humanBytes(limit))
-	}
 	raw, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
 	var maxErr *http.MaxBytesError
 	switch {
