@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"github.com/docsift/docsift/index"
 	"os"
 	"strings"
 
@@ -39,6 +40,25 @@ func snapshotBytes(dir string) int64 {
 		}
 	}
 	return total
+}
+
+// largeSnapshots counts the snapshots in dir that a server maps rather
+// than reads into its heap (index.MappedSize).
+func largeSnapshots(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".idx") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.Size() >= index.MappedSize {
+			n++
+		}
+	}
+	return n
 }
 
 // isSnapshotFile reports whether name is an owner's snapshot (OWNER.idx)

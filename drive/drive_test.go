@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -271,7 +272,7 @@ func TestDownloadWithinTheLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := c.Download(ctx, "k", f, limit)
+		data, err := downloadAll(ctx, c, f, limit)
 		if err != nil || string(data) != tc.want {
 			t.Errorf("download %s: %q, %v", f.Name, data, err)
 		}
@@ -282,7 +283,7 @@ func TestDownloadWithinTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tooLarge *drive.TooLargeError
-	if _, err := c.Download(ctx, "k", f, limit); !errors.As(err, &tooLarge) || tooLarge.Size != 2<<30 {
+	if _, err := downloadAll(ctx, c, f, limit); !errors.As(err, &tooLarge) || tooLarge.Size != 2<<30 {
 		t.Errorf("2 GB file: %v, want a TooLargeError with its size", err)
 	}
 	if n, _ := g.Downloads(huge.ID); n != 0 {
@@ -293,7 +294,7 @@ func TestDownloadWithinTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Download(ctx, "k", f, limit); !errors.As(err, &tooLarge) || tooLarge.Size != -1 {
+	if _, err := downloadAll(ctx, c, f, limit); !errors.As(err, &tooLarge) || tooLarge.Size != -1 {
 		t.Errorf("16 MB export: %v, want a TooLargeError", err)
 	}
 
@@ -301,7 +302,7 @@ func TestDownloadWithinTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Download(ctx, "k", f, limit); !errors.Is(err, drive.ErrNotImportable) {
+	if _, err := downloadAll(ctx, c, f, limit); !errors.Is(err, drive.ErrNotImportable) {
 		t.Errorf("a Google Form: %v", err)
 	}
 	if _, err := c.Stat(ctx, "k", "doesNotExist"); !errors.Is(err, drive.ErrNotFound) {
@@ -460,7 +461,7 @@ func TestTokensNeverInURLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Download(ctx, "k", st, 1<<10); err != nil {
+	if _, err := downloadAll(ctx, c, st, 1<<10); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Disconnect(ctx, "k"); err != nil {
@@ -499,4 +500,14 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 	if !strings.HasPrefix(authURL, "https://accounts.google.com/o/oauth2/auth?") {
 		t.Errorf("the default consent page is %s", authURL)
 	}
+}
+
+// downloadAll reads what Download gives, as the server's spool does.
+func downloadAll(ctx context.Context, c *drive.Client, f *drive.File, limit int64) ([]byte, error) {
+	body, err := c.Download(ctx, "k", f, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return io.ReadAll(body)
 }

@@ -154,12 +154,14 @@ func (c *Client) Stat(ctx context.Context, key, id string) (*File, error) {
 	return &f, nil
 }
 
-// Download returns f's content: the export of a Google Doc, Sheet or
-// Slides, the bytes of any other file. At most limit bytes are read: a
-// file whose reported size is over it is refused before any download, and
-// one that turns out larger (an export, a size that was wrong) is cut off
-// at limit+1 bytes. Either way the error is a *TooLargeError.
-func (c *Client) Download(ctx context.Context, key string, f *File, limit int64) ([]byte, error) {
+// Download opens f's content: the export of a Google Doc, Sheet or Slides,
+// the bytes of any other file, to read as it arrives (the server spools it
+// to disk, never holding it whole). A file whose reported size is over
+// limit is refused before any download, and reading one that turns out
+// larger (an export, a size that was wrong) fails past limit bytes: either
+// way the error is a *TooLargeError. Other errors while reading wrap
+// ErrUnavailable. The caller closes it.
+func (c *Client) Download(ctx context.Context, key string, f *File, limit int64) (io.ReadCloser, error) {
 	g, err := c.grantOf(key)
 	if err != nil {
 		return nil, err
@@ -185,18 +187,36 @@ func (c *Client) Download(ctx context.Context, key string, f *File, limit int64)
 	if err != nil {
 		return nil, fmt.Errorf("drive: download %s: %w", f.ID, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err != nil:
-		return nil, fmt.Errorf("drive: download %s: %w: %w", f.ID, ErrUnavailable, err)
-	case int64(len(data)) > limit:
-		return nil, &TooLargeError{Size: -1, Limit: limit}
-	}
-	return data, nil
+	return &download{body: resp.Body, ctx: ctx, id: f.ID, left: limit, limit: limit}, nil
 }
+
+// download is a file's content as it arrives, cut past its limit.
+type download struct {
+	body  io.ReadCloser
+	ctx   context.Context
+	id    string
+	left  int64 // bytes it may still give
+	limit int64
+}
+
+func (d *download) Read(p []byte) (int, error) {
+	if int64(len(p)) > d.left+1 {
+		p = p[:d.left+1]
+	}
+	n, err := d.body.Read(p)
+	if d.left -= int64(n); d.left < 0 {
+		return n, &TooLargeError{Size: -1, Limit: d.limit}
+	}
+	switch {
+	case err == nil, err == io.EOF:
+		return n, err
+	case d.ctx.Err() != nil:
+		return n, d.ctx.Err()
+	}
+	return n, fmt.Errorf("drive: download %s: %w: %w", d.id, ErrUnavailable, err)
+}
+
+func (d *download) Close() error { return d.body.Close() }
 
 func fileOf(f *drivev3.File) File {
 	out := File{ID: f.Id, Name: f.Name, MimeType: f.MimeType, Size: f.Size}

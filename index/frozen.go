@@ -1,6 +1,7 @@
 package index
 
 import (
+	"io"
 	"math/bits"
 	"os"
 	"runtime"
@@ -19,18 +20,69 @@ import (
 // to it.
 type mapping struct {
 	b []byte
+	// inHeap says b was read into the heap rather than mapped (see
+	// openMapping): there is no page cache to ask ahead of reading.
+	inHeap bool
 }
 
-// openMapping maps an open file.
+// openMapping maps an open file, or reads it into the heap when it is
+// small or when the process holds as many maps as it may (see mapBudget).
 func openMapping(f *os.File) (*mapping, error) {
-	b, unmap, err := mapFile(f)
+	info, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
+	if info.Size() < smallSnapshot || !snapshotMaps.take() {
+		b := make([]byte, info.Size())
+		if _, err := io.ReadFull(io.NewSectionReader(f, 0, info.Size()), b); err != nil {
+			return nil, err
+		}
+		return &mapping{b: b, inHeap: true}, nil
+	}
+	b, unmap, err := mapFile(f)
+	if err != nil {
+		snapshotMaps.release()
+		return nil, err
+	}
 	m := &mapping{b: b}
-	runtime.AddCleanup(m, func(unmap func()) { unmap() }, unmap)
+	runtime.AddCleanup(m, func(unmap func()) { unmap(); snapshotMaps.release() }, unmap)
 	return m, nil
 }
+
+// A mapped snapshot costs the process one memory map, and the kernel
+// allows a process vm.max_map_count of them (65,530 by default), past
+// which the Go runtime cannot grow its heap and the process dies. A SaaS
+// has an owner for every customer: 1,200 owners were 1,285 maps, and a
+// tenant creating customers could take the server past the limit, at
+// every start again. So the maps held for snapshots are counted: a
+// snapshot under smallSnapshot (an owner of up to a hundred or so chunks,
+// most customers) is read into the heap, where it costs its size and no
+// map, and once the budget's maps are held the larger ones are read too.
+// The page cache then does not share their bytes, which costs memory, not
+// the process.
+const smallSnapshot = 256 << 10
+
+// mapBudget counts the maps held for snapshots against a limit.
+type mapBudget struct {
+	held  atomic.Int64
+	limit int64
+}
+
+// snapshotMaps is the process's budget: half of what vm.max_map_count
+// leaves beside mapsReserve, for the heap's and the libraries' maps and
+// the vector scratch files' (and at least a thousand).
+var snapshotMaps = &mapBudget{limit: int64(MapBudget(MaxMapCount()))}
+
+// take holds a map if the budget has one left.
+func (b *mapBudget) take() bool {
+	if b.held.Add(1) > b.limit {
+		b.held.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (b *mapBudget) release() { b.held.Add(-1) }
 
 // castSlice reads n values of T from b, which holds at least n of them at
 // an offset aligned for T: the words of a mapped snapshot as Go values.

@@ -24,12 +24,11 @@ func MaxMapCount() int {
 	return n
 }
 
-// MapsNeeded returns the vm.max_map_count a server needs to hold owners'
-// indexes loaded when limit is below it, and 0 when it is not (or is
-// unknown).
-func MapsNeeded(owners, limit int) int {
-	if need := owners + mapsReserve; limit > 0 && need > limit {
-		return need
-	}
-	return 0
-}
+// MapBudget is how many snapshots a process whose kernel allows limit
+// memory maps (MaxMapCount) maps at most; it reads the others into its
+// heap (see mapBudget).
+func MapBudget(limit int) int { return max(1000, (limit-mapsReserve)/2) }
+
+// MappedSize is the size from which a snapshot is mapped rather than read
+// into the heap, while the budget lasts.
+const MappedSize = smallSnapshot

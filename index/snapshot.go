@@ -566,7 +566,7 @@ func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, 
 	}
 	again := checked != nil && os.SameFile(info, checked) && info.Size() == checked.Size() && info.ModTime().Equal(checked.ModTime())
 	stop := func() {}
-	if !again { // the checks read the whole file
+	if !again && !m.inHeap { // the checks read the whole file
 		stop = readAhead(m.b, adviseWillNeed)
 	}
 	defer stop()

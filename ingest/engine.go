@@ -352,10 +352,6 @@ func (e *Engine) preload() {
 		e.log.Warn("listing owners to preload their indexes failed; they load on first use", "err", err)
 		return
 	}
-	if limit := index.MaxMapCount(); index.MapsNeeded(len(owners), limit) > 0 {
-		e.log.Warn("the kernel lets a process hold fewer memory maps than these owners' snapshots need once loaded (one each), past which the server dies: raise vm.max_map_count (sysctl -w vm.max_map_count=N, and in /etc/sysctl.d to keep it)",
-			"owners", len(owners), "vm.max_map_count", limit, "need", index.MapsNeeded(len(owners), limit))
-	}
 	start := time.Now()
 	for owner := range owners {
 		select {
@@ -819,15 +815,16 @@ func (e *Engine) overtaken(doc *store.Document) bool {
 // number of chunks and pages. Errors are written for the uploader: they end
 // up as the job's error.
 func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, error) {
-	data, err := e.store.ReadOriginal(doc)
+	orig, err := e.store.OpenOriginal(doc)
 	if err != nil {
 		return 0, 0, fmt.Errorf("the uploaded file is missing from the data directory: %w", err)
 	}
 	extractCtx, cancel := context.WithTimeout(ctx, e.cfg.ExtractTimeout)
 	report, stopReports := e.progressReporter(doc.JobID)
-	extracted, err := pdf.ExtractWith(extractCtx, pdf.Format(doc.Format), data, pdf.Options{OCR: e.cfg.OCR, Limits: e.cfg.Limits, Progress: report})
+	extracted, err := pdf.ExtractFrom(extractCtx, pdf.Format(doc.Format), orig.ReaderAt(), orig.Size(), pdf.Options{OCR: e.cfg.OCR, Limits: e.cfg.Limits, Progress: report})
 	stopReports()
 	cancel()
+	orig.Close()
 	if err != nil {
 		return 0, 0, err
 	}

@@ -1,6 +1,11 @@
 package pdf
 
-import "context"
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+)
 
 // Page is the text of one page. Number is 1-based for paged formats and 0
 // for formats without pages (text, Markdown, HTML).
@@ -79,7 +84,15 @@ func ExtractAs(ctx context.Context, f Format, data []byte) (*Document, error) {
 // has any text is it an error (wrapping ErrNoText, and ErrOCRUnavailable
 // when Tesseract is not installed, or ErrTooSlow when OCR timed out).
 func ExtractWith(ctx context.Context, f Format, data []byte, o Options) (*Document, error) {
-	if len(data) == 0 {
+	return ExtractFrom(ctx, f, bytes.NewReader(data), int64(len(data)), o)
+}
+
+// ExtractFrom is ExtractWith for content of size bytes read through r: a
+// stored original, which goes to the worker process as it is read (from
+// the file itself when r is an *os.File) rather than through the caller's
+// memory. Text and HTML, read in this process, are read whole.
+func ExtractFrom(ctx context.Context, f Format, r io.ReaderAt, size int64, o Options) (*Document, error) {
+	if size == 0 {
 		return nil, ErrEmpty
 	}
 	if ctx.Err() != nil {
@@ -87,12 +100,17 @@ func ExtractWith(ctx context.Context, f Format, data []byte, o Options) (*Docume
 	}
 	o.Limits = o.Limits.withDefaults()
 	switch f {
-	case FormatText, FormatMarkdown:
+	case FormatText, FormatMarkdown, FormatHTML:
+		data := make([]byte, size)
+		if _, err := r.ReadAt(data, 0); err != nil && err != io.EOF {
+			return nil, fmt.Errorf("pdf: read the document: %w", err)
+		}
+		if f == FormatHTML {
+			return extractHTML(data, o.Limits.Text)
+		}
 		return extractText(f, data, o.Limits.Text)
-	case FormatHTML:
-		return extractHTML(data, o.Limits.Text)
 	}
-	return extractFitz(ctx, f, data, o)
+	return extractFitz(ctx, f, r, size, o)
 }
 
 // PageCount returns the number of pages MuPDF sees in a paged document, the

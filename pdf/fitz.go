@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -30,16 +32,17 @@ const (
 // extractFitz extracts the text of every page with MuPDF, in a worker
 // process (see worker.go), reading pages without a text layer with OCR
 // when the format can hold scans, and cleans it.
-func extractFitz(ctx context.Context, f Format, data []byte, o Options) (*Document, error) {
-	if f == FormatPDF && !hasPDFTrailer(data) {
-		return nil, fmt.Errorf("pdf: no end-of-file marker, the PDF is truncated: %w", ErrCorrupt)
+func extractFitz(ctx context.Context, f Format, r io.ReaderAt, size int64, o Options) (*Document, error) {
+	in, err := fitzReader(f, r, size)
+	if err != nil {
+		return nil, err
 	}
 	job := workerJob{mode: workerModeExtract, opts: workerOptions{Format: f, Limits: o.Limits}, progress: o.Progress}
 	if f.mayHoldScans() {
 		ocr := o.OCR.withDefaults()
 		job.opts.OCR = &ocr
 	}
-	res, err := runWorkerJob(ctx, job, bytes.NewReader(fitzInput(f, data)))
+	res, err := runWorkerJob(ctx, job, in)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +271,28 @@ func openFitz(data []byte) (fitzDoc, error) {
 		return fitzDoc{}, fmt.Errorf("pdf: open document: %w", ErrEncrypted)
 	}
 	return fitzDoc{}, fmt.Errorf("pdf: open document: %v: %w", err, ErrCorrupt)
+}
+
+// fitzReader is what the worker reads of content of size bytes at r: the
+// content from where fitzInput would have it start, which a sample finds,
+// so that a stored file goes to the worker without passing through the
+// parent's memory (an *os.File at offset 0 becomes the worker's standard
+// input itself). A PDF without its end-of-file marker is refused.
+func fitzReader(f Format, r io.ReaderAt, size int64) (io.Reader, error) {
+	s, err := sampleOf(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("pdf: read the document: %w", err)
+	}
+	if f == FormatPDF && !hasPDFTrailer(s.tail) {
+		return nil, fmt.Errorf("pdf: no end-of-file marker, the PDF is truncated: %w", ErrCorrupt)
+	}
+	start := int64(len(s.head) - len(fitzInput(f, s.head)))
+	if file, ok := r.(*os.File); ok && start == 0 {
+		if _, err := file.Seek(0, io.SeekStart); err == nil {
+			return file, nil
+		}
+	}
+	return io.NewSectionReader(r, start, size-start), nil
 }
 
 // fitzInput trims what go-fitz's own sniffing would trip over: junk before

@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -201,5 +203,29 @@ func TestDetectRefusesAnArchiveOfTooManyMembers(t *testing.T) {
 	_, err := Detect(b.Bytes())
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "20000") {
 		t.Fatalf("got %v, want the member limit", err)
+	}
+}
+
+// A stored file is read by the worker from the file: the parent does not
+// read it into memory, junk before a PDF's header included.
+func TestExtractFromAFile(t *testing.T) {
+	pages := []string{"The first page is about tides.", "The second page is about harbours."}
+	for name, data := range map[string][]byte{
+		"pdf":                 testpdf.Pages(pages),
+		"pdf after some junk": append([]byte("junk from a mail gateway\n"), testpdf.Pages(pages)...),
+	} {
+		path := filepath.Join(t.TempDir(), "upload")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := ExtractFrom(context.Background(), FormatPDF, f, int64(len(data)), Options{})
+		f.Close()
+		if err != nil || len(doc.Pages) != 2 || !strings.Contains(doc.Pages[1].Text, "harbours") {
+			t.Errorf("%s: %+v, %v", name, doc, err)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -307,10 +308,23 @@ func (s *Server) driveImport(c echo.Context) error {
 	if status, reason := driveRefusal(f, s.cfg.MaxFileBytes); reason != "" {
 		return errorf(status, "%s", reason)
 	}
-	data, err := s.cfg.Drive.Download(ctx, sess.ID, f, s.cfg.MaxFileBytes)
+	body, err := s.cfg.Drive.Download(ctx, sess.ID, f, s.cfg.MaxFileBytes)
 	if err != nil {
 		return s.driveError(c, err, "file_id")
 	}
+	// Spooled to disk as it arrives, as a file from the device is.
+	src := &bodyReader{r: body}
+	orig, err := store.Spool(s.cfg.SpoolDir, src, s.cfg.MaxFileBytes)
+	body.Close()
+	switch {
+	case errors.Is(err, store.ErrOriginalTooLarge):
+		return s.driveError(c, &drive.TooLargeError{Size: -1, Limit: s.cfg.MaxFileBytes}, "file_id")
+	case src.err != nil && src.err != io.EOF:
+		return s.driveError(c, src.err, "file_id")
+	case err != nil:
+		return err
+	}
+	defer orig.Close()
 	proj, err := s.store.Project(sess.ProjectID)
 	if err != nil {
 		return err
@@ -328,7 +342,7 @@ func (s *Server) driveImport(c echo.Context) error {
 			driveMetaSource:      driveSourceName,
 			driveMetaFileID:      f.ID,
 		},
-	}, "", store.Bytes(data), "")
+	}, "", orig, "")
 }
 
 type driveDisconnectResponse struct {

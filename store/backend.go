@@ -36,6 +36,7 @@ type Backend interface {
 	DocumentsOf(chunks []Chunk) (map[string]*Document, error)
 	DocumentNames(chunks []Chunk) (map[string]string, error)
 	ReadOriginal(d *Document) ([]byte, error)
+	OpenOriginal(d *Document) (*Original, error)
 
 	// Jobs: the indexing queue.
 	Job(id string) (*Job, error)

@@ -117,6 +117,33 @@ func (s *Store) ReadOriginal(d *Document) ([]byte, error) {
 	return data, nil
 }
 
+// OpenOriginal returns document d's original to read, as ReadOriginal
+// would, without reading a file into memory: extraction hands it to the
+// worker process as it is. The caller closes it.
+func (s *Store) OpenOriginal(d *Document) (*Original, error) {
+	var data []byte
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if data = inlineOf(tx, d); data == nil {
+			data = inline(tx, d.OwnerID, d.FileHash)
+		}
+		data = bytes.Clone(data)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: open the original of %s: %w", d.ID, err)
+	}
+	if data != nil {
+		return Bytes(data), nil
+	}
+	o, err := openOriginalFile(s.filePath(d.OwnerID, d.FileHash), d.FileHash)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store: open the original of %s: %w", d.ID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open the original of %s: %w", d.ID, err)
+	}
+	return o, nil
+}
+
 // SweepFiles removes stored files that no document refers to: leftovers of
 // an upload interrupted inside CreateDocument, or of a delete
 // interrupted after its transaction. It returns how many it removed.

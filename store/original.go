@@ -96,6 +96,30 @@ func (o *Original) ReadAt(p []byte, off int64) (int, error) {
 	return o.file.ReadAt(p, off)
 }
 
+// ReaderAt is what reads the original: its file itself when it has one,
+// which a child process can take as it is.
+func (o *Original) ReaderAt() io.ReaderAt {
+	if o.file != nil {
+		return o.file
+	}
+	return bytes.NewReader(o.data)
+}
+
+// openOriginalFile is the stored file at path as an Original, to read: its
+// Close closes it and leaves it where it is.
+func openOriginalFile(path, hash string) (*Original, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Original{file: f, size: info.Size(), hash: hash}, nil
+}
+
 // Reader reads the original from its start.
 func (o *Original) Reader() io.Reader { return io.NewSectionReader(o, 0, o.size) }
 

@@ -165,6 +165,16 @@ func (s *Store) ReadOriginal(d *store.Document) ([]byte, error) {
 	return data, nil
 }
 
+// OpenOriginal returns document d's original to read. Its pieces are read
+// into memory (a file's size at most): a node's data dir holds no copy.
+func (s *Store) OpenOriginal(d *store.Document) (*store.Original, error) {
+	data, err := s.ReadOriginal(d)
+	if err != nil {
+		return nil, err
+	}
+	return store.Bytes(data), nil
+}
+
 // Document returns a document by id.
 func (s *Store) Document(id string) (*store.Document, error) {
 	ctx, cancel := opContext()

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ type Jobs interface {
 	SessionDocuments(ownerID, sessionID string) ([]store.Document, error)
 	DeleteDocument(id string) ([]uint64, error)
 	ReadOriginal(d *store.Document) ([]byte, error)
+	OpenOriginal(d *store.Document) (*store.Original, error)
 	Job(id string) (*store.Job, error)
 	ClaimJob(skip []string) (*store.Job, *store.Document, error)
 	NextDue() (time.Time, bool)
@@ -45,6 +47,7 @@ func RunJobs(t *testing.T, open func(t *testing.T) Jobs) {
 	t.Run("ProgressAndFinish", func(t *testing.T) { progressAndFinish(t, open(t)) })
 	t.Run("RequeueInterrupted", func(t *testing.T) { requeueInterrupted(t, open(t)) })
 	t.Run("InterruptedTooOftenFails", func(t *testing.T) { interruptedTooOftenFails(t, open(t)) })
+	t.Run("OpenOriginalReadsWhatWasStored", func(t *testing.T) { openOriginalReadsWhatWasStored(t, open(t)) })
 	t.Run("FairBetweenProjects", func(t *testing.T) { fairBetweenProjects(t, open(t)) })
 	t.Run("FairBetweenOwners", func(t *testing.T) { fairBetweenOwners(t, open(t)) })
 	t.Run("SlowRunsCostTurns", func(t *testing.T) { slowRunsCostTurns(t, open(t)) })
@@ -649,5 +652,31 @@ func claimPassesOverSkipped(t *testing.T, s Jobs) {
 	}
 	if got, want := strings.Join(claimOrder(t, s), " "), "a0 a1 a2"; got != want {
 		t.Fatalf("then %s; want %s", got, want)
+	}
+}
+
+// OpenOriginal reads what was stored, small (kept with the records) and
+// large (a file, or pieces), without reading it whole.
+func openOriginalReadsWhatWasStored(t *testing.T, s Jobs) {
+	for _, size := range []int{100, 300 << 10} {
+		content := strings.Repeat("x", size-1) + "!"
+		d, _ := upload(t, s, "alice", fmt.Sprint("doc", size), content)
+		o, err := s.OpenOriginal(d)
+		if err != nil {
+			t.Fatalf("OpenOriginal of %d bytes: %v", size, err)
+		}
+		got, err := io.ReadAll(o.Reader())
+		o.Close()
+		if err != nil || string(got) != content || o.Size() != int64(size) {
+			t.Fatalf("OpenOriginal of %d bytes read %d bytes (%v), size %d", size, len(got), err, o.Size())
+		}
+		tail := make([]byte, 1)
+		if o2, err := s.OpenOriginal(d); err != nil {
+			t.Fatal(err)
+		} else if _, err := o2.ReaderAt().ReadAt(tail, int64(size-1)); (err != nil && err != io.EOF) || tail[0] != '!' {
+			t.Fatalf("reading the last byte at %d: %q, %v", size-1, tail, err)
+		} else {
+			o2.Close()
+		}
 	}
 }
