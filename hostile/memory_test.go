@@ -23,6 +23,7 @@ type meter struct {
 
 	mu                   sync.Mutex
 	rss, childRSS, group int64 // the highest samples
+	start                int64 // the server's resident memory at the start
 	checked              bool
 }
 
@@ -35,7 +36,7 @@ func watchMemory(t *testing.T, s *server) *meter {
 		t.Logf("resetting the server's VmHWM: %v (its peak is since it started)", err)
 	}
 	suite.cg.resetPeak()
-	m := &meter{s: s, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &meter{s: s, stop: make(chan struct{}), done: make(chan struct{}), start: procBytes(s.pid, "VmRSS")}
 	go m.run()
 	s.watch = m
 	t.Cleanup(func() {
@@ -90,8 +91,8 @@ func (m *meter) record(t *testing.T, when string) int64 {
 	if when != "" {
 		when += ": "
 	}
-	figure(t, "%sserver peak RSS %s (bound %s), its children's %s, the group's peak %s (limit %s, page cache included)",
-		when, mib(peak), mib(rssBound), mib(kids), mib(group), mib(memoryLimit))
+	figure(t, "%sserver peak RSS %s (bound %s; %s at the start), its children's %s, the group's peak %s (limit %s, page cache included)",
+		when, mib(peak), mib(rssBound), mib(m.start), mib(kids), mib(group), mib(memoryLimit))
 	return peak
 }
 

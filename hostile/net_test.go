@@ -127,10 +127,11 @@ func (s *server) serverEnds(t *testing.T, keep func(remote netip.AddrPort) bool)
 }
 
 // waitServerEnds waits until the server holds no connection keep selects,
-// for at most within, and says how long it took; or fails.
-func (s *server) waitServerEnds(t *testing.T, within time.Duration, keep func(netip.AddrPort) bool) time.Duration {
+// until within after since, and says how long after since it was; or
+// fails.
+func (s *server) waitServerEnds(t *testing.T, since time.Time, within time.Duration, keep func(netip.AddrPort) bool) time.Duration {
 	t.Helper()
-	start := time.Now()
+	start := since
 	for {
 		left := s.serverEnds(t, keep)
 		if len(left) == 0 {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,22 +69,39 @@ func TestSubpages(t *testing.T) {
 		return s.do(t, "POST", "/subpage", key, map[string]any{"chunk_id": chunkOf[page], "owner_id": project, "varience": varience})
 	}
 
-	// Pages 1–3 are the run of page 1 with varience 2 and of page 2 with
-	// varience 1: one cut, one file.
-	a, c := subpage(1, 2), subpage(2, 1)
-	if a.status != http.StatusOK || c.status != http.StatusOK {
-		t.Fatalf("the first subpages: %d %s; %d %s", a.status, cut(a.body, 200), c.status, cut(c.body, 200))
+	// Two cuts at once, as two clients would ask: pages 1-3 (page 1 with
+	// varience 2) and 4-6 (page 5 with varience 1).
+	var a, d reply
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		a, _ = s.try("POST", "/subpage", key, map[string]any{"chunk_id": chunkOf[1], "owner_id": project, "varience": 2})
+	}()
+	go func() {
+		defer wg.Done()
+		d, _ = s.try("POST", "/subpage", key, map[string]any{"chunk_id": chunkOf[5], "owner_id": project, "varience": 1})
+	}()
+	wg.Wait()
+	if a.status != http.StatusOK || d.status != http.StatusOK {
+		t.Fatalf("the first subpages: %d %s; %d %s", a.status, cut(a.body, 200), d.status, cut(d.body, 200))
+	}
+	figure(t, "two cuts at once of a %s PDF took the server's resident memory to %s; %s on disk",
+		mib(int64(len(doc))), mib(m.peak()), mib(dirSize(t, s.dir)-before))
+	// Page 2 with varience 1 is pages 1-3 again: the same cut, the same
+	// file.
+	c := subpage(2, 1)
+	if c.status != http.StatusOK {
+		t.Fatalf("pages 1-3 again: %d %s", c.status, cut(c.body, 200))
 	}
 	if a.str("subpage_url") != c.str("subpage_url") {
 		t.Errorf("pages 1-3 cut twice: %s and %s", a.str("subpage_url"), c.str("subpage_url"))
 	}
-	oneCut := dirSize(t, s.dir) - before
-	figure(t, "one cut of pages 1-3 took %s on disk", mib(oneCut))
 
 	// Then every chunk at variences 0-3, until the budget refuses.
 	bound := subpageBudget + 2*int64(len(doc))
 	var made, refused, shared int
-	seen := map[string]bool{a.str("subpage_url"): true}
+	seen := map[string]bool{a.str("subpage_url"): true, d.str("subpage_url"): true}
 cuts:
 	for v := range 4 {
 		for page := 1; page <= subpagePages; page++ {
@@ -130,7 +148,9 @@ cuts:
 	}
 	isReader := func(remote netip.AddrPort) bool { return readers[remote.Port()] }
 	s.waitBlocked(t, subpageReaders, 10*time.Second, isReader)
-	took := s.waitServerEnds(t, writeStall+cutMargin, isReader)
+	blocked := time.Now()
+	b.works(t, s, "while 40 readers stall")
+	took := s.waitServerEnds(t, blocked, writeStall+cutMargin, isReader)
 	figure(t, "%d readers that stopped reading were cut %s after the server was blocked writing to them all (--write-stall %s)", subpageReaders, took.Round(100*time.Millisecond), writeStall)
 	m.check(t, rssBound) // while the readers were connected
 	b.works(t, s, "after the subpages")

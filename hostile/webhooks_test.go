@@ -58,6 +58,7 @@ func TestWebhookSSRF(t *testing.T) {
 		t.Fatalf("upload: %d %s", up.status, cut(up.body, 300))
 	}
 	s.waitJob(t, key, up.str("job_id"), tenantJobBound, ended)
+	b.works(t, s, "while the receiver answers 500")
 	// Wait for two failed attempts: the first and its retry (after
 	// --webhook-first-retry), so that every webhook of the project has
 	// been tried in the meantime.
