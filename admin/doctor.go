@@ -88,25 +88,25 @@ func Doctor(st *store.Store, dataDir string, serverRunning bool) []Finding {
 
 	indexDir := filepath.Join(dataDir, indexDirName)
 	out = append(out, checkSnapshots(indexDir, in.Owners)...)
-	out = append(out, checkMaps(largeSnapshots(indexDir), index.MaxMapCount()))
+	out = append(out, checkMaps(snapshotCount(indexDir), index.MaxMapCount()))
 	available, where := AvailableMemory()
 	out = append(out, checkMemory(snapshotBytes(indexDir), available, where))
 	return append(out, checkDisk(dataDir))
 }
 
-// checkMaps compares the snapshots large enough to be mapped with the
+// checkMaps compares the owners' snapshots, a memory map each, with the
 // maps a server holds for them at most (index.MapBudget): past it, the
-// rest are read into the heap, where their bytes are not the page
-// cache's to share. It is never a failure: the budget keeps the process
-// within the kernel's limit, whatever the number of owners.
-func checkMaps(large, limit int) Finding {
+// rest are read into the heap, where their bytes are not the page cache's
+// to share. It is never a failure: the budget keeps the process within
+// the kernel's limit, whatever the number of owners.
+func checkMaps(snapshots, limit int) Finding {
 	budget := index.MapBudget(limit)
-	if large > budget && limit > 0 {
+	if snapshots > budget && limit > 0 {
 		return Finding{Check: "memory maps", Status: StatusWarn,
-			Detail: fmt.Sprintf("%d owners' snapshots are large enough to be mapped, over the %d maps a server holds for them under the kernel's limit of %d (vm.max_map_count); the rest are read into its heap", large, budget, limit),
-			Fix:    fmt.Sprintf("to have them all share the page cache instead, raise it: sysctl -w vm.max_map_count=%d, and the same line in /etc/sysctl.d/ to keep it", 2*large+20000)}
+			Detail: fmt.Sprintf("%d owners' snapshots, over the %d memory maps a server holds for them under the kernel's limit of %d (vm.max_map_count); the rest are read into its heap", snapshots, budget, limit),
+			Fix:    fmt.Sprintf("to have them all share the page cache instead, raise it: sysctl -w vm.max_map_count=%d, and the same line in /etc/sysctl.d/ to keep it", 2*snapshots+20000)}
 	}
-	return Finding{Check: "memory maps", Status: StatusOK, Detail: fmt.Sprintf("%d snapshots large enough to be mapped, within the %d maps a server holds for them", large, budget)}
+	return Finding{Check: "memory maps", Status: StatusOK, Detail: fmt.Sprintf("%d owners' snapshots, within the %d memory maps a server holds for them", snapshots, budget)}
 }
 
 // checkSnapshots reads every owner's snapshot. A missing, corrupt or stale

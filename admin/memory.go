@@ -2,7 +2,6 @@ package admin
 
 import (
 	"fmt"
-	"github.com/docsift/docsift/index"
 	"os"
 	"strings"
 
@@ -42,19 +41,16 @@ func snapshotBytes(dir string) int64 {
 	return total
 }
 
-// largeSnapshots counts the snapshots in dir that a server maps rather
-// than reads into its heap (index.MappedSize).
-func largeSnapshots(dir string) int {
+// snapshotCount counts the owners' snapshots in dir, a memory map each
+// while the budget lasts (index.MapBudget).
+func snapshotCount(dir string) int {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0
 	}
 	n := 0
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".idx") {
-			continue
-		}
-		if info, err := e.Info(); err == nil && info.Size() >= index.MappedSize {
+		if strings.HasSuffix(e.Name(), ".idx") {
 			n++
 		}
 	}

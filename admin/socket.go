@@ -56,10 +56,15 @@ type CreatedKey struct {
 }
 
 // Listen serves the admin API of the server that keeps st on
-// dataDir/docsift.sock. checkEndpoint, when set, says whether a webhook
-// may be registered for a URL (its address), as the API's does. The
-// returned function stops it.
+// dataDir/docsift.sock, to the server's user and root (see peer.go).
+// checkEndpoint, when set, says whether a webhook may be registered for a
+// URL (its address), as the API's does. The returned function stops it.
 func Listen(dataDir string, st store.Backend, reindexer Reindexer, checkEndpoint func(ctx context.Context, url string) error) (func(), error) {
+	return listen(dataDir, handler(st, dataDir, reindexer, checkEndpoint), serverUIDs())
+}
+
+// listen serves h on dataDir/docsift.sock to the users uids.
+func listen(dataDir string, h http.Handler, uids []int) (func(), error) {
 	path := filepath.Join(dataDir, SocketName)
 	// The store's file lock says no other server runs here, so a socket
 	// file left behind is stale.
@@ -72,7 +77,7 @@ func Listen(dataDir string, st store.Backend, reindexer Reindexer, checkEndpoint
 		ln.Close()
 		return nil, fmt.Errorf("admin: socket: %w", err)
 	}
-	srv := &http.Server{Handler: handler(st, dataDir, reindexer, checkEndpoint), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: onlyUsers(uids, h), ConnContext: withPeer, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return func() { srv.Close(); os.Remove(path) }, nil
 }

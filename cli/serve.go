@@ -282,6 +282,13 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if err != nil {
 		return err
 	}
+	// Workers cannot write to the log: what their sandbox holds on this
+	// kernel is told once, here.
+	if sandbox, err := pdf.CheckSandbox(ctx, ocr, o.data); err != nil {
+		log.Warn("documents are read with more access than they need", "sandbox", sandbox, "err", err)
+	} else {
+		log.Info("documents are read in a sandbox", "sandbox", sandbox)
+	}
 	driveClient, err := o.driveClient(log)
 	if err != nil {
 		return err

@@ -25,14 +25,17 @@ type mapping struct {
 	inHeap bool
 }
 
-// openMapping maps an open file, or reads it into the heap when it is
-// small or when the process holds as many maps as it may (see mapBudget).
-func openMapping(f *os.File) (*mapping, error) {
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if info.Size() < smallSnapshot || !snapshotMaps.take() {
+// openMapping maps an open file, or reads it into the heap once the
+// process holds as many maps for snapshots as it may (see mapBudget).
+func openMapping(f *os.File) (*mapping, error) { return openMappingIn(f, snapshotMaps) }
+
+// openMappingIn is openMapping within budget.
+func openMappingIn(f *os.File, budget *mapBudget) (*mapping, error) {
+	if !budget.take() {
+		info, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
 		b := make([]byte, info.Size())
 		if _, err := io.ReadFull(io.NewSectionReader(f, 0, info.Size()), b); err != nil {
 			return nil, err
@@ -41,11 +44,11 @@ func openMapping(f *os.File) (*mapping, error) {
 	}
 	b, unmap, err := mapFile(f)
 	if err != nil {
-		snapshotMaps.release()
+		budget.release()
 		return nil, err
 	}
 	m := &mapping{b: b}
-	runtime.AddCleanup(m, func(unmap func()) { unmap(); snapshotMaps.release() }, unmap)
+	runtime.AddCleanup(m, func(unmap func()) { unmap(); budget.release() }, unmap)
 	return m, nil
 }
 
@@ -54,14 +57,10 @@ func openMapping(f *os.File) (*mapping, error) {
 // which the Go runtime cannot grow its heap and the process dies. A SaaS
 // has an owner for every customer: 1,200 owners were 1,285 maps, and a
 // tenant creating customers could take the server past the limit, at
-// every start again. So the maps held for snapshots are counted: a
-// snapshot under smallSnapshot (an owner of up to a hundred or so chunks,
-// most customers) is read into the heap, where it costs its size and no
-// map, and once the budget's maps are held the larger ones are read too.
-// The page cache then does not share their bytes, which costs memory, not
-// the process.
-const smallSnapshot = 256 << 10
-
+// every start again. So the maps held for snapshots are counted, and once
+// the budget's are held, further snapshots are read into the heap: they
+// cost their size there rather than the page cache's shared pages, which
+// costs memory, not the process.
 // mapBudget counts the maps held for snapshots against a limit.
 type mapBudget struct {
 	held  atomic.Int64

@@ -28,7 +28,3 @@ func MaxMapCount() int {
 // memory maps (MaxMapCount) maps at most; it reads the others into its
 // heap (see mapBudget).
 func MapBudget(limit int) int { return max(1000, (limit-mapsReserve)/2) }
-
-// MappedSize is the size from which a snapshot is mapped rather than read
-// into the heap, while the budget lasts.
-const MappedSize = smallSnapshot

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -35,33 +36,47 @@ func processMaps(t *testing.T) int {
 	return strings.Count(string(b), "\n")
 }
 
-// Small owners' snapshots cost no memory map: 600 of them loaded at once
-// (a SaaS's customers, each with a few chunks) leave the process's maps
-// as they were, where each took one, and a tenant making customers could
-// take the server past the kernel's limit.
-func TestSmallSnapshotsTakeNoMap(t *testing.T) {
+// Past its budget of maps, a process reads snapshots into its heap: 300
+// loaded within a budget of 100 add about 100 memory maps (each took one,
+// and a tenant making customers could take the server past the kernel's
+// limit), and read the same as the mapped ones.
+func TestSnapshotsPastTheMapBudgetTakeNoMap(t *testing.T) {
 	dir := t.TempDir()
-	const owners = 600
+	const owners, budget = 300, 100
 	for i := range owners {
 		x := New("m", 8)
 		must(t, x.Add(textEntries(1, 20, 8, fmt.Sprint("harbour", i))...))
 		must(t, x.WriteSnapshot(filepath.Join(dir, fmt.Sprint(i, ".idx")), 20))
 	}
+	maps := &mapBudget{limit: budget}
 	before := processMaps(t)
-	held := make([]*OwnerIndex, 0, owners)
+	var held []*OwnerIndex
 	for i := range owners {
-		x, _, err := ReadSnapshot(filepath.Join(dir, fmt.Sprint(i, ".idx")))
+		f, err := os.Open(filepath.Join(dir, fmt.Sprint(i, ".idx")))
 		if err != nil {
 			t.Fatal(err)
 		}
+		m, err := openMappingIn(f, maps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _, err := parseSnapshot(m, f, 0, false)
+		f.Close()
+		if err != nil {
+			t.Fatalf("owner %d, %s: %v", i, map[bool]string{true: "read into the heap", false: "mapped"}[m.inHeap], err)
+		}
+		if got := hitIDs(x.Search(Query{Text: fmt.Sprint("harbour", i), K: 5})); len(got) == 0 {
+			t.Fatalf("owner %d found nothing of its own", i)
+		}
 		held = append(held, x)
 	}
-	if grew := processMaps(t) - before; grew > 50 {
-		t.Errorf("loading %d small snapshots added %d memory maps", owners, grew)
+	if grew := processMaps(t) - before; grew > budget+50 {
+		t.Errorf("loading %d snapshots within a budget of %d maps added %d memory maps", owners, budget, grew)
 	}
-	if len(held) != owners {
-		t.Fatal("the indexes were dropped")
+	if maps.held.Load() != budget {
+		t.Errorf("%d maps held, want the budget's %d", maps.held.Load(), budget)
 	}
+	runtime.KeepAlive(held)
 }
 
 // Past the budget, a snapshot large enough to be mapped is read into the

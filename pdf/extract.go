@@ -52,6 +52,9 @@ type Options struct {
 	// known and after each page. It runs on the extracting goroutine, so a
 	// slow Progress slows extraction.
 	Progress func(done, total int)
+	// sandbox widens the extraction worker's sandbox (see sandboxConfig),
+	// for tests and benchmarks.
+	sandbox sandboxConfig
 }
 
 // Extract detects the format of data, extracts its text per page and cleans

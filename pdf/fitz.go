@@ -37,7 +37,7 @@ func extractFitz(ctx context.Context, f Format, r io.ReaderAt, size int64, o Opt
 	if err != nil {
 		return nil, err
 	}
-	job := workerJob{mode: workerModeExtract, opts: workerOptions{Format: f, Limits: o.Limits}, progress: o.Progress}
+	job := workerJob{mode: workerModeExtract, opts: workerOptions{Format: f, Limits: o.Limits, Sandbox: o.sandbox}, progress: o.Progress}
 	if f.mayHoldScans() {
 		ocr := o.OCR.withDefaults()
 		job.opts.OCR = &ocr

@@ -29,7 +29,7 @@ exec sleep 600`)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := ExtractWith(ctx, FormatPDF, blankScan(1), Options{OCR: OCR{Binary: bin, PageTimeout: 10 * time.Minute}})
+		_, err := ExtractWith(ctx, FormatPDF, blankScan(1), Options{OCR: OCR{Binary: bin, PageTimeout: 10 * time.Minute}, sandbox: stateDir(dir)})
 		done <- err
 	}()
 

@@ -46,6 +46,10 @@ echo $N >"$DIR/runs"
 	return bin, dir
 }
 
+// stateDir lets a stand-in keep its state in dir from inside the
+// extraction worker's sandbox (see sandboxConfig).
+func stateDir(dir string) sandboxConfig { return sandboxConfig{Write: []string{dir}} }
+
 // runs returns how many times the stand-in ran on a page.
 func runs(t *testing.T, dir string) int {
 	t.Helper()
@@ -83,6 +87,7 @@ func TestOCRPageDeadline(t *testing.T) {
 	doc, err := ExtractWith(context.Background(), FormatPDF, blankScan(5), Options{
 		OCR:      OCR{Binary: bin, PageTimeout: fakePageTimeout},
 		Progress: progress.report,
+		sandbox:  stateDir(dir),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -139,8 +144,8 @@ func TestOCRProblemsWhenNoPageHasText(t *testing.T) {
 			"OCR failed on them: tesseract failed: Failed loading language 'deu' (is its language pack installed?)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			bin, _ := fakeTesseract(t, c.body)
-			_, err := ExtractWith(context.Background(), FormatPDF, blankScan(1), Options{OCR: OCR{Binary: bin, PageTimeout: fakePageTimeout}})
+			bin, dir := fakeTesseract(t, c.body)
+			_, err := ExtractWith(context.Background(), FormatPDF, blankScan(1), Options{OCR: OCR{Binary: bin, PageTimeout: fakePageTimeout}, sandbox: stateDir(dir)})
 			if !errors.Is(err, c.sentinel) || errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want %v (and not a deadline, which would be retried)", err, c.sentinel)
 			}
@@ -155,7 +160,7 @@ func TestOCRProblemsWhenNoPageHasText(t *testing.T) {
 // resolution of a rendered PDF page, and one thread.
 func TestOCRArguments(t *testing.T) {
 	bin, dir := fakeTesseract(t, `echo "$@ OMP_THREAD_LIMIT=$OMP_THREAD_LIMIT" >"$DIR/args"; echo "Some recognised words"`)
-	_, err := ExtractWith(context.Background(), FormatPDF, blankScan(1), Options{OCR: OCR{Binary: bin, Languages: "eng+deu", DPI: 200}})
+	_, err := ExtractWith(context.Background(), FormatPDF, blankScan(1), Options{OCR: OCR{Binary: bin, Languages: "eng+deu", DPI: 200}, sandbox: stateDir(dir)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +216,7 @@ func TestOCRTinyImage(t *testing.T) {
 	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, 1, 1))); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ExtractWith(context.Background(), FormatPNG, buf.Bytes(), Options{OCR: OCR{Binary: bin, PageTimeout: fakePageTimeout}})
+	_, err := ExtractWith(context.Background(), FormatPNG, buf.Bytes(), Options{OCR: OCR{Binary: bin, PageTimeout: fakePageTimeout}, sandbox: stateDir(dir)})
 	if want := "the PNG image has no text layer: it can only be read with OCR, and OCR failed on it: it is too small to read"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a 1×1 image: %v, want it to say %q", err, want)
 	}
@@ -224,7 +229,7 @@ func TestOCRTinyImage(t *testing.T) {
 // with no text found, Tesseract never started.
 func TestOCRSkipsBlankPages(t *testing.T) {
 	bin, dir := fakeTesseract(t, `echo text that is not there`)
-	_, err := ExtractWith(context.Background(), FormatPDF, uniformScan(3), Options{OCR: OCR{Binary: bin, PageTimeout: fakePageTimeout}})
+	_, err := ExtractWith(context.Background(), FormatPDF, uniformScan(3), Options{OCR: OCR{Binary: bin, PageTimeout: fakePageTimeout}, sandbox: stateDir(dir)})
 	if !errors.Is(err, ErrNoText) || !strings.Contains(err.Error(), "OCR found no text on them") {
 		t.Errorf("a scan of blank pages: %v, want no text found", err)
 	}

@@ -48,6 +48,7 @@ const (
 	workerModeExtract  = "extract-v1"
 	workerModeCount    = "count-v1"
 	workerModeScan     = "scan-v1"
+	workerModeSandbox  = "sandbox-v1"
 	workerStderrTail   = 2048 // bytes of MuPDF's stderr kept for error details
 	workerKillGrace    = 2 * time.Second
 	workerExitUncaught = 3 // exit status when the worker fails in Go code
@@ -63,7 +64,7 @@ const (
 
 func init() {
 	switch mode := os.Getenv(workerEnv); mode {
-	case workerModeExtract, workerModeCount, workerModeScan:
+	case workerModeExtract, workerModeCount, workerModeScan, workerModeSandbox:
 		if parentGone(os.Getenv(workerParentEnv), os.Getppid()) {
 			os.Exit(workerExitOrphaned)
 		}
@@ -94,6 +95,11 @@ type workerOptions struct {
 	OCR *OCR `json:"ocr,omitempty"`
 	// Scan is what a scan-mode worker renders (see ScanPages).
 	Scan *scanRequest `json:"scan,omitempty"`
+	// Sandbox widens the worker's sandbox (see sandboxConfig).
+	Sandbox sandboxConfig `json:"sandbox,omitzero"`
+	// Private are the paths a sandbox-mode worker checks it cannot open
+	// (see CheckSandbox).
+	Private []string `json:"private,omitempty"`
 }
 
 // workerPage is one page as the worker read it. The worker sends each page
@@ -131,6 +137,8 @@ type workerResult struct {
 	Scan      []byte // a scan-mode worker's output
 	Fail      string // "", failEncrypted or failCorrupt
 	Detail    string
+
+	Sandbox *sandboxReport // a sandbox-mode worker's output
 }
 
 const (
@@ -139,8 +147,9 @@ const (
 	failTooLarge  = "too-large"
 )
 
-// runWorker is the child's side: read the document from stdin, run MuPDF
-// in process, write workerMessages to stdout, return the exit status.
+// runWorker is the child's side: enter the sandbox (see sandbox.go), read
+// the document from stdin, run MuPDF in process, write workerMessages to
+// stdout, return the exit status.
 func runWorker(mode string, in io.Reader, out io.Writer) int {
 	limitWorkerMemory()
 	var opts workerOptions
@@ -149,6 +158,7 @@ func runWorker(mode string, in io.Reader, out io.Writer) int {
 			return workerExitUncaught
 		}
 	}
+	sandbox := enterSandbox(opts)
 	data, err := io.ReadAll(in)
 	if err != nil {
 		return workerExitUncaught
@@ -171,6 +181,9 @@ func runWorker(mode string, in io.Reader, out io.Writer) int {
 			return workerExitUncaught
 		}
 		res.Scan, err = renderScan(data, *opts.Scan)
+	case workerModeSandbox:
+		sandbox.Exposed = probePrivate(opts.Private)
+		res.Sandbox = &sandbox
 	}
 	switch {
 	case errors.Is(err, ErrEncrypted):
@@ -221,7 +234,7 @@ func runWorkerJob(ctx context.Context, job workerJob, stdin io.Reader) (*workerR
 		return nil, fmt.Errorf("pdf: start extraction worker: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), workerEnv+"="+job.mode, workerParentEnv+"="+strconv.Itoa(os.Getpid()), workerOptionsEnv+"="+string(opts))
+	cmd.Env = workerEnviron(os.Environ(), workerEnv+"="+job.mode, workerParentEnv+"="+strconv.Itoa(os.Getpid()), workerOptionsEnv+"="+string(opts))
 	cmd.Stdin = stdin
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
