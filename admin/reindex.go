@@ -43,7 +43,7 @@ func RunReindex(ctx context.Context, r Reindexer, owner string, w io.Writer, pro
 		if err != nil {
 			// An Ollama that is down is said in words; the server's log
 			// keeps the transport's.
-			return fmt.Errorf("reindex %s: %s", o, llm.Describe(err))
+			return fmt.Errorf("reindex %s: %s", o, llm.DescribeAt(err))
 		}
 		if n == 0 {
 			fmt.Fprintf(w, "%s: nothing to re-embed (its vectors already come from the current embedder, or it has no chunks)\n", o)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/docsift/docsift/cluster"
 	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/store"
 	"github.com/docsift/docsift/store/pgstore"
 )
@@ -56,7 +57,7 @@ func openStore(storeURL, data string) (st store.Backend, pg *pgstore.Store, err 
 		}
 		return closing{pg, unlock}, pg, nil
 	}
-	return nil, nil, fmt.Errorf("--store must be empty (the data directory's own file) or a postgres:// URL, not %q", storeURL)
+	return nil, nil, fmt.Errorf("--store must be empty (the data directory's own file) or a postgres:// URL, not %q", redact.URL(storeURL))
 }
 
 // closing is a store that also releases the data dir when closed.
@@ -139,7 +140,7 @@ func joinCluster(pg *pgstore.Store, url string, log *slog.Logger) (*clusterMembe
 		return nil, err
 	}
 	m.node = node
-	log.Info("joined the cluster", "node", node.ID(), "url", url, "live_nodes", len(node.Live()))
+	log.Info("joined the cluster", "node", node.ID(), "url", redact.URL(url), "live_nodes", len(node.Live()))
 	return m, nil
 }
 

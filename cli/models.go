@@ -219,16 +219,16 @@ func pullModels(cmd *cobra.Command, c *llm.OllamaClient, models []string, update
 		err := c.HasModel(cmd.Context(), m)
 		var missing *llm.ModelNotFoundError
 		if err != nil && !errors.As(err, &missing) {
-			return errors.New(llm.Describe(err))
+			return errors.New(llm.DescribeAt(err))
 		}
 		have := err == nil
 		if have && !update {
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: already in Ollama at %s (--update pulls it again)\n", m, c.URL())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: already in Ollama at %s (--update pulls it again)\n", m, c)
 			continue
 		}
 		if err := pullModel(cmd, c, m); err != nil {
 			if have && errors.Is(err, llm.ErrRegistryUnreachable) {
-				return fmt.Errorf("%s: not updated, and the copy Ollama at %s has stays in use: %w", m, c.URL(), llm.ErrRegistryUnreachable)
+				return fmt.Errorf("%s: not updated, and the copy Ollama at %s has stays in use: %w", m, c, llm.ErrRegistryUnreachable)
 			}
 			return err
 		}
@@ -242,7 +242,7 @@ func pullModels(cmd *cobra.Command, c *llm.OllamaClient, models []string, update
 // the registry even for a model that is present, so an air-gapped server
 // gets its models by copying or building them.
 func pullModel(cmd *cobra.Command, c *llm.OllamaClient, m string) error {
-	fmt.Fprintf(cmd.ErrOrStderr(), "pulling %s from Ollama at %s\n", m, c.URL())
+	fmt.Fprintf(cmd.ErrOrStderr(), "pulling %s from Ollama at %s\n", m, c)
 	var bar *progress.Bar
 	var total int64
 	err := c.Pull(cmd.Context(), m, func(done, all int64, status string) {
@@ -265,7 +265,7 @@ func pullModel(cmd *cobra.Command, c *llm.OllamaClient, m string) error {
     manifests/registry.ollama.ai/library/%s/ directory and the blobs/ files its manifest
     names; then restart Ollama; or
   - build it from weights you have (GGUF or safetensors) with `+"`ollama create %s -f Modelfile`"+`.
-Then run docsift models pull again: it skips models Ollama already has.`, err, m, c.URL(), m, strings.SplitN(m, ":", 2)[0], m)
+Then run docsift models pull again: it skips models Ollama already has.`, err, m, c, m, strings.SplitN(m, ":", 2)[0], m)
 	}
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/docsift/docsift/admin"
+	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/store"
 	"github.com/spf13/cobra"
 )
@@ -40,7 +41,7 @@ func (a *adminTarget) register(flags *pflag.FlagSet) {
 // a new install's first command; made then says a new store was made.
 func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool, err error) {
 	if a.store != "" && !isDatabaseURL(a.store) {
-		return nil, nil, false, fmt.Errorf("--store must be empty (the data directory's own file) or a postgres:// URL, not %q", a.store)
+		return nil, nil, false, fmt.Errorf("--store must be empty (the data directory's own file) or a postgres:// URL, not %q", redact.URL(a.store))
 	}
 	if c, err := admin.Dial(a.data); err == nil {
 		return c, func() {}, false, nil

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/drive"
+	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/pdf"
@@ -237,18 +238,18 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		o.baseURL = defaultBaseURL(o.addr)
 	}
 	if u, err := url.Parse(o.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--base-url must be an absolute http or https URL, like https://docs.example.com, not %q", o.baseURL)
+		return fmt.Errorf("--base-url must be an absolute http or https URL, like https://docs.example.com, not %q", redact.URL(o.baseURL))
 	}
 	o.baseURL = strings.TrimRight(o.baseURL, "/")
 	// The pages and the console link to their assets and endpoints from
 	// the root of the host: behind a path (a proxy's /docsift/) they would
 	// load without them.
 	if u, _ := url.Parse(o.baseURL); u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("--base-url must be the root of a host (like https://docs.example.com), not %q: docsift is served at the root of its host name or port, not under a path", o.baseURL)
+		return fmt.Errorf("--base-url must be the root of a host (like https://docs.example.com), not %q: docsift is served at the root of its host name or port, not under a path", redact.URL(o.baseURL))
 	}
 	if o.searxngURL != "" {
 		if _, err := websearch.NewSearx(o.searxngURL, nil); err != nil {
-			return fmt.Errorf("--searxng-url must be an absolute http or https URL, like http://127.0.0.1:8888, not %q", o.searxngURL)
+			return fmt.Errorf("--searxng-url must be an absolute http or https URL, like http://127.0.0.1:8888, not %q", redact.URL(o.searxngURL))
 		}
 	}
 	if o.metricsAddr != "" {
@@ -440,7 +441,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	}
 	defer closeAdmin()
 
-	log.Info("docsift listening", "addr", ln.Addr().String(), "base_url", o.baseURL, "data", o.data, "version", version)
+	log.Info("docsift listening", "addr", ln.Addr().String(), "base_url", redact.URL(o.baseURL), "data", o.data, "version", version)
 	if o.metricsAddr != "" {
 		stopMetrics, err := serveMetrics(o.metricsAddr, m, log)
 		if err != nil {

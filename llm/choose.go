@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/docsift/docsift/internal/redact"
 )
 
 // Modes of choosing a model, as the --embedder and --answerer flags take
@@ -38,7 +40,7 @@ func ChooseEmbedder(ctx context.Context, mode string, cfg OllamaConfig) (Embedde
 			return e, e.Check, nil
 		},
 		ready: func(e Embedder) string {
-			return fmt.Sprintf("Ollama at %s has %s (%d dimensions)", cfg.URL, cfg.EmbedModel, e.Dim())
+			return fmt.Sprintf("Ollama at %s has %s (%d dimensions)", redact.Text(cfg.URL), cfg.EmbedModel, e.Dim())
 		},
 		waiting: "indexing jobs wait and retry until Ollama answers",
 		missing: "indexing jobs fail until the model is pulled",
@@ -60,7 +62,7 @@ func ChooseAnswerer(ctx context.Context, mode string, cfg OllamaConfig) (Answere
 			}
 			return a, a.Check, nil
 		},
-		ready:   func(Answerer) string { return fmt.Sprintf("Ollama at %s has %s", cfg.URL, cfg.ChatModel) },
+		ready:   func(Answerer) string { return fmt.Sprintf("Ollama at %s has %s", redact.Text(cfg.URL), cfg.ChatModel) },
 		waiting: "queries answer extractively until Ollama answers",
 		missing: "queries answer extractively until the model is pulled",
 		instead: "answers are extractive",

@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/docsift/docsift/internal/redact"
 	"github.com/ollama/ollama/api"
 )
 
@@ -123,13 +125,15 @@ func parseOllamaURL(s string) (*url.URL, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("llm: ollama url %q: %w", s, err)
+		// Not url.Parse's own words: they quote the URL, and parts of it
+		// (a password read as a port) without it.
+		return nil, fmt.Errorf("llm: ollama url %q: not a URL such as http://127.0.0.1:11434", redact.URL(s))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("llm: ollama url %q: scheme must be http or https", s)
+		return nil, fmt.Errorf("llm: ollama url %q: scheme must be http or https", redact.URL(s))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("llm: ollama url %q: no host", s)
+		return nil, fmt.Errorf("llm: ollama url %q: no host", redact.URL(s))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	return u, nil
@@ -141,6 +145,7 @@ func parseOllamaURL(s string) (*url.URL, error) {
 type OllamaClient struct {
 	api     *api.Client
 	url     string
+	shown   string // url without its password, for messages and logs
 	timeout time.Duration
 
 	health endpointHealth
@@ -155,7 +160,7 @@ func NewOllamaClient(cfg OllamaConfig) (*OllamaClient, error) {
 		return nil, err
 	}
 	if len(cs) > 1 {
-		return nil, fmt.Errorf("llm: ollama url %q: one server expected, got %d", cfg.URL, len(cs))
+		return nil, fmt.Errorf("llm: ollama url %q: one server expected, got %d", redact.Text(cfg.URL), len(cs))
 	}
 	return cs[0], nil
 }
@@ -170,13 +175,17 @@ func NewOllamaClients(cfg OllamaConfig) ([]*OllamaClient, error) {
 	}
 	out := make([]*OllamaClient, len(urls))
 	for i, u := range urls {
-		out[i] = &OllamaClient{api: api.NewClient(u, cfg.HTTPClient), url: u.String(), timeout: cfg.Timeout}
+		out[i] = &OllamaClient{api: api.NewClient(u, cfg.HTTPClient), url: u.String(), shown: redact.URL(u.String()), timeout: cfg.Timeout}
 	}
 	return out, nil
 }
 
-// URL is the server's base URL, for messages.
+// URL is the server's base URL, with its credentials if it has any: for
+// connecting to it.
 func (c *OllamaClient) URL() string { return c.url }
+
+// String is the server's base URL without its password, for messages.
+func (c *OllamaClient) String() string { return c.shown }
 
 // Version returns the server's version; it is the cheapest proof that the
 // server is up.
@@ -294,7 +303,7 @@ var errIncompleteStream = transientError{errors.New("the stream ended before the
 func (c *OllamaClient) modelError(model string, err error) error {
 	var se api.StatusError
 	if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
-		return &ModelNotFoundError{Model: model, URL: c.url}
+		return &ModelNotFoundError{Model: model, URL: c.shown}
 	}
 	return err
 }
@@ -305,42 +314,66 @@ func (c *OllamaClient) wrap(op string, err error) error {
 	var opErr *net.OpError
 	switch {
 	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return &ollamaError{op: op, plain: fmt.Sprintf("Ollama is not reachable at %s (start it with `ollama serve`, or set --ollama-url)", c.url), err: err}
+		return &ollamaError{op: op, plain: "Ollama is not reachable (start it with `ollama serve`, or set --ollama-url)",
+			at: fmt.Sprintf("Ollama is not reachable at %s (start it with `ollama serve`, or set --ollama-url)", c.shown), err: err}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
-		return &ollamaError{op: op, plain: fmt.Sprintf("lost the connection to Ollama at %s (did it stop or restart?)", c.url), err: err}
+		return &ollamaError{op: op, plain: "lost the connection to Ollama (did it stop or restart?)",
+			at: fmt.Sprintf("lost the connection to Ollama at %s (did it stop or restart?)", c.shown), err: err}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &ollamaError{op: op, plain: fmt.Sprintf("Ollama at %s did not answer in time", c.url), err: err}
+		return &ollamaError{op: op, plain: "Ollama did not answer in time", at: fmt.Sprintf("Ollama at %s did not answer in time", c.shown), err: err}
 	}
 	return fmt.Errorf("llm: ollama %s: %w", op, err)
 }
 
 // ollamaError is a failure to reach Ollama: in the package's voice, with
-// the transport's own words, for the log; in a user's (plain) for what a
-// client or a job's record shows.
+// the transport's own words, for the log; in a user's for what a client or
+// a job's record shows (plain), or the operator's tools (at, which names
+// the server).
 type ollamaError struct {
-	op, plain string
-	err       error
+	op, plain, at string
+	err           error
 }
 
 func (e *ollamaError) Error() string {
-	return "llm: ollama " + e.op + ": " + e.plain + ": " + e.err.Error()
+	return "llm: ollama " + e.op + ": " + e.at + ": " + e.err.Error()
 }
 func (e *ollamaError) Unwrap() error { return e.err }
 
 // Describe is err in words for whoever sent the request or the upload: a
 // failure to reach Ollama without the Go transport's text ("Post ...:
 // dial tcp ...: connect: connection refused"), whatever context was put
-// before it.
+// before it, and without the model server's address: a tenant is not
+// told where the operator's servers are.
 func Describe(err error) string {
+	return modelServerURL.ReplaceAllString(describe(err, false), "the model server")
+}
+
+// DescribeAt is Describe for the operator's own tools (`docsift models`,
+// reindex): it names the server.
+func DescribeAt(err error) string { return describe(err, true) }
+
+// modelServerURL finds what Describe leaves out: URLs, which in a model
+// server's errors are the server's (net/http names the URL it failed on).
+var modelServerURL = regexp.MustCompile(`(?i)\bhttps?://[^\s"']+`)
+
+func describe(err error, at bool) string {
 	msg := err.Error()
 	var oe *ollamaError
-	if !errors.As(err, &oe) {
-		return msg
+	var mnf *ModelNotFoundError
+	switch {
+	case errors.As(err, &oe):
+		plain := oe.plain
+		if at {
+			plain = oe.at
+		}
+		if i := strings.Index(msg, "llm: ollama "); i >= 0 {
+			return msg[:i] + plain
+		}
+		return plain
+	case errors.As(err, &mnf) && !at:
+		return strings.Replace(msg, " at "+mnf.URL, "", 1)
 	}
-	if i := strings.Index(msg, "llm: ollama "); i >= 0 {
-		return msg[:i] + oe.plain
-	}
-	return oe.plain
+	return msg
 }
 
 // ModelNotFoundError says a model is not pulled on the Ollama server.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docsift/docsift/internal/redact"
 	"github.com/ollama/ollama/api"
 )
 
@@ -35,14 +36,14 @@ func parseOllamaURLs(s string) ([]*url.URL, error) {
 	seen := map[string]bool{}
 	for part := range strings.SplitSeq(s, ",") {
 		if strings.TrimSpace(part) == "" {
-			return nil, fmt.Errorf("llm: ollama url %q: an empty server in the list", s)
+			return nil, fmt.Errorf("llm: ollama url %q: an empty server in the list", redact.Text(s))
 		}
 		u, err := parseOllamaURL(part)
 		if err != nil {
 			return nil, err
 		}
 		if seen[u.String()] {
-			return nil, fmt.Errorf("llm: ollama url %q: %s is listed twice", s, u)
+			return nil, fmt.Errorf("llm: ollama url %q: %s is listed twice", redact.Text(s), redact.URL(u.String()))
 		}
 		seen[u.String()] = true
 		out = append(out, u)
@@ -258,14 +259,14 @@ func checkModelOn(ctx context.Context, clients []*OllamaClient, model, capabilit
 			return nil, err
 		}
 		if capability != "" && len(f.Capabilities) > 0 && !f.Can(capability) {
-			return nil, &ModelConfigError{fmt.Sprintf("model %s on the Ollama server at %s cannot do %s (it can: %s): choose a model that can", model, c.url, capabilityWord(capability), strings.Join(f.Capabilities, ", "))}
+			return nil, &ModelConfigError{fmt.Sprintf("model %s on the Ollama server at %s cannot do %s (it can: %s): choose a model that can", model, c.shown, capabilityWord(capability), strings.Join(f.Capabilities, ", "))}
 		}
 		if first == nil {
-			first, firstURL = f, c.url
+			first, firstURL = f, c.shown
 			continue
 		}
 		if f.Digest != first.Digest {
-			return nil, &ModelConfigError{fmt.Sprintf("model %s differs between the Ollama servers at %s (digest %s) and %s (digest %s): every server must serve the same models", model, firstURL, shortDigest(first.Digest), c.url, shortDigest(f.Digest))}
+			return nil, &ModelConfigError{fmt.Sprintf("model %s differs between the Ollama servers at %s (digest %s) and %s (digest %s): every server must serve the same models", model, firstURL, shortDigest(first.Digest), c.shown, shortDigest(f.Digest))}
 		}
 	}
 	if first == nil {
@@ -306,7 +307,7 @@ func shortDigest(d string) string {
 func urlList(clients []*OllamaClient) string {
 	urls := make([]string, len(clients))
 	for i, c := range clients {
-		urls[i] = c.url
+		urls[i] = c.shown
 	}
 	return strings.Join(urls, ", ")
 }

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/internal/clip"
 )
 
 // A query's filter restricts it to some of the owner's documents. The
@@ -25,12 +27,30 @@ import (
 // TIME is an RFC 3339 timestamp. Metadata values are strings, compared
 // exactly; a document without the key matches neither eq nor in.
 //
-// Limits keep a filter cheap to check against every document of an
-// owner: nesting, clauses and listed values are bounded.
+// Limits keep a filter cheap to read and to check against every document
+// of an owner: nesting, clauses, listed values and strings are bounded,
+// and so is the whole, which a reader checks before anything else.
 const (
 	maxFilterDepth   = 5    // levels of and/or
 	maxFilterClauses = 64   // objects: and, or and conditions
 	maxFilterValues  = 1024 // strings in all "in" lists together
+	// maxFilterString bounds each key and value of a filter, in bytes:
+	// filters compare labels, ids and short URLs, and 512 bytes hold any
+	// of them (the longest id docsift takes from callers, an external_id,
+	// is 256).
+	maxFilterString = 512
+	// maxFilterBytes is the longest a filter may be, its spaces left out.
+	// No filter within the limits above is longer, written without \u
+	// escapes: a clause holds at most three strings (created_at and its
+	// two bounds; a metadata key and its value) and 64 bytes of names and
+	// punctuation, and each value of an "in" list is a string, its quotes
+	// and a comma. A longer one is refused before it is read, for the cost
+	// of one pass over its bytes.
+	maxFilterBytes = maxFilterClauses*(3*maxFilterString+64) + maxFilterValues*(maxFilterString+3)
+	// maxMembers is the most keys an object of a filter holds: a clause
+	// holds one, created_at's range two. Reading an object stops at the
+	// one past it.
+	maxMembers = 2
 	// setFromValues is the size of an "in" list from which it is checked
 	// through a map rather than by comparing each value.
 	setFromValues = 8
@@ -63,10 +83,15 @@ type FilterError struct {
 func (e *FilterError) Error() string { return e.Path + ": " + e.Msg }
 
 // ParseFilter parses and validates a filter (the JSON of a query's
-// "filter"). null is no filter: nil, nil.
+// "filter"). null is no filter: nil, nil. Its cost is linear in len(raw),
+// and no error quotes more than a few hundred bytes of it.
 func ParseFilter(raw []byte) (*Filter, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return nil, nil
+	}
+	if n := spaceless(raw); n > maxFilterBytes {
+		return nil, &FilterError{"filter", fmt.Sprintf("is %d bytes without spaces, over the limit of %d: a filter holds at most %d clauses and %d values in \"in\" lists, of at most %d bytes each",
+			n, maxFilterBytes, maxFilterClauses, maxFilterValues, maxFilterString)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -77,10 +102,13 @@ func ParseFilter(raw []byte) (*Filter, error) {
 		}
 	}
 	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) {
+	var refused *readError
+	switch {
+	case errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF):
 		return nil, &FilterError{"filter", "is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
-	}
-	if err != nil {
+	case errors.As(err, &refused):
+		return nil, &FilterError{refused.path(), refused.msg}
+	case err != nil:
 		return nil, &FilterError{"filter", err.Error()}
 	}
 	p := &filterParser{}
@@ -94,6 +122,31 @@ func ParseFilter(raw []byte) (*Filter, error) {
 	}
 	sum := sha256.Sum256(compact.Bytes())
 	return &Filter{root: root, hash: string(sum[:])}, nil
+}
+
+// spaceless is the length of raw without the spaces between its tokens
+// (what json.Compact would write), found without reading it as JSON.
+func spaceless(raw []byte) int {
+	n, inString, escaped := 0, false, false
+	for _, b := range raw {
+		switch {
+		case inString:
+			n++
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == ' ' || b == '\t' || b == '\n' || b == '\r':
+		default:
+			n++
+			inString = b == '"'
+		}
+	}
+	return n
 }
 
 // Match reports whether the filter allows a document.
@@ -149,11 +202,11 @@ func (p *filterParser) clause(path string, v any, depth int) (clause, error) {
 		if mkey == "" {
 			return nil, &FilterError{path, `"metadata." names no key: write "metadata.KEY"`}
 		}
-		return p.stringCondition(path+"."+key, val,
+		return p.stringCondition(path+"."+clip.String(key), val,
 			func(eq string) clause { return metadataIs{mkey, eq} },
 			func(in []string) clause { return metadataIn{mkey, newStringSet(in)} })
 	}
-	return nil, &FilterError{path, fmt.Sprintf(`unknown field %q: filter on "document_id", "created_at" or "metadata.KEY", or combine clauses with "and" or "or"`, key)}
+	return nil, &FilterError{path, fmt.Sprintf(`unknown field %s: filter on "document_id", "created_at" or "metadata.KEY", or combine clauses with "and" or "or"`, clip.Quote(key))}
 }
 
 func (p *filterParser) combination(path, op string, v any, depth int) (clause, error) {
@@ -190,7 +243,7 @@ func (p *filterParser) stringCondition(path string, v any, eq func(string) claus
 	if err != nil {
 		return nil, err
 	}
-	path += "." + op
+	path += "." + clip.String(op)
 	switch op {
 	case "eq":
 		s, ok := arg.(string)
@@ -219,7 +272,7 @@ func (p *filterParser) stringCondition(path string, v any, eq func(string) claus
 		}
 		return in(ss), nil
 	}
-	return nil, &FilterError{path, fmt.Sprintf(`unknown operator %q: use "eq" or "in"`, op)}
+	return nil, &FilterError{path, fmt.Sprintf(`unknown operator %s: use "eq" or "in"`, clip.Quote(op))}
 }
 
 // oneOperator reads an object of exactly one operator.
@@ -247,7 +300,7 @@ func createdCondition(path string, v any) (clause, error) {
 	}
 	var r createdIn
 	for _, m := range obj {
-		at := path + "." + m.key
+		at := path + "." + clip.String(m.key)
 		var bound *time.Time
 		switch m.key {
 		case "gt", "gte":
@@ -263,7 +316,7 @@ func createdCondition(path string, v any) (clause, error) {
 			bound, r.toOpen = new(time.Time), m.key == "lt"
 			r.to = bound
 		default:
-			return nil, &FilterError{at, fmt.Sprintf(`unknown operator %q: use "gt", "gte", "lt" or "lte"`, m.key)}
+			return nil, &FilterError{at, fmt.Sprintf(`unknown operator %s: use "gt", "gte", "lt" or "lte"`, clip.Quote(m.key))}
 		}
 		s, ok := m.value.(string)
 		if !ok {
@@ -271,7 +324,7 @@ func createdCondition(path string, v any) (clause, error) {
 		}
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			return nil, &FilterError{at, fmt.Sprintf(`%q is not an RFC 3339 timestamp such as "2026-01-01T00:00:00Z"`, s)}
+			return nil, &FilterError{at, fmt.Sprintf(`%s is not an RFC 3339 timestamp such as "2026-01-01T00:00:00Z"`, clip.Quote(s))}
 		}
 		*bound = t
 	}
@@ -286,7 +339,7 @@ func createdCondition(path string, v any) (clause, error) {
 func quoteHint(v any) string {
 	switch v := v.(type) {
 	case json.Number:
-		return fmt.Sprintf(` (values are strings: write "%s")`, v)
+		return fmt.Sprintf(` (values are strings: write %s)`, clip.Quote(string(v)))
 	case bool:
 		return fmt.Sprintf(` (values are strings: write "%t")`, v)
 	}
@@ -392,7 +445,8 @@ func (s stringSet) has(v string) bool {
 
 // A JSON reader that keeps objects' keys in order and refuses a key given
 // twice (which encoding/json would silently resolve to the last), so that
-// no filter reads two ways.
+// no filter reads two ways. It stops at the first thing no filter holds,
+// so that what it reads of a hostile filter costs no more than its bytes.
 
 // object is a JSON object in the order its members were written.
 type object []member
@@ -402,10 +456,11 @@ type member struct {
 	value any
 }
 
+// keys lists the object's keys, quoted and clipped, for an error.
 func (o object) keys() string {
 	ks := make([]string, len(o))
 	for i, m := range o {
-		ks[i] = fmt.Sprintf("%q", m.key)
+		ks[i] = clip.Quote(m.key)
 	}
 	return strings.Join(ks, ", ")
 }
@@ -414,8 +469,53 @@ func (o object) keys() string {
 // deeper than any filter within maxFilterDepth needs.
 const maxJSONDepth = 4*maxFilterDepth + 8
 
+// readError is what readValue refuses, at a place under the value it was
+// reading: each level puts its own part of the place (".and", "[1]")
+// before the error as it goes up, so that no place is built but the one
+// an error names.
+type readError struct {
+	at  []string // the place's parts, innermost first
+	msg string
+}
+
+func (e *readError) Error() string { return e.path() + ": " + e.msg }
+
+// within puts a part of the place before the error's, when err is a
+// readError.
+func within(err error, part string) error {
+	if re, ok := err.(*readError); ok {
+		re.at = append(re.at, part)
+	}
+	return err
+}
+
+// maxPathBytes bounds a place an error names: past it, the middle goes.
+const maxPathBytes = 200
+
+// path is the error's place, from "filter".
+func (e *readError) path() string {
+	var b strings.Builder
+	b.WriteString("filter")
+	for i := len(e.at) - 1; i >= 0; i-- {
+		b.WriteString(e.at[i])
+	}
+	p := b.String()
+	if len(p) > maxPathBytes {
+		// Keep the end, where the error is, from the start of a part.
+		tail := p[len(p)-maxPathBytes+len("filter…"):]
+		if i := strings.IndexAny(tail, ".["); i >= 0 {
+			tail = tail[i:]
+		}
+		p = "filter…" + tail
+	}
+	return p
+}
+
 // readValue reads one JSON value: string, json.Number, bool, nil, []any or
-// object.
+// object. It refuses, as soon as it meets one, an object of more than
+// maxMembers keys or with a key given twice, an array of more than
+// maxFilterValues items, a key or string over maxFilterString bytes and
+// nesting deeper than maxJSONDepth: none is in a filter.
 func readValue(dec *json.Decoder, depth int) (any, error) {
 	if depth > maxJSONDepth {
 		return nil, fmt.Errorf(`is nested deeper than a filter may be ("and" and "or" at most %d deep)`, maxFilterDepth)
@@ -424,41 +524,64 @@ func readValue(dec *json.Decoder, depth int) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch tok {
-	case json.Delim('{'):
-		var obj object
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			key := kt.(string)
-			for _, m := range obj {
-				if m.key == key {
-					return nil, fmt.Errorf("holds key %q twice in one object: give each key once", key)
-				}
-			}
-			v, err := readValue(dec, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			obj = append(obj, member{key, v})
+	switch tok := tok.(type) {
+	case json.Delim:
+		if tok == '[' {
+			return readArray(dec, depth)
 		}
-		_, err := dec.Token() // '}'
-		return obj, err
-	case json.Delim('['):
-		list := []any{}
-		for dec.More() {
-			v, err := readValue(dec, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, v)
+		return readObject(dec, depth) // '{': Token returns no closing delimiter here
+	case string:
+		if len(tok) > maxFilterString {
+			return nil, &readError{msg: fmt.Sprintf("is a string of %d bytes, over the limit of %d", len(tok), maxFilterString)}
 		}
-		_, err := dec.Token() // ']'
-		return list, err
 	}
 	return tok, nil
+}
+
+func readObject(dec *json.Decoder, depth int) (object, error) {
+	var obj object
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key := kt.(string)
+		switch {
+		case len(obj) == maxMembers:
+			return nil, &readError{msg: fmt.Sprintf(`holds more than %d keys (%s and more): an object of a filter holds one (a created_at range two); combine conditions with "and" or "or"`,
+				maxMembers, obj.keys())}
+		case len(key) > maxFilterString:
+			return nil, &readError{msg: fmt.Sprintf("holds a key of %d bytes (%s), over the limit of %d", len(key), clip.Quote(key), maxFilterString)}
+		}
+		for _, m := range obj {
+			if m.key == key {
+				return nil, &readError{msg: fmt.Sprintf("holds key %s twice in one object: give each key once", clip.Quote(key))}
+			}
+		}
+		v, err := readValue(dec, depth+1)
+		if err != nil {
+			return nil, within(err, "."+clip.String(key))
+		}
+		obj = append(obj, member{key, v})
+	}
+	_, err := dec.Token() // '}'
+	return obj, err
+}
+
+func readArray(dec *json.Decoder, depth int) ([]any, error) {
+	list := []any{}
+	for dec.More() {
+		if len(list) == maxFilterValues {
+			return nil, &readError{msg: fmt.Sprintf("holds more than %d values: a filter lists at most %d in \"in\" arrays, and at most %d clauses", maxFilterValues, maxFilterValues, maxFilterClauses)}
+		}
+		v, err := readValue(dec, depth+1)
+		if err != nil {
+			return nil, within(err, "["+strconv.Itoa(len(list))+"]")
+		}
+		list = append(list, v)
+	}
+	_, err := dec.Token() // ']'
+	return list, err
 }
 
 // kindOf names a JSON value's kind with an article, as errors say it.
@@ -477,5 +600,6 @@ func kindOf(v any) string {
 	case object:
 		return "an object"
 	}
-	return fmt.Sprintf("%T", v)
+	// readValue returns nothing else; a Go type's name is no answer.
+	return "a value of another kind"
 }

@@ -1,7 +1,11 @@
 package search
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +93,7 @@ func TestFilterErrorsNameThePart(t *testing.T) {
 		{`{"created_at": {"lt": "2026-01-01T00:00:00Z", "lte": "2026-01-01T00:00:00Z"}}`, "filter.created_at", "two upper bounds"},
 		{`{"created_at": {"gt": "2026-01-01T00:00:00Z", "lt": "2026-01-01T00:00:00Z"}}`, "filter.created_at", "range is empty"},
 		{`{"metadata.a": {"eq": "1"}} {}`, "filter", "more than one JSON value"},
-		{`{"metadata.a": {"eq": "1", "eq": "1"}}`, "filter", `key "eq" twice`},
+		{`{"metadata.a": {"eq": "1", "eq": "1"}}`, "filter.metadata.a", `key "eq" twice`},
 		{strings.Repeat(`{"and": [`, 30) + `{}` + strings.Repeat(`]}`, 30), "filter", `nested deeper than a filter may be ("and" and "or" at most 5 deep)`},
 	} {
 		_, err := ParseFilter([]byte(c.filter))
@@ -121,11 +125,18 @@ func FuzzParseFilter(f *testing.F) {
 		{ID: "doc_b"},
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		var compact bytes.Buffer
+		if json.Compact(&compact, raw) == nil && spaceless(raw) != compact.Len() {
+			t.Fatalf("spaceless = %d, json.Compact writes %d bytes", spaceless(raw), compact.Len())
+		}
 		flt, err := ParseFilter(raw)
 		if err != nil {
 			var fe *FilterError
 			if !errors.As(err, &fe) || fe.Path == "" || fe.Msg == "" {
 				t.Fatalf("error %v is not a FilterError with a path and message", err)
+			}
+			if len(err.Error()) > maxErrorBytes {
+				t.Fatalf("an error of %d bytes: %.200s…", len(err.Error()), err)
 			}
 			return
 		}
@@ -136,4 +147,195 @@ func FuzzParseFilter(f *testing.F) {
 			flt.Match(d)
 		}
 	})
+}
+
+// manyKeys is the filter of the hostile run: n distinct keys in one object,
+// 13 bytes each.
+func manyKeys(n int) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%07d":1`, i)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// costOf is the time one call of f takes: the least of three rounds of
+// calls, each run for 20 ms at least. It means something only beside
+// another cost taken in the same run, on the same machine.
+func costOf(f func()) time.Duration {
+	best := time.Duration(1<<63 - 1)
+	for range 3 {
+		n, start := 0, time.Now()
+		for n == 0 || time.Since(start) < 20*time.Millisecond {
+			f()
+			n++
+		}
+		best = min(best, time.Since(start)/time.Duration(n))
+	}
+	return best
+}
+
+// maxErrorBytes bounds a filter error, whatever the filter: a path and a
+// sentence, quoting a few clipped pieces of the input.
+const maxErrorBytes = 512
+
+// TestFilterParseIsLinear: ten times the input costs about ten times as
+// much to refuse or parse (or less, where reading stops early), never a
+// hundred times, whatever its shape. The 100,000 keys of the hostile run
+// were compared with one another in pairs: 35 s of CPU.
+func TestFilterParseIsLinear(t *testing.T) {
+	repeat := func(head, item, sep, tail string, n int) []byte {
+		var b bytes.Buffer
+		b.WriteString(head)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			b.WriteString(strings.ReplaceAll(item, "#", strconv.Itoa(i)))
+		}
+		b.WriteString(tail)
+		return b.Bytes()
+	}
+	for _, c := range []struct {
+		name string
+		of   func(n int) []byte
+	}{
+		{"keys of one object", manyKeys},
+		{"keys of one condition", func(n int) []byte { return repeat(`{"metadata.a":{`, `"op#":"v"`, ",", "}}", n) }},
+		{"clauses of an or", func(n int) []byte { return repeat(`{"or":[`, `{"metadata.k#":{"eq":"v"}}`, ",", "]}", n) }},
+		{"values of an in list", func(n int) []byte { return repeat(`{"metadata.a":{"in":[`, `"v#"`, ",", "]}}", n) }},
+		{"numbers in an array", func(n int) []byte { return repeat(`{"and":[`, `#`, ",", "]}", n) }},
+		{"objects in objects", func(n int) []byte { return repeat(``, `{"and":[`, "", "", n) }},
+		{"one long value", func(n int) []byte { return repeat(`{"metadata.a":{"eq":"`, `xxxxxxxxxx`, "", `"}}`, n) }},
+		{"spaces", func(n int) []byte { return repeat(`{"metadata.a":`, "          ", "", `{"eq":"v"}}`, n) }},
+	} {
+		const n = 2_000
+		small, large := c.of(n), c.of(10*n)
+		a := costOf(func() { ParseFilter(small) })
+		b := costOf(func() { ParseFilter(large) })
+		// Linear is 10 at most; quadratic, 100.
+		if ratio := float64(b) / float64(a); ratio > 30 {
+			t.Errorf("%s: %d bytes cost %.1f times what %d bytes cost (%v, %v)", c.name, len(large), ratio, len(small), b, a)
+		}
+	}
+}
+
+// TestHugeFilterRefusedAtOnce: the hostile run's filter (1.3 MB, 100,000
+// keys) is refused before it is read as JSON: in a few allocations, none
+// per key, and in less time than encoding/json takes to check that it is
+// JSON at all, with an error of a few hundred bytes. It used to take 13 to
+// 35 s of CPU and answer with 1.2 MB of its own keys.
+func TestHugeFilterRefusedAtOnce(t *testing.T) {
+	raw := manyKeys(100_000)
+	_, err := ParseFilter(raw)
+	var fe *FilterError
+	if !errors.As(err, &fe) || fe.Path != "filter" || !strings.Contains(fe.Msg, "over the limit of "+strconv.Itoa(maxFilterBytes)) {
+		t.Fatalf("error %.300v, want the filter's size over its limit", err)
+	}
+	if len(err.Error()) > 300 {
+		t.Fatalf("the error is %d bytes: %.300s…", len(err.Error()), err)
+	}
+	// Three, the error's; a few more when the race detector drops what
+	// fmt's pool holds. Reading it took some per key.
+	if allocs := testing.AllocsPerRun(5, func() { ParseFilter(raw) }); allocs > 20 {
+		t.Errorf("refusing it took %.0f allocations", allocs)
+	}
+	refuse := costOf(func() { ParseFilter(raw) })
+	valid := costOf(func() { json.Valid(raw) })
+	if refuse > valid {
+		t.Errorf("refusing it took %v, longer than json.Valid's one pass (%v)", refuse, valid)
+	}
+}
+
+// The limit on a filter's size is above every filter within the other
+// limits: the largest such filter is refused for what it breaks, never for
+// its size, and one byte more of it is.
+func TestFilterSizeLimitFitsEveryFilter(t *testing.T) {
+	long := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	value := `"` + long('v', maxFilterString) + `"`
+	var values []string
+	for range maxFilterValues / (maxFilterClauses - 2) {
+		values = append(values, value)
+	}
+	var clauses []string
+	for i := range maxFilterClauses - 2 { // the and, the or
+		if i == 0 {
+			clauses = append(clauses, `{"created_at":{"gte":"2026-01-01T00:00:00Z","lte":"2027-01-01T00:00:00`+long('0', maxFilterString-19)+`Z"}}`)
+			continue
+		}
+		key := fmt.Sprintf("metadata.%d", i) + long('k', maxFilterString-len(fmt.Sprintf("metadata.%d", i)))
+		clauses = append(clauses, `{"`+key+`":{"in":[`+strings.Join(values, ",")+`]}}`)
+	}
+	raw := `{"and":[{"or":[` + strings.Join(clauses, ",") + `]}]}`
+	if n := spaceless([]byte(raw)); n > maxFilterBytes || n < maxFilterBytes*3/4 {
+		t.Fatalf("the test's filter is %d bytes; the limit is %d", n, maxFilterBytes)
+	}
+	_, err := ParseFilter([]byte(raw))
+	if err == nil || strings.Contains(err.Error(), "bytes without spaces") {
+		// Its created_at bound is not a timestamp: that is the error.
+		t.Fatalf("a filter within the limits: %.300v", err)
+	}
+	if !strings.Contains(err.Error(), "filter.and[0].or[0].created_at.lte") {
+		t.Fatalf("a filter within the limits: %.300v", err)
+	}
+	if _, err := ParseFilter([]byte(long(' ', 10) + `{"metadata.a":{"eq":"` + long('v', maxFilterBytes) + `"}}`)); err == nil || !strings.Contains(err.Error(), "bytes without spaces") {
+		t.Fatalf("a filter over the size limit: %.300v", err)
+	}
+}
+
+// However hostile a filter, its error quotes a few clipped pieces of it.
+func TestFilterErrorsAreShort(t *testing.T) {
+	long := strings.Repeat("\u0000", maxFilterString/6) + strings.Repeat("k", 600)
+	nested := strings.Repeat(`{"and":[{"`+strings.Repeat("k", 100)+`":[`, 6) + `{"a":1,"b":2,"c":3}`
+	for _, raw := range []string{
+		string(manyKeys(10_000)),
+		`{"` + long + `":1}`,
+		`{"metadata.` + strings.Repeat("\u0001", 80) + `":{"eq":` + strings.Repeat("9", 400_000) + `}}`,
+		`{"metadata.a":{"in":[` + strings.Repeat(`"a",`, 5000) + `"b"]}}`,
+		`{"created_at":{"gte":"` + strings.Repeat("\u0002", 80) + `"}}`,
+		`{"metadata.` + strings.Repeat("\u0003", 80) + `":{"` + strings.Repeat("\u0004", 80) + `":"x"}}`,
+		`{"` + strings.Repeat("\u0005", 80) + `":1,"` + strings.Repeat("\u0006", 80) + `":2,"c":3}`,
+		nested,
+		`{"metadata.a":{"eq":"` + strings.Repeat("x", 500_000) + `"}}`,
+		`{"metadata.a":{"eq":"x"}} ` + strings.Repeat("}", 500_000),
+	} {
+		_, err := ParseFilter([]byte(raw))
+		if err == nil {
+			t.Errorf("%.80s…: accepted", raw)
+			continue
+		}
+		if len(err.Error()) > maxErrorBytes {
+			t.Errorf("%.80s…: an error of %d bytes: %.300s…", raw, len(err.Error()), err)
+		}
+	}
+	// A path through nesting of long keys keeps its end.
+	_, err := ParseFilter([]byte(nested))
+	var fe *FilterError
+	if !errors.As(err, &fe) || len(fe.Path) > maxPathBytes+len("…") || !strings.HasPrefix(fe.Path, "filter…") || !strings.HasSuffix(fe.Path, "[0]") {
+		t.Errorf("nested: %v", err)
+	}
+}
+
+// Errors name a value's kind as JSON does, never by a Go type.
+func TestKindOfSaysNoGoType(t *testing.T) {
+	for _, v := range []any{struct{}{}, map[string]any{}, 1.5, []string{}} {
+		if k := kindOf(v); strings.ContainsAny(k, "[]{}.") || strings.Contains(k, "float") || strings.Contains(k, "map") {
+			t.Errorf("kindOf(%T) = %q", v, k)
+		}
+	}
+}
+
+// BenchmarkHugeFilter is the hostile run's filter: 1.3 MB, 100,000 keys.
+func BenchmarkHugeFilter(b *testing.B) {
+	raw := manyKeys(100_000)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ParseFilter(raw)
+	}
 }

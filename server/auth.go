@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
 )
@@ -61,9 +62,9 @@ func checkProject(c echo.Context, field, projectID string) error {
 	case projectID == "":
 		return badRequest("%s is required", field)
 	case !strings.HasPrefix(projectID, store.PrefixProject):
-		return badRequest("%s %q is not a project id (prj_…)", field, projectID)
+		return badRequest("%s %s is not a project id (prj_…)", field, clip.Quote(projectID))
 	case projectID != project(c).ID:
-		return errorf(http.StatusForbidden, "%s %s is not the project of this API key", field, projectID)
+		return errorf(http.StatusForbidden, "%s %s is not the project of this API key", field, clip.String(projectID))
 	}
 	return nil
 }
@@ -76,7 +77,7 @@ func (s *Server) customerOf(c echo.Context, customerID string) (*store.Customer,
 	}
 	cus, err := s.store.Customer(customerID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && cus.ProjectID != project(c).ID) {
-		return nil, notFound("customer %s not found", customerID)
+		return nil, notFound("customer %s not found", clip.String(customerID))
 	}
 	return cus, err
 }
@@ -96,14 +97,14 @@ func (s *Server) ownerOf(c echo.Context, ownerID string) (string, error) {
 		}
 		return cus.ID, nil
 	}
-	return "", badRequest("owner_id %q is neither a project id (prj_…) nor a customer id (cus_…)", ownerID)
+	return "", badRequest("owner_id %s is neither a project id (prj_…) nor a customer id (cus_…)", clip.Quote(ownerID))
 }
 
 // documentOf returns a document of the key's project, or 404.
 func (s *Server) documentOf(c echo.Context, id string) (*store.Document, error) {
 	d, err := s.store.Document(id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && d.ProjectID != project(c).ID) {
-		return nil, notFound("document %s not found", id)
+		return nil, notFound("document %s not found", clip.String(id))
 	}
 	return d, err
 }

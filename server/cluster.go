@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/docsift/docsift/internal/redact"
 	"github.com/labstack/echo/v4"
 )
 
@@ -89,7 +90,7 @@ func (s *Server) forward(c echo.Context, owner string) bool {
 	target, err := url.Parse(holder.URL)
 	buf, _ := c.Get(ctxBody).(*bytes.Buffer)
 	if err != nil || buf == nil {
-		s.log.Error("cannot pass a query to its owner's node", "node", holder.ID, "url", holder.URL, "err", err)
+		s.log.Error("cannot pass a query to its owner's node", "node", holder.ID, "url", redact.URL(holder.URL), "err", err)
 		return false
 	}
 	body := buf.Bytes()

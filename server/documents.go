@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
 )
@@ -77,7 +78,7 @@ func (s *Server) getJob(c echo.Context) error {
 	id := c.Param("job_id")
 	j, err := s.store.Job(id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && j.ProjectID != project(c).ID) {
-		return notFound("job %s not found", id)
+		return notFound("job %s not found", clip.String(id))
 	}
 	if err != nil {
 		return err

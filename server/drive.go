@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/docsift/docsift/drive"
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
 )
@@ -191,7 +192,7 @@ func (s *Server) driveCallback(c echo.Context) error {
 	case errCode == "access_denied":
 		outcome = driveDenied
 	case errCode != "":
-		s.log.Warn("Google refused the Drive sign-in", "request_id", requestID(c), "session_id", sess.ID, "error", truncateRunes(errCode, 64))
+		s.log.Warn("Google refused the Drive sign-in", "request_id", requestID(c), "session_id", sess.ID, "error", clip.String(errCode))
 		outcome = driveFailed
 	default:
 		err := s.cfg.Drive.FinishSignIn(c.Request().Context(), signIn, c.QueryParam("code"))
@@ -511,13 +512,6 @@ func driveTypeLabel(mimeType string) string {
 		return "Google " + strings.TrimPrefix(mimeType, "application/vnd.google-apps.")
 	}
 	return mimeType
-}
-
-func truncateRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }
 
 // driveOutcomeMessage is what the page says after a sign-in, from the

@@ -36,3 +36,21 @@ func TestMachineFailuresInWords(t *testing.T) {
 		}
 	}
 }
+
+// An error explain does not know is a bug: a 500 naming the request's id,
+// said the same way in a stream's "error" event as in a JSON answer, with
+// the error itself in the log only.
+func TestUnknownErrorsSayOnlyTheRequestID(t *testing.T) {
+	var logs strings.Builder
+	s := &Server{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	rec := httptest.NewRecorder()
+	c := echo.New().NewContext(httptest.NewRequest(http.MethodPost, "/query/project", nil), rec)
+	c.Response().Header().Set(echo.HeaderXRequestID, "req-7")
+	status, msg := s.explain(c, fmt.Errorf("index: read /srv/docsift/index/prj_x.snap: %w", syscall.EIO))
+	if status != http.StatusInternalServerError || msg != "internal error: the request was logged; please report it with its X-Request-ID, req-7" {
+		t.Errorf("explain = %d %q", status, msg)
+	}
+	if !strings.Contains(logs.String(), "request_id=req-7") || !strings.Contains(logs.String(), "/srv/docsift/index/prj_x.snap") {
+		t.Errorf("the log does not hold the error:\n%s", logs.String())
+	}
+}

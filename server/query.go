@@ -130,7 +130,7 @@ func queryChunks(results []search.Result) []queryChunk {
 // streamQuery answers as server-sent events: one "chunks" event with the
 // retrieved chunks, "answer" events carrying pieces of the answer as the
 // model writes them, then "done" with the whole answer, or "error" if the
-// model fails midway. A client that disconnects ends the model call
+// model fails midway, in the words a JSON error would have. A client that disconnects ends the model call
 // through the request's context (an Ollama model's answer is still read to
 // its end, in the background). A search that fails before the chunks are
 // sent is an ordinary JSON error.
@@ -161,7 +161,8 @@ func (s *Server) streamQuery(c echo.Context, owner, query string, k int, filter 
 		return err
 	case err != nil:
 		if c.Request().Context().Err() == nil {
-			send("error", errorBody{Error: err.Error()})
+			_, msg := s.explain(c, err) // logs it, as handleError would
+			send("error", errorBody{Error: msg})
 		}
 		return nil
 	}

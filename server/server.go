@@ -5,6 +5,7 @@
 package server
 
 import (
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -20,6 +21,7 @@ import (
 	"github.com/docsift/docsift/cluster"
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/search"
@@ -161,7 +163,7 @@ func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Ser
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(middleware.RequestID())
+	e.Use(requestIDs)
 	e.Use(s.logRequests)
 	e.Use(s.paceBodies)
 	e.Use(s.budgetBodies)
@@ -243,10 +245,10 @@ func checkQueryString(next echo.HandlerFunc) echo.HandlerFunc {
 		if _, err := url.ParseQuery(raw); err != nil {
 			for _, pair := range strings.Split(raw, "&") {
 				if strings.Contains(pair, ";") {
-					return badRequest("the query string holds %q: parameters are separated by &, not ;", pair)
+					return badRequest("the query string holds %s: parameters are separated by &, not ;", clip.Quote(pair))
 				}
 				if _, err := url.QueryUnescape(pair); err != nil {
-					return badRequest("the query string holds %q, which is not valid percent-encoding (a percent sign is written %%25)", pair)
+					return badRequest("the query string holds %s, which is not valid percent-encoding (a percent sign is written %%25)", clip.Quote(pair))
 				}
 			}
 			return badRequest("the query string is not valid")
@@ -276,9 +278,9 @@ func knownParams(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			route := c.Request().Method + " " + routeForPeople(c.Path())
 			if len(takes) == 0 {
-				return badRequest("unknown query parameter %q: %s takes none", name, route)
+				return badRequest("unknown query parameter %s: %s takes none", clip.Quote(name), route)
 			}
-			return badRequest("unknown query parameter %q: %s takes %s", name, route, strings.Join(takes, ", "))
+			return badRequest("unknown query parameter %s: %s takes %s", clip.Quote(name), route, strings.Join(takes, ", "))
 		}
 		return next(c)
 	}
@@ -316,7 +318,7 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		s.cfg.Metrics.Request(route, metricMethod(c.Request().Method), strconv.Itoa(c.Response().Status), took)
 		s.log.Info("request",
 			"request_id", requestID(c),
-			"method", c.Request().Method,
+			"method", clip.String(c.Request().Method), // any word a client sends
 			"route", route,
 			"status", c.Response().Status,
 			"bytes", c.Response().Size,
@@ -338,6 +340,41 @@ func metricMethod(m string) string {
 
 func requestID(c echo.Context) string {
 	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
+
+// maxRequestIDBytes bounds an X-Request-ID a request comes with: room for
+// a UUID, a proxy's or a tracer's id, and no more.
+const maxRequestIDBytes = 64
+
+// requestIDs gives each request its id, answered in X-Request-ID and
+// written in each log line about it. The id a request comes with (from a
+// proxy, or another node passing a query on) is kept when it is a short
+// token of letters, digits, '.', '_' and '-'; any other (a megabyte, a
+// line that reads as another log entry) is a client's to choose, and is
+// replaced by a new one.
+func requestIDs(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(echo.HeaderXRequestID)
+		if !isRequestID(id) {
+			id = rand.Text()
+		}
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		return next(c)
+	}
+}
+
+func isRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDBytes {
+		return false
+	}
+	for _, b := range []byte(id) {
+		switch {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) healthz(c echo.Context) error {

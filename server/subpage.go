@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
@@ -72,14 +73,14 @@ func (s *Server) createSubpage(c echo.Context) error {
 
 	chunk, err := s.store.Chunk(req.ChunkID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && chunk.OwnerID != owner) {
-		return notFound("chunk %s not found", req.ChunkID)
+		return notFound("chunk %s not found", clip.String(req.ChunkID))
 	}
 	if err != nil {
 		return err
 	}
 	doc, err := s.store.Document(chunk.DocumentID)
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound("chunk %s not found", req.ChunkID)
+		return notFound("chunk %s not found", clip.String(req.ChunkID))
 	}
 	if err != nil {
 		return err
@@ -111,7 +112,7 @@ func (s *Server) createSubpage(c echo.Context) error {
 	data, err := s.store.ReadOriginal(doc)
 	if errors.Is(err, store.ErrNotFound) {
 		if _, gone := s.store.Document(doc.ID); errors.Is(gone, store.ErrNotFound) {
-			return notFound("chunk %s not found", req.ChunkID) // deleted meanwhile
+			return notFound("chunk %s not found", clip.String(req.ChunkID)) // deleted meanwhile
 		}
 	}
 	if err != nil {
@@ -144,7 +145,7 @@ func (s *Server) createSubpage(c echo.Context) error {
 	}, sliced, s.cfg.SubpageTTL, s.subpageLimits())
 	switch {
 	case errors.Is(err, store.ErrNotFound): // its document was deleted while it was cut
-		return notFound("chunk %s not found", req.ChunkID)
+		return notFound("chunk %s not found", clip.String(req.ChunkID))
 	case errors.Is(err, store.ErrSubpageBudget), errors.Is(err, store.ErrSubpageQuota):
 		// Others were stored meanwhile; say which limit, if one still is.
 		if refused := s.subpageRoom(c, projectID, owner, int64(len(sliced))); refused != nil {

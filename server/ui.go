@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/ui"
 	"github.com/labstack/echo/v4"
@@ -123,7 +124,7 @@ func serveAsset(c echo.Context) error {
 	name := c.Param("name")
 	a, ok := uiAssets[name]
 	if !ok {
-		return notFound("no UI asset %s", name)
+		return notFound("no UI asset %s", clip.String(name))
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, a.contentType)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/docsift/docsift/ingest"
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
@@ -115,7 +116,7 @@ func (s *Server) readMultipart(c echo.Context, withData bool) (_ *multipartUploa
 	req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxFileBytes+multipartOverhead)
 	mr, err := req.MultipartReader()
 	if err != nil {
-		return nil, badRequest("the multipart body could not be read: %v", err)
+		return nil, badRequest("the multipart body could not be read: %s", clip.String(err.Error()))
 	}
 	u := &multipartUpload{}
 	defer func() {
@@ -162,7 +163,7 @@ func (s *Server) readMultipart(c echo.Context, withData bool) (_ *multipartUploa
 				return nil, err
 			}
 		default:
-			return nil, badRequest("unknown part %q in the multipart body: send %s", part.FormName(), want)
+			return nil, badRequest("unknown part %s in the multipart body: send %s", clip.Quote(part.FormName()), want)
 		}
 	}
 	switch {
@@ -198,7 +199,7 @@ func (s *Server) multipartError(err error) error {
 	case errors.Is(err, errBodyTooSlow):
 		return errTooSlow
 	}
-	return badRequest("the multipart body could not be read: %v", err)
+	return badRequest("the multipart body could not be read: %s", clip.String(err.Error()))
 }
 
 // parseDataPart decodes the data part with the same strictness as a JSON body.

@@ -19,6 +19,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/store"
 	"github.com/labstack/echo/v4"
 )
@@ -109,16 +110,20 @@ func jsonError(where string, v any, err error) error {
 	case errors.As(err, &typeErr) && typeErr.Field == "":
 		return badRequest("%sthe request body must be a JSON object", where)
 	case errors.As(err, &typeErr):
-		field := clientFieldPath(v, typeErr.Field)
+		field := clip.String(clientFieldPath(v, typeErr.Field)) // map keys are the client's
 		want := jsonKind(typeErr.Type.Kind().String())
 		if got, isNumber := strings.CutPrefix(typeErr.Value, "number "); isNumber && want == "a number" {
-			return badRequest("%sfield %s: %s is out of range", where, field, got)
+			return badRequest("%sfield %s: %s is out of range", where, field, clip.String(got))
 		}
 		return badRequest("%sfield %s must be %s, not %s", where, field, want, jsonValueKind(typeErr.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return badRequest("%sunknown field %s", where, strings.TrimPrefix(err.Error(), "json: unknown field "))
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if unquoted, err := strconv.Unquote(name); err == nil {
+			name = unquoted
+		}
+		return badRequest("%sunknown field %s", where, clip.Quote(name))
 	}
-	return badRequest("%sthe JSON could not be read: %s", where, strings.TrimPrefix(err.Error(), "json: "))
+	return badRequest("%sthe JSON could not be read: %s", where, clip.String(strings.TrimPrefix(err.Error(), "json: ")))
 }
 
 // clientFieldPath rewrites encoding/json's path to a field of v
@@ -385,7 +390,7 @@ func checkServices(services []string, driveOn bool) error {
 	usable := false
 	for _, sv := range services {
 		if !slices.Contains(knownServices, sv) {
-			return badRequest("services holds unknown service %q: allowed are %s", sv, known)
+			return badRequest("services holds unknown service %s: allowed are %s", clip.Quote(sv), known)
 		}
 		usable = usable || sv != serviceGoogleDrive || driveOn
 	}
@@ -410,7 +415,7 @@ func checkRedirectURL(field, raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return badRequest("%s must be an absolute http or https URL, got %q", field, raw)
+		return badRequest("%s must be an absolute http or https URL, got %s", field, clip.Quote(raw))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/store"
 	"github.com/docsift/docsift/webhook"
 	"github.com/labstack/echo/v4"
@@ -99,7 +100,7 @@ func (s *Server) projectWebhook(c echo.Context) (*store.Webhook, error) {
 	id := c.Param("webhook_id")
 	w, err := s.store.Webhook(id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && w.ProjectID != project(c).ID) {
-		return nil, notFound("webhook %s not found", id)
+		return nil, notFound("webhook %s not found", clip.String(id))
 	}
 	return w, err
 }

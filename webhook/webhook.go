@@ -40,6 +40,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/docsift/docsift/internal/clip"
 	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/store"
 )
@@ -575,7 +576,7 @@ func CheckEndpoint(rawURL string, events []string) error {
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("url: port %s is not a port: ports go from 1 to 65535", p)
+			return fmt.Errorf("url: port %s is not a port: ports go from 1 to 65535", clip.String(p))
 		}
 	}
 	if u.Hostname() == "" {
@@ -586,7 +587,7 @@ func CheckEndpoint(rawURL string, events []string) error {
 	}
 	for _, ev := range events {
 		if !slices.Contains(Events, ev) {
-			return fmt.Errorf("events: %q is not an event; the events are %s", ev, strings.Join(Events, ", "))
+			return fmt.Errorf("events: %s is not an event; the events are %s", clip.Quote(ev), strings.Join(Events, ", "))
 		}
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/docsift/docsift/internal/redact"
 )
 
 const (
@@ -59,6 +61,7 @@ func fail(reason string, err error) error { return &Failure{Reason: reason, err:
 // server the operator chose.
 type Searx struct {
 	base   *url.URL
+	shown  string // base without its password, for errors (which are logged)
 	client *http.Client
 }
 
@@ -68,17 +71,19 @@ type Searx struct {
 func NewSearx(baseURL string, client *http.Client) (*Searx, error) {
 	u, err := url.Parse(strings.TrimSpace(baseURL))
 	if err != nil {
-		return nil, fmt.Errorf("websearch: searxng url %q: %w", baseURL, err)
+		// Not url.Parse's own words: they quote the URL, and parts of it
+		// (a password read as a port) without it.
+		return nil, fmt.Errorf("websearch: searxng url %q: not a URL such as http://127.0.0.1:8888", redact.URL(baseURL))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("websearch: searxng url %q: want an absolute http(s) URL", baseURL)
+		return nil, fmt.Errorf("websearch: searxng url %q: want an absolute http(s) URL", redact.URL(baseURL))
 	}
 	if client == nil {
 		client = &http.Client{}
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawQuery, u.Fragment = "", ""
-	return &Searx{base: u, client: client}, nil
+	return &Searx{base: u, shown: redact.URL(u.String()), client: client}, nil
 }
 
 // searxResponse is the part of SearxNG's JSON answer docsift reads.
@@ -121,7 +126,7 @@ func (s *Searx) Search(ctx context.Context, query string, n int) ([]Result, erro
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = "the search instance did not answer in time"
 		}
-		return nil, fail(reason, fmt.Errorf("websearch: searxng: instance at %s did not answer (%v): %w", s.base, err, ErrUnavailable))
+		return nil, fail(reason, fmt.Errorf("websearch: searxng: instance at %s did not answer (%v): %w", s.shown, err, ErrUnavailable))
 	}
 	defer resp.Body.Close()
 
@@ -129,30 +134,30 @@ func (s *Searx) Search(ctx context.Context, query string, n int) ([]Result, erro
 	case resp.StatusCode == http.StatusForbidden:
 		// SearxNG answers 403 when JSON is not among its enabled formats.
 		return nil, fail("the search instance does not serve results as JSON (its operator must enable the json format)",
-			fmt.Errorf("websearch: searxng: %s refused the JSON format (HTTP 403): add json to search.formats in its settings.yml", s.base))
+			fmt.Errorf("websearch: searxng: %s refused the JSON format (HTTP 403): add json to search.formats in its settings.yml", s.shown))
 	case resp.StatusCode == http.StatusTooManyRequests:
 		return nil, fail("the search instance is rate limiting: try again later",
-			fmt.Errorf("websearch: searxng: %s is rate limiting (HTTP 429): try again later, or disable its limiter for docsift: %w", s.base, ErrUnavailable))
+			fmt.Errorf("websearch: searxng: %s is rate limiting (HTTP 429): try again later, or disable its limiter for docsift: %w", s.shown, ErrUnavailable))
 	case resp.StatusCode >= 500:
 		return nil, fail(fmt.Sprintf("the search instance failed (HTTP %d)", resp.StatusCode),
-			fmt.Errorf("websearch: searxng: %s failed: HTTP %d: %w", s.base, resp.StatusCode, ErrUnavailable))
+			fmt.Errorf("websearch: searxng: %s failed: HTTP %d: %w", s.shown, resp.StatusCode, ErrUnavailable))
 	case resp.StatusCode != http.StatusOK:
 		return nil, fail(fmt.Sprintf("the search instance answered HTTP %d", resp.StatusCode),
-			fmt.Errorf("websearch: searxng: %s answered HTTP %d", s.base, resp.StatusCode))
+			fmt.Errorf("websearch: searxng: %s answered HTTP %d", s.shown, resp.StatusCode))
 	}
 
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxSearxResponseBytes+1))
 	if err != nil {
-		return nil, fail("the search instance's answer was cut off", fmt.Errorf("websearch: searxng: reading %s's answer: %w: %w", s.base, err, ErrUnavailable))
+		return nil, fail("the search instance's answer was cut off", fmt.Errorf("websearch: searxng: reading %s's answer: %w: %w", s.shown, err, ErrUnavailable))
 	}
 	if len(raw) > maxSearxResponseBytes {
 		return nil, fail(fmt.Sprintf("the search instance sent more than %d MiB of results", maxSearxResponseBytes>>20),
-			fmt.Errorf("websearch: searxng: %s sent more than %d bytes", s.base, maxSearxResponseBytes))
+			fmt.Errorf("websearch: searxng: %s sent more than %d bytes", s.shown, maxSearxResponseBytes))
 	}
 	var body searxResponse
 	if err := json.Unmarshal(raw, &body); err != nil {
 		return nil, fail("the search instance sent something other than search results",
-			fmt.Errorf("websearch: searxng: %s sent a response that is not SearxNG JSON: %w", s.base, err))
+			fmt.Errorf("websearch: searxng: %s sent a response that is not SearxNG JSON: %w", s.shown, err))
 	}
 	seen := make(map[string]bool)
 	var out []Result

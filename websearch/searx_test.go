@@ -127,3 +127,25 @@ func newTestServer(t *testing.T, h http.Handler) string {
 	t.Cleanup(ts.Close)
 	return ts.URL
 }
+
+// The instance's password (a SearxNG behind basic auth) is sent, and never
+// written in an error, which the server logs.
+func TestSearxErrorsHoldNoPassword(t *testing.T) {
+	const secret = "s3archS3cret"
+	srv := searxtest.New(t)
+	srv.SetStatus(http.StatusBadGateway)
+	withPassword := strings.Replace(srv.URL, "http://", "http://docsift:"+secret+"@", 1)
+	s, err := NewSearx(withPassword, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Search(context.Background(), "q", 3)
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "docsift:xxxxx@") {
+		t.Errorf("a failed search: %v", err)
+	}
+	for _, bad := range []string{"http://docsift:pa/" + secret + "@127.0.0.1:8888", "ftp://docsift:" + secret + "@127.0.0.1"} {
+		if _, err := NewSearx(bad, nil); err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("NewSearx(%q): %v", bad, err)
+		}
+	}
+}
