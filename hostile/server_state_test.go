@@ -17,17 +17,19 @@ import (
 
 // The fairness attack's backlog: ten PDFs of noiseSide² pixels of noise on
 // 4-inch pages (1,200 pixels a side at OCR's 300 dpi), noisePages each;
-// every page goes to OCR and takes a second or so of Tesseract's time.
+// every page goes to OCR and takes half a second or more of Tesseract's
+// time: a minute of work for two workers, read in turn, first come first
+// served, would keep the other tenant waiting past its bound.
 const (
 	noiseDocs  = 10
-	noisePages = 4
+	noisePages = 12
 	noiseSide  = 400
 )
 
 // Finding 4: one tenant's backlog stalls everyone's indexing. Project A
-// uploads ten PDFs of scanned noise (OCR on every page); the other
-// tenant's small text is SUCCEEDED within tenantJobBound while A's are
-// still being read.
+// uploads ten PDFs of twelve pages of scanned noise (OCR on every page);
+// the other tenant's small text and one-page PDF are SUCCEEDED within
+// tenantJobBound while A's are still being read.
 func TestFairIndexing(t *testing.T) {
 	s := newServer(t, "fairness", nil)
 	defer s.kill9(t) // A's backlog is not waited for
