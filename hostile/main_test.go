@@ -20,10 +20,11 @@ import (
 // and saw it reach 6.1 GB and die.
 const (
 	memoryLimit = 2 << 30
-	// rssBound is the most the server process (not its extraction child)
-	// may hold at its peak during any one attack: a few times what it
-	// holds at its busiest under honest use (about 100–200 MB with the
-	// built-in embedder), well under the group's limit.
+	// rssBound is the most the server process (not its extraction
+	// children) may hold at its peak during any one attack: room for two
+	// workers each holding five times a document's text at the default
+	// --max-document-text (32 MiB), and for the server's own 100 MiB; a
+	// quarter of the group's limit.
 	rssBound = 512 << 20
 	// tenantJobBound is how long the other tenant's small text may take
 	// from its upload to SUCCEEDED, and tenantWebhookBound how long its
