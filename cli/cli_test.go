@@ -361,19 +361,21 @@ func TestServeRefusesBeforePrintingAKey(t *testing.T) {
 		t.Errorf("serve --base-url with a trailing slash: %v", err)
 	}
 	for flags, want := range map[string]string{
-		"--max-file-size 0":             "--max-file-size must be a size above 0",
-		"--max-text-size 10MB":          `"10MB" is not a size such as 2GiB`,
-		"--workers -3":                  "--workers must be 0 (as many as CPUs) or more",
-		"--session-ttl -1h":             "--session-ttl must be a duration above 0",
-		"--rate-limit NaN":              "--rate-limit must be 0 (unlimited) or a number of requests a second",
-		"--max-connections 0":           "--max-connections must be 1 or more",
-		"--write-stall 0s":              "--write-stall must be a duration above 0",
-		"--subpage-budget 0":            "--subpage-budget must be a size above 0",
-		"--max-subpages-per-project -1": "--max-subpages-per-project must be 1 or more",
-		"--memory-limit 1":              "--memory-limit: 1 B is below 64.0 MiB",
-		"--max-file-size 64MiB x":       `unknown command "x" for "docsift serve"`, // the size was read
-		"--workers abc":                 `invalid argument "abc" for "--workers" flag: not a whole number`,
-		"--session-ttl 5":               `invalid argument "5" for "--session-ttl" flag: not a duration such as 30s, 5m or 1h`,
+		"--max-file-size 0":                    "--max-file-size must be a size above 0",
+		"--max-text-size 10MB":                 `"10MB" is not a size such as 2GiB`,
+		"--workers -3":                         "--workers must be 0 (as many as CPUs) or more",
+		"--session-ttl -1h":                    "--session-ttl must be a duration above 0",
+		"--rate-limit NaN":                     "--rate-limit must be 0 (unlimited) or a number of requests a second",
+		"--max-connections 0":                  "--max-connections must be 1 or more",
+		"--write-stall 0s":                     "--write-stall must be a duration above 0",
+		"--subpage-budget 0":                   "--subpage-budget must be a size above 0",
+		"--max-subpages-per-project -1":        "--max-subpages-per-project must be 1 or more",
+		"--max-documents-per-project -1":       "--max-documents-per-project must be 0 (no quota) or more",
+		"--max-stored-bytes-per-project -5GiB": `"-5GiB" is not a size such as 2GiB`,
+		"--memory-limit 1":                     "--memory-limit: 1 B is below 64.0 MiB",
+		"--max-file-size 64MiB x":              `unknown command "x" for "docsift serve"`, // the size was read
+		"--workers abc":                        `invalid argument "abc" for "--workers" flag: not a whole number`,
+		"--session-ttl 5":                      `invalid argument "5" for "--session-ttl" flag: not a duration such as 30s, 5m or 1h`,
 	} {
 		args := append([]string{"serve", "--data", dir, "--addr", freeAddr(t)}, strings.Fields(flags)...)
 		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), want) {

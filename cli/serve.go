@@ -68,6 +68,10 @@ type serveOptions struct {
 	writeStall          time.Duration
 	subpageBudget       byteSize
 	maxSubpages         int
+	maxCustomers        int
+	maxDocuments        int
+	maxStoredBytes      byteSize
+	maxSessions         int
 	googleClientID      string
 	googleClientSecret  string
 	metricsAddr         string
@@ -130,6 +134,11 @@ project named "default" is created and its API key printed once.`,
 	o.subpageBudget = server.DefaultSubpageBudget
 	f.Var(&o.subpageBudget, "subpage-budget", "disk the live subpages of one owner (a project or a customer) may take: a size such as 1GiB; a cut past it is answered 429 until older subpages expire")
 	f.IntVar(&o.maxSubpages, "max-subpages-per-project", server.DefaultMaxSubpagesPerProject, "live subpages one project may keep; more are answered 429 until older ones expire")
+	f.IntVar(&o.maxCustomers, "max-customers-per-project", server.DefaultMaxCustomersPerProject, "customers one project may have (0: no quota); more are answered 403. Each customer with documents is an index the server keeps loaded, with a memory map of its own")
+	f.IntVar(&o.maxDocuments, "max-documents-per-project", server.DefaultMaxDocumentsPerProject, "documents one project and its customers may keep, whatever their status (0: no quota); more are answered 403 until some are deleted")
+	o.maxStoredBytes = server.DefaultMaxStoredBytesPerProject
+	f.Var(&o.maxStoredBytes, "max-stored-bytes-per-project", "bytes the originals of one project's documents (its own and its customers') may take, each document's size counted even when its content is stored once for several: a size such as 10GiB (0: no quota, the default: how the disk is shared is yours to say); past it uploads are answered 403 until documents are deleted")
+	f.IntVar(&o.maxSessions, "max-sessions-per-project", server.DefaultMaxSessionsPerProject, "upload sessions one project may have alive at once (0: no quota); more are answered 429 until one expires or is closed")
 	f.StringVar(&o.googleClientID, "google-client-id", "", "OAuth client id (type Web application) for Google Drive import on upload pages; its redirect URI is BASE_URL"+server.DriveCallbackPath+" (unset: Drive import is off)")
 	f.StringVar(&o.googleClientSecret, "google-client-secret", "", "that OAuth client's secret (prefer DOCSIFT_GOOGLE_CLIENT_SECRET: a flag shows in the process list)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on, at /metrics (unset: off); keep it private, e.g. 127.0.0.1:9464")
@@ -194,6 +203,9 @@ func (o *serveOptions) check() error {
 		{"--write-stall", o.writeStall > 0, "a duration above 0, such as 30s"},
 		{"--subpage-budget", o.subpageBudget > 0, "a size above 0, such as 1GiB"},
 		{"--max-subpages-per-project", o.maxSubpages > 0, "1 or more"},
+		{"--max-customers-per-project", o.maxCustomers >= 0, "0 (no quota) or more"},
+		{"--max-documents-per-project", o.maxDocuments >= 0, "0 (no quota) or more"},
+		{"--max-sessions-per-project", o.maxSessions >= 0, "0 (no quota) or more"},
 		{"--webhook-first-retry", o.webhookFirstRetry > 0, "a duration above 0, such as 10s"},
 	} {
 		if !c.ok { // NaN fails every comparison, so it lands here too
@@ -409,6 +421,8 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
 		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit, SessionMaxPending: o.sessionMaxPending,
 		SubpageBudget: int64(o.subpageBudget), MaxSubpagesPerProject: o.maxSubpages,
+		MaxCustomersPerProject: o.maxCustomers, MaxDocumentsPerProject: o.maxDocuments,
+		MaxStoredBytesPerProject: int64(o.maxStoredBytes), MaxSessionsPerProject: o.maxSessions,
 		Conns:        server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient, WriteStall: o.writeStall},
 		WebhookGuard: guard, ShowWebhookReplies: o.webhookShowReplies,
 	}

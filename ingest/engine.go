@@ -73,7 +73,7 @@ type Config struct {
 	Workers          int           // job workers, each running one job at a time (and, with the built-in embedder, small text jobs beside it); default: number of CPUs
 	EmbedBatch       int           // texts per embedder call
 	ExtractTimeout   time.Duration // per document
-	SnapshotInterval time.Duration // how often changed indexes are saved and expired subpages swept
+	SnapshotInterval time.Duration // how often changed indexes are saved and what expired swept (see Engine.sweep)
 	RetryBase        time.Duration // first back-off after a transient failure
 	RetryMax         time.Duration // longest back-off
 	MaxAttempts      int           // runs of a job before it fails for good
@@ -241,11 +241,16 @@ type Upload struct {
 	// upload replaces the owner's document with that id once its job
 	// succeeds (see store/external.go).
 	ExternalID string
+	// Limits are the project's quotas the upload must fit in (the zero
+	// value: none), checked by the store as it creates the document.
+	Limits store.ProjectLimits
 }
 
 // Submit stores an upload and queues its job. The content type is detected
 // here, from the bytes, so an unsupported file is refused at once (an error
-// wrapping pdf.ErrUnsupported) rather than failing later in a job.
+// wrapping pdf.ErrUnsupported) rather than failing later in a job. An
+// upload over its project's quotas is the store's error
+// (store.ErrDocumentQuota, store.ErrStorageQuota).
 func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
 	orig := u.Original
 	if orig == nil {
@@ -262,7 +267,7 @@ func (e *Engine) Submit(u Upload) (*store.Job, *store.Document, error) {
 		ProjectID: u.ProjectID, OwnerID: u.OwnerID, Name: u.Name,
 		Metadata: u.Metadata, Format: string(format), ExternalID: u.ExternalID,
 	}
-	job, err := e.store.CreateDocument(doc, orig)
+	job, err := e.store.CreateDocument(doc, orig, u.Limits)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -314,20 +319,10 @@ func (e *Engine) Start() error {
 	}
 	e.workers.Add(1)
 	go e.preload()
-	// Only a store that keeps originals as files beside its records (bbolt)
-	// can leave orphans behind a crash; one that writes them in the
-	// document's transaction has none to sweep.
-	if files, ok := e.store.(interface{ SweepFiles() (int, error) }); ok {
-		if n, err := files.SweepFiles(); err != nil {
-			e.log.Warn("could not sweep orphaned files", "err", err)
-		} else if n > 0 {
-			e.log.Info("removed orphaned files", "files", n)
-		}
-	}
-	// Subpages expired while the server was down go now, not at the
-	// first tick, which a server restarted more often never reaches; with
-	// them the files a crash left without a record.
-	e.sweepSubpages()
+	// Subpages and sessions expired while the server was down go now, not
+	// at the first tick, which a server restarted more often never
+	// reaches; with them the files a crash left without a record.
+	e.sweep()
 	e.cfg.Metrics.WatchQueue(e.store.PendingJobs)
 	e.cfg.Metrics.WatchIndexes(e.indexes.Sizes)
 	e.cfg.Metrics.WatchIndexMemory(e.indexes.Memory)
@@ -392,8 +387,8 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	return e.indexes.SnapshotWhole()
 }
 
-// maintain periodically snapshots changed indexes and removes expired
-// subpages.
+// maintain periodically snapshots changed indexes and sweeps what
+// expired or lost its record (see sweep).
 func (e *Engine) maintain() {
 	defer e.workers.Done()
 	t := time.NewTicker(e.cfg.SnapshotInterval)
@@ -408,18 +403,34 @@ func (e *Engine) maintain() {
 			} else {
 				e.cfg.Metrics.Snapshotted(time.Now())
 			}
-			e.sweepSubpages()
+			e.sweep()
 		}
 	}
 }
 
-// sweepSubpages removes expired subpages and their files, and the files
-// no subpage names.
-func (e *Engine) sweepSubpages() {
+// sweep removes expired subpages and their files and the subpage files
+// no record names; upload sessions that ended (see store.SweepSessions);
+// and, in a store that keeps originals as files beside its records
+// (bbolt), the files no document refers to, which an upload whose
+// transaction failed, a delete whose removal failed, or a crash leaves.
+// A store that writes originals in the document's transaction has none.
+func (e *Engine) sweep() {
 	if n, err := e.store.SweepSubpages(); err != nil {
 		e.log.Error("removing expired subpages failed", "err", err)
 	} else if n > 0 {
 		e.log.Info("removed expired subpages and orphaned subpage files", "removed", n)
+	}
+	if n, err := e.store.SweepSessions(); err != nil {
+		e.log.Error("removing ended upload sessions failed", "err", err)
+	} else if n > 0 {
+		e.log.Info("removed ended upload sessions", "sessions", n)
+	}
+	if files, ok := e.store.(interface{ SweepFiles() (int, error) }); ok {
+		if n, err := files.SweepFiles(); err != nil {
+			e.log.Warn("could not sweep orphaned files", "err", err)
+		} else if n > 0 {
+			e.log.Info("removed orphaned files", "files", n)
+		}
 	}
 }
 

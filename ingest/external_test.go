@@ -42,7 +42,7 @@ func TestReplacementCrashBeforeIndexCommit(t *testing.T) {
 	}
 	doc2 := &store.Document{ProjectID: owner, OwnerID: owner, Name: "manual", Format: "text",
 		Metadata: map[string]string{"v": "2"}, ExternalID: "manual"}
-	if _, err := st.CreateDocument(doc2, store.Bytes([]byte("The new manual: grease the heliotrope valve monthly."))); err != nil {
+	if _, err := st.CreateDocument(doc2, store.Bytes([]byte("The new manual: grease the heliotrope valve monthly.")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := st.ClaimJob(nil); err != nil {

@@ -24,7 +24,7 @@ func TestProgressReportsAreCoalesced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := st.CreateDocument(&store.Document{ProjectID: p.ID, OwnerID: p.ID, Name: "scan.pdf", Format: "pdf"}, store.Bytes([]byte("%PDF-1.4 stand-in")))
+	job, err := st.CreateDocument(&store.Document{ProjectID: p.ID, OwnerID: p.ID, Name: "scan.pdf", Format: "pdf"}, store.Bytes([]byte("%PDF-1.4 stand-in")), store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

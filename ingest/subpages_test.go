@@ -26,7 +26,7 @@ func TestExpiredSubpagesAndOrphansAreCollected(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
 
 	d := &store.Document{ProjectID: "prj_p", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
-	if _, err := st.CreateDocument(d, store.Bytes([]byte("%PDF-"))); err != nil {
+	if _, err := st.CreateDocument(d, store.Bytes([]byte("%PDF-")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	cut := func(first int, ttl time.Duration) string {

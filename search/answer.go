@@ -35,15 +35,16 @@ type Response struct {
 // streamed: the client has the beginning and should be told it is cut.
 var ErrAnswerBroken = errors.New("the answer model failed mid-answer")
 
-// brokenAnswer is ErrAnswerBroken for one model's failure, said in the
-// client's words (llm.Describe), with the failure itself for the log.
+// brokenAnswer is ErrAnswerBroken for one model's failure, with the
+// failure itself, for the log: the client is told only that the answer is
+// cut (the server says ErrAnswerBroken in its own words).
 type brokenAnswer struct {
 	model string
 	err   error
 }
 
 func (b *brokenAnswer) Error() string {
-	return fmt.Sprintf("%v: %s: %s", ErrAnswerBroken, b.model, llm.Describe(b.err))
+	return fmt.Sprintf("%v: %s: %v", ErrAnswerBroken, b.model, b.err)
 }
 func (b *brokenAnswer) Unwrap() []error { return []error{ErrAnswerBroken, b.err} }
 

@@ -212,7 +212,7 @@ func TestCustomerPages(t *testing.T) {
 	}
 	var want []string
 	for i := range 5 {
-		c, err := e.store.CreateCustomer(p.ID, fmt.Sprint("customer ", i))
+		c, err := e.store.CreateCustomer(p.ID, fmt.Sprint("customer ", i), store.ProjectLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestCustomerPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.CreateCustomer(other.ID, "customer 3"); err != nil {
+	if _, err := e.store.CreateCustomer(other.ID, "customer 3", store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	for find, want := range map[string][]string{
@@ -680,7 +680,7 @@ func TestQuery(t *testing.T) {
 	})
 
 	t.Run("ok/owner with no documents", func(t *testing.T) {
-		c, err := s.store.CreateCustomer(a.projectID, "new")
+		c, err := s.store.CreateCustomer(a.projectID, "new", store.ProjectLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -793,7 +793,7 @@ func TestJobsAndDocuments(t *testing.T) {
 				t.Errorf("documents of %s: %+v, want only %s", owner, got.Documents, want)
 			}
 		}
-		c, err := s.store.CreateCustomer(a.projectID, "none yet")
+		c, err := s.store.CreateCustomer(a.projectID, "none yet", store.ProjectLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -803,14 +803,14 @@ func TestJobsAndDocuments(t *testing.T) {
 	})
 
 	t.Run("ok/list in pages", func(t *testing.T) {
-		c, err := s.store.CreateCustomer(a.projectID, "five documents")
+		c, err := s.store.CreateCustomer(a.projectID, "five documents", store.ProjectLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var want []string // newest first
 		for i := range 5 {
 			d := &store.Document{ProjectID: a.projectID, OwnerID: c.ID, Name: fmt.Sprintf("%d.txt", i), Format: "text"}
-			if _, err := s.store.CreateDocument(d, store.Bytes([]byte("words"))); err != nil {
+			if _, err := s.store.CreateDocument(d, store.Bytes([]byte("words")), store.ProjectLimits{}); err != nil {
 				t.Fatal(err)
 			}
 			want = append([]string{d.ID}, want...)

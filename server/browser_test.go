@@ -561,7 +561,7 @@ func TestBrowserConsoleFindsEveryCustomer(t *testing.T) {
 	e := newUIEnv(t)
 	ids := []string{e.customer.ID}
 	for i := range 1500 {
-		c, err := e.store.CreateCustomer(e.project.ID, fmt.Sprint("customer ", i))
+		c, err := e.store.CreateCustomer(e.project.ID, fmt.Sprint("customer ", i), store.ProjectLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -635,7 +635,7 @@ func TestBrowserConsoleFindsEveryCustomer(t *testing.T) {
 	}
 	var few []string
 	for _, name := range []string{"Harbour Office", "Ferry Line", "harbour master", "Tide Watch", "Quay", "Lock", "Pier", "Dock", "Buoy", "Mooring"} {
-		c, err := e.store.CreateCustomer(p.ID, name)
+		c, err := e.store.CreateCustomer(p.ID, name, store.ProjectLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -807,7 +807,7 @@ func TestBrowserConsoleShowsMore(t *testing.T) {
 	var ids []string // newest first
 	for i := range 105 {
 		d := &store.Document{ProjectID: e.project.ID, OwnerID: e.project.ID, Name: fmt.Sprintf("note-%03d.txt", i), Format: "text"}
-		if _, err := e.store.CreateDocument(d, store.Bytes([]byte(fmt.Sprintf("Note %d about the harbour.", i)))); err != nil {
+		if _, err := e.store.CreateDocument(d, store.Bytes([]byte(fmt.Sprintf("Note %d about the harbour.", i))), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		ids = append([]string{d.ID}, ids...)

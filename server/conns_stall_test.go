@@ -200,7 +200,7 @@ func TestSlowSubpageReadersHoldLittle(t *testing.T) {
 	)
 	e := connServerEnv(t, server.ConnLimits{MaxConnsPerClient: readers, WriteStall: stall})
 	d := &store.Document{ProjectID: e.projectID, OwnerID: e.projectID, Name: "big.pdf", Format: "pdf"}
-	if _, err := e.store.CreateDocument(d, store.Bytes([]byte("%PDF-"))); err != nil {
+	if _, err := e.store.CreateDocument(d, store.Bytes([]byte("%PDF-")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	sp, err := e.store.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: e.projectID, OwnerID: e.projectID,
@@ -250,7 +250,7 @@ func TestSlowSteadyReaderGetsItAll(t *testing.T) {
 	const stall = 300 * time.Millisecond
 	e := connServerEnv(t, server.ConnLimits{WriteStall: stall})
 	d := &store.Document{ProjectID: e.projectID, OwnerID: e.projectID, Name: "a.pdf", Format: "pdf"}
-	if _, err := e.store.CreateDocument(d, store.Bytes([]byte("%PDF-"))); err != nil {
+	if _, err := e.store.CreateDocument(d, store.Bytes([]byte("%PDF-")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	data := make([]byte, 2<<20)

@@ -42,9 +42,9 @@ func (s *Server) createCustomer(c echo.Context) error {
 	if err := checkName("name", name, true); err != nil {
 		return err
 	}
-	cus, err := s.store.CreateCustomer(req.ProjectID, name)
+	cus, err := s.store.CreateCustomer(req.ProjectID, name, s.projectLimits())
 	if err != nil {
-		return err
+		return s.overQuota(c, err, req.ProjectID, store.ProjectUsage{Customers: 1})
 	}
 	return c.JSON(http.StatusOK, customerOf(cus))
 }

@@ -300,6 +300,10 @@ func (s *Server) driveImport(c echo.Context) error {
 		return err
 	}
 	defer release()
+	// Before the download, as before a body is read.
+	if err := s.projectRoom(c, sess.ProjectID, store.ProjectUsage{Documents: 1}); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), driveImportTimeout)
 	defer cancel()
 	f, err := s.cfg.Drive.Stat(ctx, sess.ID, req.FileID)

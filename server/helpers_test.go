@@ -255,7 +255,7 @@ func (e *env) newTenant(t *testing.T, name string, customers int) tenant {
 	}
 	tn := tenant{name: name, projectID: p.ID, key: key}
 	for i := range customers {
-		c, err := e.store.CreateCustomer(p.ID, fmt.Sprintf("customer %s%d", name, i+1))
+		c, err := e.store.CreateCustomer(p.ID, fmt.Sprintf("customer %s%d", name, i+1), store.ProjectLimits{})
 		if err != nil {
 			t.Fatalf("create customer: %v", err)
 		}

@@ -68,7 +68,7 @@ func TestOpenAPIDriveResponsesMatchSchemas(t *testing.T) {
 	ts.Start()
 	t.Cleanup(ts.Close)
 	_, token, err := st.CreateSession(store.Session{ProjectID: p.ID, OwnerID: p.ID, Services: []string{"google_drive"},
-		SuccessURL: "https://example.com/done", CancelURL: "https://example.com/cancel"}, time.Hour)
+		SuccessURL: "https://example.com/done", CancelURL: "https://example.com/cancel"}, time.Hour, store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,26 @@ const (
 	// a hundred for each of a thousand customers, and the owner budgets
 	// bound their bytes.
 	DefaultMaxSubpagesPerProject = 100_000
+	// DefaultMaxCustomersPerProject bounds a project's customers: more
+	// than most services have tenants, while each customer with documents
+	// is an index of its own that the server keeps loaded, with a memory
+	// map (the kernel allows a process 65,530 by default); a script that
+	// holds a project's key, or signs up to its service in a loop, cannot
+	// make millions.
+	DefaultMaxCustomersPerProject = 50_000
+	// DefaultMaxDocumentsPerProject bounds a project's documents, all
+	// statuses: at a few chunks each, more than one server searches
+	// comfortably, so only a runaway script meets it.
+	DefaultMaxDocumentsPerProject = 1_000_000
+	// DefaultMaxStoredBytesPerProject is no bound: how the disk is
+	// shared between projects is the operator's to say (a full disk
+	// refuses uploads with a 507 and changes nothing).
+	DefaultMaxStoredBytesPerProject = 0
+	// DefaultMaxSessionsPerProject bounds a project's upload sessions
+	// alive: a session is a link for one person for an hour, so ten
+	// thousand at once is a busy site's hour; a script cannot fill the
+	// store with them.
+	DefaultMaxSessionsPerProject = 10_000
 	// sessionBacklogRetrySeconds is the Retry-After of a session over that
 	// bound: about the time a few small files take.
 	sessionBacklogRetrySeconds = 5
@@ -73,6 +93,13 @@ type Config struct {
 
 	SubpageBudget         int64 // bytes one owner's live subpages may take
 	MaxSubpagesPerProject int   // live subpages one project may keep
+
+	// Quotas of one project (see quotas.go); 0: none. Unlike the
+	// limits above, a zero value does not take a Default: it is off.
+	MaxCustomersPerProject   int   // customers
+	MaxDocumentsPerProject   int   // documents of the project and its customers, any status
+	MaxStoredBytesPerProject int64 // bytes of those documents' originals
+	MaxSessionsPerProject    int   // upload sessions alive
 
 	RateLimit         float64 // API requests per second per project; 0: unlimited
 	SessionRateLimit  float64 // upload-session requests per second per session; 0: unlimited

@@ -122,6 +122,9 @@ func (s *Server) sessionUpload(c echo.Context) error {
 		return err
 	}
 	defer release()
+	if err := s.projectRoom(c, sess.ProjectID, store.ProjectUsage{Documents: 1}); err != nil {
+		return err
+	}
 	proj, err := s.store.Project(sess.ProjectID)
 	if err != nil {
 		return err

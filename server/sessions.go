@@ -81,12 +81,12 @@ func (s *Server) createSession(c echo.Context, req sessionRequest, owner string)
 	sess, token, err := s.store.CreateSession(store.Session{
 		ProjectID: req.ProjectID, OwnerID: owner, CustomerID: customerID, KeyID: c.Get(ctxKeyID).(string),
 		Services: req.Services, SuccessURL: req.SuccessURL, CancelURL: req.CancelURL,
-	}, s.cfg.SessionTTL)
+	}, s.cfg.SessionTTL, s.projectLimits())
 	if errors.Is(err, store.ErrKeyRevoked) { // while the request was read
 		return s.unauthorized(c, "invalid or revoked API key")
 	}
 	if err != nil {
-		return err
+		return s.overQuota(c, err, req.ProjectID, store.ProjectUsage{Sessions: 1})
 	}
 	return c.JSON(http.StatusOK, sessionResponse{
 		URL: s.cfg.BaseURL + "/s/" + token, SessionID: sess.ID, OwnerID: owner, ExpiresAt: sess.ExpiresAt,

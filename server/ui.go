@@ -34,7 +34,7 @@ const (
 
 	// Messages of the session pages and endpoints. They speak to the end
 	// user, who can do nothing but ask for a new link.
-	msgSessionUnknown = "This upload link is not valid. Ask the site that sent you here for a new one."
+	msgSessionUnknown = "This upload link is not valid, or it ended a while ago. Ask the site that sent you here for a new one."
 	msgSessionExpired = "This upload link has expired. Ask the site that sent you here for a new one."
 	msgSessionClosed  = "This upload link was closed when the page was left with Done or Cancel. Files uploaded through it are kept; ask the site that sent you here for a new link to add more."
 	msgSessionRevoked = "This upload link was withdrawn by the site that made it. Files uploaded through it are kept; ask the site that sent you here for a new link to add more."

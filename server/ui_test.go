@@ -75,7 +75,7 @@ func newUIEnv(t *testing.T, opts ...func(*uiOptions)) *uiEnv {
 	if err != nil {
 		t.Fatalf("create project: %v", err)
 	}
-	cus, err := st.CreateCustomer(p.ID, o.customerName)
+	cus, err := st.CreateCustomer(p.ID, o.customerName, store.ProjectLimits{})
 	if err != nil {
 		t.Fatalf("create customer: %v", err)
 	}
@@ -339,7 +339,7 @@ func TestUISessionPageServices(t *testing.T) {
 	sess, token, err := e.store.CreateSession(store.Session{
 		ProjectID: e.project.ID, OwnerID: e.project.ID, Services: []string{"google_drive"},
 		SuccessURL: "https://app.example/ok", CancelURL: "https://app.example/no",
-	}, time.Hour)
+	}, time.Hour, store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestUISessionBacklogIsBounded(t *testing.T) {
 
 func TestUISessionUploadStoresUnderSessionOwner(t *testing.T) {
 	e := newUIEnv(t, func(o *uiOptions) { o.maxFileBytes = 4 << 10 })
-	other, err := e.store.CreateCustomer(e.project.ID, "Initech")
+	other, err := e.store.CreateCustomer(e.project.ID, "Initech", store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

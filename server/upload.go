@@ -42,6 +42,10 @@ type uploadData struct {
 }
 
 func (s *Server) uploadText(c echo.Context) error {
+	// Before the body: an upload over a quota is refused unread.
+	if err := s.projectRoom(c, project(c).ID, store.ProjectUsage{Documents: 1}); err != nil {
+		return err
+	}
 	var req uploadData
 	// The text limit is on the text; the body may be a little larger for
 	// JSON escaping and the other fields.
@@ -72,6 +76,9 @@ func (s *Server) uploadText(c echo.Context) error {
 }
 
 func (s *Server) uploadFile(c echo.Context) error {
+	if err := s.projectRoom(c, project(c).ID, store.ProjectUsage{Documents: 1}); err != nil {
+		return err
+	}
 	u, err := s.readMultipart(c, true)
 	if err != nil {
 		return err
@@ -245,9 +252,10 @@ func (s *Server) submit(c echo.Context, req uploadData, defaultName string, cont
 	if err := checkExternalID("external_id", req.ExternalID); err != nil {
 		return err
 	}
+	projectID := project(c).ID
 	job, _, err := s.engine.Submit(ingest.Upload{
-		ProjectID: project(c).ID, OwnerID: owner, Name: req.Name, Metadata: req.Metadata, Original: content, Format: format,
-		ExternalID: req.ExternalID,
+		ProjectID: projectID, OwnerID: owner, Name: req.Name, Metadata: req.Metadata, Original: content, Format: format,
+		ExternalID: req.ExternalID, Limits: s.projectLimits(),
 	})
 	switch {
 	case errors.Is(err, pdf.ErrUnsupported):
@@ -261,7 +269,7 @@ func (s *Server) submit(c echo.Context, req uploadData, defaultName string, cont
 	case errors.Is(err, pdf.ErrCorrupt):
 		return badRequest("%v", pdf.ErrCorrupt)
 	case err != nil:
-		return err
+		return s.overQuota(c, err, projectID, store.ProjectUsage{Documents: 1, StoredBytes: content.Size()})
 	}
 	return c.JSON(http.StatusOK, uploadResponse{JobID: job.ID, Status: store.StatusPending, DocumentID: job.DocumentID})
 }

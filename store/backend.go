@@ -20,15 +20,22 @@ type Backend interface {
 	Keys(projectID string) ([]APIKey, error)
 	RevokeKey(keyID string) (*APIKey, error)
 	Authenticate(secret string) (*Project, string, error)
-	CreateCustomer(projectID, name string) (*Customer, error)
+	CreateCustomer(projectID, name string, limits ProjectLimits) (*Customer, error)
 	Customer(id string) (*Customer, error)
 	Customers(projectID, find, after string, limit int) ([]Customer, string, error)
-	CreateSession(sess Session, ttl time.Duration) (*Session, string, error)
+	CreateSession(sess Session, ttl time.Duration, limits ProjectLimits) (*Session, string, error)
 	SessionByToken(token string) (*Session, error)
 	CloseSession(token, how string) (*Session, error)
+	SweepSessions() (int, error)
+
+	// What a project keeps against its quotas (ProjectLimits), which the
+	// creates above and CreateDocument check in their transactions, and
+	// a cheap check of the same to ask before an upload's body is read.
+	ProjectUsage(projectID string) (ProjectUsage, error)
+	CheckQuotas(projectID string, limits ProjectLimits, more ProjectUsage) error
 
 	// Documents and their original files.
-	CreateDocument(d *Document, o *Original) (*Job, error)
+	CreateDocument(d *Document, o *Original, limits ProjectLimits) (*Job, error)
 	Document(id string) (*Document, error)
 	Documents(ownerID, after string, limit int) ([]Document, string, error)
 	SessionDocuments(ownerID, sessionID string) ([]Document, error)

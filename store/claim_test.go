@@ -14,7 +14,7 @@ func TestClaimJobsStopsAtARefusedDocument(t *testing.T) {
 	var want []string
 	for i, format := range []string{"pdf", "text", "text", "pdf", "text"} {
 		d := &Document{ProjectID: "prj_c", OwnerID: "prj_c", Name: fmt.Sprintf("d%d", i), Format: format}
-		j, err := s.CreateDocument(d, Bytes([]byte(fmt.Sprintf("document %d", i))))
+		j, err := s.CreateDocument(d, Bytes([]byte(fmt.Sprintf("document %d", i))), ProjectLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}

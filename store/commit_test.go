@@ -57,7 +57,7 @@ func TestGroupCommitAcknowledgedIsInTheFile(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			d := &Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: fmt.Sprintf("d%d.txt", i), Format: "text"}
-			j, err := s.CreateDocument(d, Bytes([]byte(fmt.Sprintf("text of document %d", i))))
+			j, err := s.CreateDocument(d, Bytes([]byte(fmt.Sprintf("text of document %d", i))), ProjectLimits{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -293,7 +293,7 @@ func TestGroupCommitGathersWhileCallersCome(t *testing.T) {
 // fails none of the calls it is grouped with.
 func TestGroupCommitEmptyClaimFailsNothing(t *testing.T) {
 	s, _ := openGroupTest(t)
-	if _, err := s.CreateDocument(&Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "a.txt", Format: "text"}, Bytes([]byte("a text"))); err != nil {
+	if _, err := s.CreateDocument(&Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "a.txt", Format: "text"}, Bytes([]byte("a text")), ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	release, held := holdCommits(t, s)
@@ -304,7 +304,7 @@ func TestGroupCommitEmptyClaimFailsNothing(t *testing.T) {
 	waitQueued(s, 2)
 	created := make(chan error, 1)
 	go func() {
-		_, err := s.CreateDocument(&Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "b.txt", Format: "text"}, Bytes([]byte("b text")))
+		_, err := s.CreateDocument(&Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "b.txt", Format: "text"}, Bytes([]byte("b text")), ProjectLimits{})
 		created <- err
 	}()
 	waitQueued(s, 3)
@@ -332,7 +332,7 @@ func TestSmallOriginalsInTheDatabase(t *testing.T) {
 	var docs []*Document
 	for _, data := range [][]byte{small, small, large} {
 		d := &Document{ProjectID: "prj_o", OwnerID: "prj_o", Name: "x.txt", Format: "text"}
-		if _, err := s.CreateDocument(d, Bytes(data)); err != nil {
+		if _, err := s.CreateDocument(d, Bytes(data), ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		docs = append(docs, d)
@@ -350,7 +350,7 @@ func TestSmallOriginalsInTheDatabase(t *testing.T) {
 	older := []byte("an older short text")
 	for range 2 {
 		d := &Document{ProjectID: "prj_o", OwnerID: "prj_o", Name: "y.txt", Format: "text"}
-		if _, err := s.CreateDocument(d, Bytes(older)); err != nil {
+		if _, err := s.CreateDocument(d, Bytes(older), ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		docs = append(docs, d)
@@ -517,7 +517,7 @@ func TestSessionDocumentsIndexedOnUpgrade(t *testing.T) {
 	for i := range 3 {
 		d := &Document{ProjectID: "prj_x", OwnerID: "prj_x", Name: fmt.Sprint(i), Format: "text",
 			Metadata: map[string]string{SessionMetaKey: "ses_1"}}
-		if _, err := s.CreateDocument(d, Bytes([]byte("text"))); err != nil {
+		if _, err := s.CreateDocument(d, Bytes([]byte("text")), ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, d.ID)
@@ -552,7 +552,7 @@ func TestProjectCustomersIndexedOnUpgrade(t *testing.T) {
 		}
 		project, want = prj.ID, nil
 		for i := range 5 {
-			c, err := s.CreateCustomer(prj.ID, fmt.Sprint(p, i))
+			c, err := s.CreateCustomer(prj.ID, fmt.Sprint(p, i), ProjectLimits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -601,7 +601,7 @@ func TestProjectOutboxesIndexedOnUpgrade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := s.CreateDocument(&Document{ProjectID: p.ID, OwnerID: p.ID, Name: "n.txt", Format: "text"}, Bytes([]byte(fmt.Sprint(name, i))))
+			j, err := s.CreateDocument(&Document{ProjectID: p.ID, OwnerID: p.ID, Name: "n.txt", Format: "text"}, Bytes([]byte(fmt.Sprint(name, i))), ProjectLimits{})
 			if err != nil {
 				t.Fatal(err)
 			}

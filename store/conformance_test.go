@@ -63,3 +63,14 @@ func TestConformanceChunks(t *testing.T) {
 		return s
 	})
 }
+
+func TestConformanceQuotas(t *testing.T) {
+	storetest.RunQuotas(t, func(t *testing.T) storetest.Quotas {
+		s, err := store.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

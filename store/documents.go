@@ -102,15 +102,20 @@ func putJob(tx *bolt.Tx, j *Job) error {
 
 // CreateDocument stores a document's original bytes, records the document
 // and queues the job that indexes it. It fills in the ids, hash, statuses and
-// times of d and returns the job.
+// times of d and returns the job. A document that would take its project
+// past limits (its documents, or their bytes) is ErrDocumentQuota or
+// ErrStorageQuota, and leaves nothing behind.
 //
 // Uploads commit in groups (see update). A small original is written in
 // the transaction (see files.go); a larger one is a file, durable before
 // the transaction that refers to it commits. fileMu, held shared, makes the
 // file write and the reference that keeps it one step as far as
-// DeleteDocument is concerned: otherwise a delete of another document with
-// the same content could remove the file between the two.
-func (s *Store) CreateDocument(d *Document, o *Original) (*Job, error) {
+// DeleteDocument and SweepFiles are concerned: otherwise a delete of
+// another document with the same content, or the sweep, could remove the
+// file between the two. A transaction that fails leaves the file with no
+// reference; it is removed then, unless a document refers to it.
+func (s *Store) CreateDocument(d *Document, o *Original, limits ProjectLimits) (*Job, error) {
+	more := ProjectUsage{Documents: 1, StoredBytes: o.Size()}
 	small := o.Size() <= inlineOriginalMax
 	var data []byte // a small original, kept in its record
 	if small {
@@ -119,9 +124,14 @@ func (s *Store) CreateDocument(d *Document, o *Original) (*Job, error) {
 			return nil, fmt.Errorf("store: create document: %w", err)
 		}
 	} else {
+		// Refused before the file is written: an upload over a quota,
+		// sent again and again, costs no disk.
+		if err := s.CheckQuotas(d.ProjectID, limits, more); err != nil {
+			return nil, fmt.Errorf("store: create document: %w", err)
+		}
 		s.fileMu.RLock()
-		defer s.fileMu.RUnlock()
 		if err := s.putFile(d.OwnerID, o); err != nil {
+			s.fileMu.RUnlock()
 			return nil, fmt.Errorf("store: create document: %w", err)
 		}
 	}
@@ -136,6 +146,13 @@ func (s *Store) CreateDocument(d *Document, o *Original) (*Job, error) {
 	d.JobID = job.ID
 	err := s.update(func(tx *bolt.Tx) error {
 		job.QueueKey, job.Ready = nil, false // from a run rolled back (see update)
+		u := usageCounters(tx, d.ProjectID)
+		if err := u.Check(limits, more); err != nil {
+			return err
+		}
+		if err := addUsage(tx, d.ProjectID, more); err != nil {
+			return err
+		}
 		if small {
 			if err := putInline(tx, d, data); err != nil {
 				return err
@@ -167,6 +184,15 @@ func (s *Store) CreateDocument(d *Document, o *Original) (*Job, error) {
 		}
 		return addFileRef(tx, d.OwnerID, d.FileHash, 1)
 	})
+	if !small {
+		s.fileMu.RUnlock()
+		if err != nil {
+			// Unless another document refers to it (the same content
+			// uploaded before, or meanwhile), the file is an orphan.
+			// Should the removal fail, SweepFiles takes it later.
+			_ = s.removeOrphanFile(d.OwnerID, d.FileHash)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: create document: %w", err)
 	}
@@ -271,6 +297,11 @@ func (s *Store) removeDocument(tx *bolt.Tx, d *Document, reason string) (removed
 		return nil, "", err
 	}
 	if err := tx.Bucket(bucketDocuments).Delete([]byte(d.ID)); err != nil {
+		return nil, "", err
+	}
+	// Its room in its project's quotas comes back at once, its file's
+	// bytes too, whether or not another document keeps the file.
+	if err := addUsage(tx, d.ProjectID, ProjectUsage{Documents: -1, StoredBytes: -d.Size}); err != nil {
 		return nil, "", err
 	}
 	if err := tx.Bucket(bucketOwnerDocs).Delete(ownerKey(d.OwnerID, []byte(d.ID))); err != nil {

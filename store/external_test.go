@@ -13,7 +13,7 @@ func TestExternalIDSupersededChangesNothing(t *testing.T) {
 	s, _ := openTest(t)
 	upload := func(text string) *Document {
 		d := &Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n.txt", Format: "text", ExternalID: "manual"}
-		if _, err := s.CreateDocument(d, Bytes([]byte(text))); err != nil {
+		if _, err := s.CreateDocument(d, Bytes([]byte(text)), ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		return d

@@ -144,45 +144,94 @@ func (s *Store) OpenOriginal(d *Document) (*Original, error) {
 	return o, nil
 }
 
-// SweepFiles removes stored files that no document refers to: leftovers of
-// an upload interrupted inside CreateDocument, or of a delete
-// interrupted after its transaction. It returns how many it removed.
+// SweepFiles removes stored files that no document refers to, and
+// returns how many it removed: leftovers of an upload interrupted inside
+// CreateDocument (a crash, or a removal after a failed transaction that
+// failed too), or of a delete interrupted after its transaction (a crash,
+// or a file system that refused the removal). It runs at start and, as
+// such leftovers also come while the server runs, periodically after.
+//
+// The files are listed and their references read without fileMu, so
+// that uploads do not wait for a walk of every file; only the files
+// found without a reference are looked at again with it held alone,
+// when no upload is between writing its file and committing the
+// reference to it, and removed if they still have none. A file written
+// since the listing is not among them, and one written and referred to
+// meanwhile has its reference by then.
 func (s *Store) SweepFiles() (int, error) {
+	found, err := s.unreferencedFiles()
+	if err != nil || len(found) == 0 {
+		return 0, err
+	}
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
 	if s.pinned > 0 {
 		s.orphansHeld = true // a backup is reading the files: sweep after it
 		return 0, nil
 	}
-	owners, err := os.ReadDir(s.filesDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
+	var orphans [][2]string
+	err = s.db.View(func(tx *bolt.Tx) error {
+		for _, f := range found {
+			if fileRefs(tx, f[0], f[1]) == 0 {
+				orphans = append(orphans, f)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("store: sweep files: %w", err)
 	}
 	n := 0
-	for _, o := range owners {
-		files, err := os.ReadDir(filepath.Join(s.filesDir, o.Name()))
-		if err != nil {
-			return n, fmt.Errorf("store: sweep files: %w", err)
-		}
-		for _, f := range files {
-			var refs uint64
-			_ = s.db.View(func(tx *bolt.Tx) error {
-				refs = fileRefs(tx, o.Name(), f.Name())
-				return nil
-			})
-			if refs > 0 {
-				continue
-			}
-			if err := os.Remove(filepath.Join(s.filesDir, o.Name(), f.Name())); err != nil {
-				return n, fmt.Errorf("store: sweep files: %w", err)
-			}
+	for _, f := range orphans {
+		// A temporary file of a write that was under way at the
+		// listing has been renamed since.
+		err := os.Remove(filepath.Join(s.filesDir, f[0], f[1]))
+		switch {
+		case err == nil:
 			n++
+		case !errors.Is(err, fs.ErrNotExist):
+			return n, fmt.Errorf("store: sweep files: %w", err)
 		}
 	}
 	return n, nil
+}
+
+// unreferencedFiles lists the files under filesDir, as owner and name,
+// that no reference names now.
+func (s *Store) unreferencedFiles() ([][2]string, error) {
+	owners, err := os.ReadDir(s.filesDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: sweep files: %w", err)
+	}
+	var files [][2]string
+	for _, o := range owners {
+		entries, err := os.ReadDir(filepath.Join(s.filesDir, o.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: sweep files: %w", err)
+		}
+		for _, f := range entries {
+			files = append(files, [2]string{o.Name(), f.Name()})
+		}
+	}
+	var found [][2]string
+	err = s.db.View(func(tx *bolt.Tx) error {
+		for _, f := range files {
+			if fileRefs(tx, f[0], f[1]) == 0 {
+				found = append(found, f)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: sweep files: %w", err)
+	}
+	return found, nil
 }
 
 // writeFileAtomic writes data to a temporary file beside path, syncs it

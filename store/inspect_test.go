@@ -20,7 +20,7 @@ func TestInspectReportsDamage(t *testing.T) {
 	}
 	for i := range 300 {
 		d := &Document{ProjectID: "prj_p", OwnerID: "prj_p", Name: fmt.Sprintf("note-%d.txt", i), Format: "text"}
-		if _, err := s.CreateDocument(d, Bytes([]byte(fmt.Sprintf("Note %d about the harbour and its tides.", i)))); err != nil {
+		if _, err := s.CreateDocument(d, Bytes([]byte(fmt.Sprintf("Note %d about the harbour and its tides.", i))), ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 	}

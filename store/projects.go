@@ -241,14 +241,23 @@ func (s *Store) Authenticate(secret string) (*Project, string, error) {
 	return p, keyID, err
 }
 
-// CreateCustomer registers a customer under a project.
-func (s *Store) CreateCustomer(projectID, name string) (*Customer, error) {
+// CreateCustomer registers a customer under a project. One that would
+// take the project past limits.Customers is ErrCustomerQuota.
+func (s *Store) CreateCustomer(projectID, name string, limits ProjectLimits) (*Customer, error) {
 	c := &Customer{ID: NewID(PrefixCustomer), ProjectID: projectID, Name: name, CreatedAt: s.now().UTC()}
+	more := ProjectUsage{Customers: 1}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
 			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
 		}
+		u := usageCounters(tx, projectID)
+		if err := u.Check(limits, more); err != nil {
+			return err
+		}
 		if err := tx.Bucket(bucketProjectCustomers).Put(ownerKey(projectID, []byte(c.ID)), nil); err != nil {
+			return err
+		}
+		if err := addUsage(tx, projectID, more); err != nil {
 			return err
 		}
 		return put(tx.Bucket(bucketCustomers), c.ID, c)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -39,8 +40,10 @@ const (
 // expired, or was closed before.
 func (s *Session) Expired(t time.Time) bool { return !t.Before(s.ExpiresAt) }
 
-// CreateSession stores a session valid for ttl and returns its token.
-func (s *Store) CreateSession(sess Session, ttl time.Duration) (*Session, string, error) {
+// CreateSession stores a session valid for ttl and returns its token. A
+// session that would take its project past limits.Sessions alive is
+// ErrSessionQuota.
+func (s *Store) CreateSession(sess Session, ttl time.Duration, limits ProjectLimits) (*Session, string, error) {
 	token := NewSecret("")
 	sess.ID = NewID(PrefixSession)
 	sess.CreatedAt = s.now().UTC()
@@ -58,7 +61,15 @@ func (s *Store) CreateSession(sess Session, ttl time.Duration) (*Session, string
 				return ErrKeyRevoked
 			}
 		}
-		return put(tx.Bucket(bucketSessions), hashSecret(token), &sess)
+		if limits.Sessions > 0 {
+			// Counted up to the limit: what is past it changes nothing.
+			u := ProjectUsage{}
+			u.Sessions, _ = aliveSessions(tx, sess.ProjectID, sess.CreatedAt, limits.Sessions)
+			if err := u.Check(limits, ProjectUsage{Sessions: 1}); err != nil {
+				return err
+			}
+		}
+		return putSession(tx, hashSecret(token), nil, &sess)
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("store: create session: %w", err)
@@ -88,8 +99,9 @@ func (s *Store) CloseSession(token, how string) (*Session, error) {
 			return err
 		}
 		if now := s.now().UTC(); !sess.Expired(now) {
+			was := *sess
 			sess.ExpiresAt, sess.Closed = now, how
-			return put(b, hashSecret(token), sess)
+			return putSession(tx, hashSecret(token), &was, sess)
 		}
 		return nil
 	})
@@ -119,12 +131,117 @@ func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
 		if err != nil {
 			return err
 		}
+		was := *sess
 		sess.ExpiresAt, sess.Closed = now, SessionRevoked
-		if err := put(b, string(k), sess); err != nil {
+		if err := putSession(tx, string(k), &was, sess); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// bucketProjectSessions indexes sessions by project and expiry: project
+// \x00 expiry(8, unix ns) token hash → nil. A project's sessions alive
+// are its entries past now, counted without reading a record (see
+// aliveSessions); the sweep finds the ended ones in it.
+var bucketProjectSessions = []byte("projectsessions")
+
+// EndedSessionKept is how long a session that ended (expired, closed or
+// revoked) is kept before SweepSessions removes it: its link says for an
+// hour why it no longer opens ("expired", "closed") rather than that it
+// is unknown, and a project that makes and closes sessions in a loop
+// keeps an hour of them at most.
+const EndedSessionKept = time.Hour
+
+func projectSessionKey(hash string, sess *Session) []byte {
+	k := ownerKey(sess.ProjectID, nil)
+	k = binary.BigEndian.AppendUint64(k, uint64(sess.ExpiresAt.UnixNano()))
+	return append(k, hash...)
+}
+
+// putSession writes sess under its token's hash, and its entry in the
+// project's index; was is the session as it was stored, nil for a new
+// one.
+func putSession(tx *bolt.Tx, hash string, was, sess *Session) error {
+	index := tx.Bucket(bucketProjectSessions)
+	if was != nil {
+		if err := index.Delete(projectSessionKey(hash, was)); err != nil {
+			return err
+		}
+	}
+	if err := put(tx.Bucket(bucketSessions), hash, sess); err != nil {
+		return err
+	}
+	return index.Put(projectSessionKey(hash, sess), nil)
+}
+
+// aliveSessions counts a project's sessions alive at now, up to limit
+// when it is above 0, and returns when the first of them expires.
+func aliveSessions(tx *bolt.Tx, projectID string, now time.Time, limit int) (int, time.Time) {
+	prefix := ownerKey(projectID, nil)
+	// Alive is expiring after now: from the first entry past it.
+	from := binary.BigEndian.AppendUint64(ownerKey(projectID, nil), uint64(now.UnixNano())+1)
+	n, next := 0, time.Time{}
+	c := tx.Bucket(bucketProjectSessions).Cursor()
+	for k, _ := c.Seek(from); k != nil && bytes.HasPrefix(k, prefix) && (limit <= 0 || n < limit); k, _ = c.Next() {
+		if n == 0 && len(k) >= len(prefix)+8 {
+			next = time.Unix(0, int64(binary.BigEndian.Uint64(k[len(prefix):]))).UTC()
+		}
+		n++
+	}
+	return n, next
+}
+
+// SweepSessions removes the sessions that ended more than
+// EndedSessionKept ago, and their index entries, and returns how many it
+// removed. The documents uploaded through them stay, with the session's
+// id in their metadata.
+func (s *Store) SweepSessions() (int, error) {
+	before := uint64(s.now().Add(-EndedSessionKept).UnixNano())
+	n := 0
+	err := s.update(func(tx *bolt.Tx) error {
+		n = 0 // from a run rolled back (see update)
+		index, records := tx.Bucket(bucketProjectSessions), tx.Bucket(bucketSessions)
+		var gone [][]byte
+		err := index.ForEach(func(k, _ []byte) error {
+			_, rest, ok := bytes.Cut(k, []byte{0})
+			if ok && len(rest) >= 8 && binary.BigEndian.Uint64(rest) <= before {
+				gone = append(gone, bytes.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range gone {
+			_, rest, _ := bytes.Cut(k, []byte{0})
+			if err := records.Delete(rest[8:]); err != nil {
+				return err
+			}
+			if err := index.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(gone)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: sweep sessions: %w", err)
+	}
+	return n, nil
+}
+
+// indexProjectSessions fills bucketProjectSessions from every session,
+// for data written before it was kept (schema 9 and older).
+func indexProjectSessions(tx *bolt.Tx) error {
+	index := tx.Bucket(bucketProjectSessions)
+	return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
+		var sess Session
+		if err := decode(v, &sess); err != nil {
+			return fmt.Errorf("%w (session %s)", err, k)
+		}
+		return index.Put(projectSessionKey(string(k), &sess), nil)
+	})
 }
 
 // bucketSessionDocs indexes documents by the upload session they came

@@ -46,13 +46,18 @@ import (
 // first claim, as jobs coming due do. Version 9 finds a subpage by its
 // document's pages rather than by the chunk and varience that first asked
 // for it, and sums each owner's subpages from an index, which a build of
-// version 8 would neither read nor keep up. Older files are upgraded on
-// open: the buckets are added, the running jobs listed from a scan of the
-// jobs, the session index from one of the documents, the customer index
-// from one of the customers, the projects' outboxes from the outbox and
-// the subpage indexes from the subpages; their small originals stay where
-// they are, and are read there.
-const schemaVersion = 9
+// version 8 would neither read nor keep up. Version 10 counts what each
+// project keeps against its quotas, and indexes sessions by project and
+// expiry (see quotas.go), which a build of version 9 would not keep up
+// as it adds and deletes customers, documents and sessions. Older files
+// are upgraded on open: the buckets are added, the running jobs listed
+// from a scan of the jobs, the session index from one of the documents,
+// the customer index from one of the customers, the projects' outboxes
+// from the outbox, the subpage indexes from the subpages, and the
+// projects' counters and sessions' index from the customers, documents
+// and sessions; their small originals stay where they are, and are read
+// there.
+const schemaVersion = 10
 
 // openTimeout bounds the wait for bbolt's file lock, so that a second process
 // on the same data dir fails with a clear error instead of hanging.
@@ -92,7 +97,7 @@ var (
 		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
 		bucketEmbedCache, bucketExternalIDs, bucketOriginals, bucketSessionDocs, bucketProjectCustomers,
 		bucketProjectOutbox, bucketReadyJobs, bucketReadyOwners, bucketReadyProjects, bucketFairTags,
-		bucketSubpageCuts, bucketProjectSubpages}
+		bucketSubpageCuts, bucketProjectSubpages, bucketProjectUsage, bucketProjectSessions}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -213,6 +218,11 @@ func (s *Store) init(upgrade bool) error {
 			}
 			if got < 9 {
 				if err := s.indexSubpages(tx); err != nil {
+					return err
+				}
+			}
+			if got < 10 {
+				if err := countProjectUsage(tx); err != nil {
 					return err
 				}
 			}

@@ -37,7 +37,7 @@ func TestOpenTwiceIsLocked(t *testing.T) {
 func newDoc(t *testing.T, s *Store, owner, text string) (*Document, *Job) {
 	t.Helper()
 	d := &Document{ProjectID: "prj_x", OwnerID: owner, Name: "n.txt", Format: "text"}
-	j, err := s.CreateDocument(d, Bytes([]byte(text)))
+	j, err := s.CreateDocument(d, Bytes([]byte(text)), ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.SetClock(func() time.Time { return now })
 	d := &Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
-	if _, err := s.CreateDocument(d, Bytes([]byte("%PDF-"))); err != nil {
+	if _, err := s.CreateDocument(d, Bytes([]byte("%PDF-")), ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	subpageDir := filepath.Join(dir, "subpages")
@@ -126,7 +126,7 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 func TestSubpagesUpgradedFromSchema6(t *testing.T) {
 	s, dir := openTest(t)
 	d := &Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
-	if _, err := s.CreateDocument(d, Bytes([]byte("%PDF-"))); err != nil {
+	if _, err := s.CreateDocument(d, Bytes([]byte("%PDF-")), ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	chunks := []Chunk{{Position: 0, Page: 3, Text: "a"}}

@@ -45,7 +45,7 @@ func TestChunkChangesNotify(t *testing.T) {
 	}
 	newDoc := func(owner string) *store.Document {
 		d := &store.Document{ProjectID: "prj_x", OwnerID: owner, Name: "n.txt", Format: "text"}
-		if _, err := s.CreateDocument(d, store.Bytes([]byte("text of "+owner))); err != nil {
+		if _, err := s.CreateDocument(d, store.Bytes([]byte("text of "+owner)), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		return d
@@ -114,7 +114,7 @@ func BenchmarkReplaceChunks(b *testing.B) {
 	pg := pgtest.Start(b)
 	s := openBench(b, pg.Database(b))
 	d := &store.Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n.txt", Format: "text"}
-	if _, err := s.CreateDocument(d, store.Bytes([]byte("x"))); err != nil {
+	if _, err := s.CreateDocument(d, store.Bytes([]byte("x")), store.ProjectLimits{}); err != nil {
 		b.Fatal(err)
 	}
 	chunks, vectors := benchChunks(300, 768)
@@ -135,7 +135,7 @@ func BenchmarkChunksBySeq(b *testing.B) {
 	var seqs []uint64
 	for range 10 {
 		d := &store.Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n.txt", Format: "text"}
-		if _, err := s.CreateDocument(d, store.Bytes([]byte(d.Name))); err != nil {
+		if _, err := s.CreateDocument(d, store.Bytes([]byte(d.Name)), store.ProjectLimits{}); err != nil {
 			b.Fatal(err)
 		}
 		chunks, vectors := benchChunks(300, 8)

@@ -33,7 +33,7 @@ func joined(t testing.TB, n int) []*Store {
 func uploadTo(t testing.TB, s *Store, owner string) (*store.Document, *store.Job) {
 	t.Helper()
 	d := &store.Document{ProjectID: "prj_test", OwnerID: owner, Name: owner + ".txt", Format: "text"}
-	j, err := s.CreateDocument(d, store.Bytes([]byte("text of "+owner)))
+	j, err := s.CreateDocument(d, store.Bytes([]byte("text of "+owner)), store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,10 +40,17 @@ func scanDoc(row pgx.Row) (*store.Document, error) {
 
 // CreateDocument stores a document's original bytes, records the document
 // and queues the job that indexes it, all in one transaction. It fills in
-// the ids, hash, statuses and times of d and returns the job.
-func (s *Store) CreateDocument(d *store.Document, o *store.Original) (*store.Job, error) {
+// the ids, hash, statuses and times of d and returns the job. A document
+// that would take its project past limits is store.ErrDocumentQuota or
+// store.ErrStorageQuota, and writes nothing.
+func (s *Store) CreateDocument(d *store.Document, o *store.Original, limits store.ProjectLimits) (*store.Job, error) {
 	ctx, cancel := opContext()
 	defer cancel()
+	more := store.ProjectUsage{Documents: 1, StoredBytes: o.Size()}
+	// Refused before its pieces are sent: the transaction checks again.
+	if err := s.checkQuotas(ctx, d.ProjectID, limits, more); err != nil {
+		return nil, fmt.Errorf("store: create document: %w", err)
+	}
 	now := s.timestamp()
 	d.FileHash, d.Size = o.Hash(), o.Size()
 	d.ID = store.NewID(store.PrefixDocument)
@@ -87,7 +94,10 @@ func (s *Store) CreateDocument(d *store.Document, o *store.Original) (*store.Job
 		if err != nil {
 			return err
 		}
-		return s.notifyJob(ctx, tx, job.ID, job.OwnerID)
+		if err := s.notifyJob(ctx, tx, job.ID, job.OwnerID); err != nil {
+			return err
+		}
+		return addUsageWithin(ctx, tx, d.ProjectID, limits, more)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: create document: %w", err)
@@ -323,6 +333,12 @@ func (s *Store) removeDocument(ctx context.Context, tx pgx.Tx, d *store.Document
 		}
 	}
 	if err := releaseFile(ctx, tx, d.OwnerID, d.FileHash); err != nil {
+		return nil, err
+	}
+	// Its room in its project's quotas comes back at once, its bytes
+	// too, whether or not another document keeps the file. Last, as in
+	// CreateDocument: the project's row is locked after the file's.
+	if _, err := addUsage(ctx, tx, d.ProjectID, store.ProjectUsage{Documents: -1, StoredBytes: -d.Size}); err != nil {
 		return nil, err
 	}
 	return removed, nil

@@ -46,6 +46,9 @@ func TestConformance(t *testing.T) {
 	t.Run("Webhooks", func(t *testing.T) {
 		storetest.RunWebhooks(t, func(t *testing.T) storetest.Webhooks { return open(t, pg.Database(t)) })
 	})
+	t.Run("Quotas", func(t *testing.T) {
+		storetest.RunQuotas(t, func(t *testing.T) storetest.Quotas { return open(t, pg.Database(t)) })
+	})
 }
 
 // Nodes starting together on a new database migrate it once: every Open

@@ -187,13 +187,19 @@ func (s *Store) Authenticate(secret string) (*store.Project, string, error) {
 	return &p, keyID, nil
 }
 
-// CreateCustomer registers a customer under a project.
-func (s *Store) CreateCustomer(projectID, name string) (*store.Customer, error) {
+// CreateCustomer registers a customer under a project. One that would
+// take the project past limits.Customers is store.ErrCustomerQuota.
+func (s *Store) CreateCustomer(projectID, name string, limits store.ProjectLimits) (*store.Customer, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	c := &store.Customer{ID: store.NewID(store.PrefixCustomer), ProjectID: projectID, Name: name, CreatedAt: s.timestamp()}
-	_, err := s.pool.Exec(ctx, "INSERT INTO customers (id, project_id, name, created_at) VALUES ($1, $2, $3, $4)",
-		c.ID, c.ProjectID, c.Name, c.CreatedAt)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO customers (id, project_id, name, created_at) VALUES ($1, $2, $3, $4)",
+			c.ID, c.ProjectID, c.Name, c.CreatedAt); err != nil {
+			return err
+		}
+		return addUsageWithin(ctx, tx, projectID, limits, store.ProjectUsage{Customers: 1})
+	})
 	if isForeignKeyViolation(err) {
 		return nil, fmt.Errorf("store: create customer: project %s: %w", projectID, store.ErrNotFound)
 	}
@@ -271,8 +277,10 @@ func (s *Store) Customers(projectID, find, after string, limit int) ([]store.Cus
 	return cs, cs[limit-1].ID, nil
 }
 
-// CreateSession stores a session valid for ttl and returns its token.
-func (s *Store) CreateSession(sess store.Session, ttl time.Duration) (*store.Session, string, error) {
+// CreateSession stores a session valid for ttl and returns its token. A
+// session that would take its project past limits.Sessions alive is
+// store.ErrSessionQuota.
+func (s *Store) CreateSession(sess store.Session, ttl time.Duration, limits store.ProjectLimits) (*store.Session, string, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	token := store.NewSecret("")
@@ -295,6 +303,22 @@ func (s *Store) CreateSession(sess store.Session, ttl time.Duration) (*store.Ses
 				return store.ErrKeyRevoked
 			}
 			if err != nil {
+				return err
+			}
+		}
+		if limits.Sessions > 0 {
+			// One create at a time per project, so that two on two
+			// nodes cannot both fit in the room left for one.
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('sessions ' || $1, 0))", sess.ProjectID); err != nil {
+				return err
+			}
+			// Counted up to the limit: what is past it changes nothing.
+			var u store.ProjectUsage
+			var err error
+			if u.Sessions, _, err = aliveSessions(ctx, tx, sess.ProjectID, sess.CreatedAt, limits.Sessions); err != nil {
+				return err
+			}
+			if err := u.Check(limits, store.ProjectUsage{Sessions: 1}); err != nil {
 				return err
 			}
 		}

@@ -23,7 +23,7 @@ func TestSubpagesMigratedToPages(t *testing.T) {
 	url := pg.Database(t)
 	s := open(t, url)
 	d := &store.Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
-	if _, err := s.CreateDocument(d, store.Bytes([]byte("%PDF-"))); err != nil {
+	if _, err := s.CreateDocument(d, store.Bytes([]byte("%PDF-")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	chunks := []store.Chunk{{Position: 0, Page: 3, Text: "a"}, {Position: 1, Page: 3, Text: "b"}}

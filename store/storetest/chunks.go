@@ -559,7 +559,7 @@ func embedCacheFollowsChunks(t *testing.T, s Chunks) {
 func uploadExternal(t *testing.T, s Chunks, owner, ext, content string) (*store.Document, *store.Job) {
 	t.Helper()
 	d := &store.Document{ProjectID: "prj_test", OwnerID: owner, Name: "n.txt", Format: "text", ExternalID: ext}
-	j, err := s.CreateDocument(d, store.Bytes([]byte(content)))
+	j, err := s.CreateDocument(d, store.Bytes([]byte(content)), store.ProjectLimits{})
 	if err != nil {
 		t.Fatalf("CreateDocument(%s): %v", ext, err)
 	}

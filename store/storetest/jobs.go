@@ -16,7 +16,7 @@ import (
 // they need no chunks or vectors: creating a document with its original
 // and its job, reading, listing and deleting documents, and the queue.
 type Jobs interface {
-	CreateDocument(d *store.Document, o *store.Original) (*store.Job, error)
+	CreateDocument(d *store.Document, o *store.Original, limits store.ProjectLimits) (*store.Job, error)
 	Document(id string) (*store.Document, error)
 	Documents(ownerID, after string, limit int) ([]store.Document, string, error)
 	SessionDocuments(ownerID, sessionID string) ([]store.Document, error)
@@ -63,7 +63,7 @@ func upload(t *testing.T, s Jobs, owner, name, content string) (*store.Document,
 func uploadTo(t *testing.T, s Jobs, project, owner, name, content string) (*store.Document, *store.Job) {
 	t.Helper()
 	d := &store.Document{ProjectID: project, OwnerID: owner, Name: name, Format: "text"}
-	j, err := s.CreateDocument(d, store.Bytes([]byte(content)))
+	j, err := s.CreateDocument(d, store.Bytes([]byte(content)), store.ProjectLimits{})
 	if err != nil {
 		t.Fatalf("CreateDocument(%s): %v", name, err)
 	}
@@ -101,7 +101,7 @@ func documentsCreateListDelete(t *testing.T, s Jobs) {
 	c := newClock(s)
 	in := &store.Document{ProjectID: "prj_test", OwnerID: "alice", Name: "a.txt", Format: "text",
 		Metadata: map[string]string{"lang": "en"}, ExternalID: "ext-1"}
-	job, err := s.CreateDocument(in, store.Bytes([]byte("same words")))
+	job, err := s.CreateDocument(in, store.Bytes([]byte("same words")), store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func sessionDocuments(t *testing.T, s Jobs) {
 		if session != "" {
 			d.Metadata = map[string]string{store.SessionMetaKey: session, "team": "a"}
 		}
-		if _, err := s.CreateDocument(d, store.Bytes([]byte(name))); err != nil {
+		if _, err := s.CreateDocument(d, store.Bytes([]byte(name)), store.ProjectLimits{}); err != nil {
 			t.Fatalf("CreateDocument(%s): %v", name, err)
 		}
 		return d

@@ -28,10 +28,10 @@ type Projects interface {
 	Keys(projectID string) ([]store.APIKey, error)
 	RevokeKey(keyID string) (*store.APIKey, error)
 	Authenticate(secret string) (*store.Project, string, error)
-	CreateCustomer(projectID, name string) (*store.Customer, error)
+	CreateCustomer(projectID, name string, limits store.ProjectLimits) (*store.Customer, error)
 	Customer(id string) (*store.Customer, error)
 	Customers(projectID, find, after string, limit int) ([]store.Customer, string, error)
-	CreateSession(sess store.Session, ttl time.Duration) (*store.Session, string, error)
+	CreateSession(sess store.Session, ttl time.Duration, limits store.ProjectLimits) (*store.Session, string, error)
 	SessionByToken(token string) (*store.Session, error)
 	CloseSession(token, how string) (*store.Session, error)
 	SetClock(now func() time.Time)
@@ -173,7 +173,7 @@ func unknownProject(t *testing.T, s Projects) {
 	if _, err := s.Keys("prj_nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Keys: err = %v, want ErrNotFound", err)
 	}
-	if _, err := s.CreateCustomer("prj_nope", "x"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.CreateCustomer("prj_nope", "x", store.ProjectLimits{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateCustomer: err = %v, want ErrNotFound", err)
 	}
 	if cs, next, err := s.Customers("prj_nope", "", "", 10); err != nil || len(cs) != 0 || next != "" {
@@ -188,13 +188,13 @@ func customers(t *testing.T, s Projects) {
 	c := newClock(s)
 	p, _, _ := s.CreateProject("acme")
 	other, _, _ := s.CreateProject("other")
-	a, err := s.CreateCustomer(p.ID, "alice")
+	a, err := s.CreateCustomer(p.ID, "alice", store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(time.Second)
-	b, _ := s.CreateCustomer(p.ID, "bob")
-	if _, err := s.CreateCustomer(other.ID, "carol"); err != nil {
+	b, _ := s.CreateCustomer(p.ID, "bob", store.ProjectLimits{})
+	if _, err := s.CreateCustomer(other.ID, "carol", store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(a.ID, store.PrefixCustomer) || a.ProjectID != p.ID {
@@ -214,12 +214,12 @@ func customers(t *testing.T, s Projects) {
 	want := []string{a.ID, b.ID}
 	for i := range 4 {
 		c.Advance(time.Second)
-		cus, err := s.CreateCustomer(p.ID, fmt.Sprint("customer ", i))
+		cus, err := s.CreateCustomer(p.ID, fmt.Sprint("customer ", i), store.ProjectLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, cus.ID)
-		if _, err := s.CreateCustomer(other.ID, fmt.Sprint("other ", i)); err != nil {
+		if _, err := s.CreateCustomer(other.ID, fmt.Sprint("other ", i), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -264,12 +264,12 @@ func findCustomers(t *testing.T, s Projects) {
 	var ids []string
 	for _, name := range []string{"Ålborg Harbour", "north wind", "Harbor Lights", "ålborg south", "HARBOUR master", "quay"} {
 		c.Advance(time.Second)
-		cus, err := s.CreateCustomer(p.ID, name)
+		cus, err := s.CreateCustomer(p.ID, name, store.ProjectLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, cus.ID)
-		if _, err := s.CreateCustomer(other.ID, name); err != nil {
+		if _, err := s.CreateCustomer(other.ID, name, store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -330,7 +330,7 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 	otherSecret, otherKey, _ := s.CreateKey(p.ID)
 	in := store.Session{ProjectID: p.ID, OwnerID: "user-1", CustomerID: "cus_x", KeyID: key.ID,
 		Services: []string{"drive", "web"}, SuccessURL: "https://example.test/ok", CancelURL: "https://example.test/no"}
-	sess, token, err := s.CreateSession(in, time.Hour)
+	sess, token, err := s.CreateSession(in, time.Hour, store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,8 +347,8 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 		t.Fatalf("session %+v: want open now and expired after its ttl", got)
 	}
 	in.KeyID = otherKey.ID
-	kept, keptToken, _ := s.CreateSession(in, time.Hour)
-	bare, bareToken, err := s.CreateSession(store.Session{ProjectID: p.ID, OwnerID: "user-2"}, time.Hour)
+	kept, keptToken, _ := s.CreateSession(in, time.Hour, store.ProjectLimits{})
+	bare, bareToken, err := s.CreateSession(store.Session{ProjectID: p.ID, OwnerID: "user-2"}, time.Hour, store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,15 +378,15 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 		t.Fatal(err)
 	}
 	in.KeyID = otherKey.ID
-	if late, _, err := s.CreateSession(in, time.Hour); !errors.Is(err, store.ErrKeyRevoked) {
+	if late, _, err := s.CreateSession(in, time.Hour, store.ProjectLimits{}); !errors.Is(err, store.ErrKeyRevoked) {
 		t.Fatalf("session of a key revoked after it authenticated = %+v, %v; want ErrKeyRevoked", late, err)
 	}
 	in.KeyID = key.ID
-	if late, _, err := s.CreateSession(in, time.Hour); !errors.Is(err, store.ErrKeyRevoked) {
+	if late, _, err := s.CreateSession(in, time.Hour, store.ProjectLimits{}); !errors.Is(err, store.ErrKeyRevoked) {
 		t.Fatalf("session of a revoked key = %+v, %v; want ErrKeyRevoked", late, err)
 	}
 	in.KeyID = "key_nope"
-	if late, _, err := s.CreateSession(in, time.Hour); !errors.Is(err, store.ErrKeyRevoked) {
+	if late, _, err := s.CreateSession(in, time.Hour, store.ProjectLimits{}); !errors.Is(err, store.ErrKeyRevoked) {
 		t.Fatalf("session of a key that does not exist = %+v, %v; want ErrKeyRevoked", late, err)
 	}
 
@@ -407,7 +407,7 @@ func sessionsEndWithTheirKey(t *testing.T, s Projects) {
 		var createErr, revokeErr error
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); _, tok, createErr = s.CreateSession(in, time.Hour) }()
+		go func() { defer wg.Done(); _, tok, createErr = s.CreateSession(in, time.Hour, store.ProjectLimits{}) }()
 		go func() { defer wg.Done(); _, revokeErr = s.RevokeKey(k.ID) }()
 		wg.Wait()
 		if revokeErr != nil || createErr != nil && !errors.Is(createErr, store.ErrKeyRevoked) {
@@ -427,11 +427,11 @@ func sessionsClose(t *testing.T, s Projects) {
 	c := newClock(s)
 	p, _, _ := s.CreateProject("acme")
 	in := store.Session{ProjectID: p.ID, OwnerID: p.ID, SuccessURL: "https://example.test/ok", CancelURL: "https://example.test/no"}
-	_, token, err := s.CreateSession(in, time.Hour)
+	_, token, err := s.CreateSession(in, time.Hour, store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, other, _ := s.CreateSession(in, time.Hour)
+	_, other, _ := s.CreateSession(in, time.Hour, store.ProjectLimits{})
 	c.Advance(time.Minute)
 	closed, err := s.CloseSession(token, store.SessionDone)
 	if err != nil || closed.Closed != store.SessionDone || !closed.ExpiresAt.Equal(c.Now()) || !closed.Expired(c.Now()) {

@@ -14,7 +14,7 @@ import (
 // with what it takes to make events: a project, and jobs that end.
 type Webhooks interface {
 	CreateProject(name string) (*store.Project, string, error)
-	CreateDocument(d *store.Document, o *store.Original) (*store.Job, error)
+	CreateDocument(d *store.Document, o *store.Original, limits store.ProjectLimits) (*store.Job, error)
 	ClaimJob(skip []string) (*store.Job, *store.Document, error)
 	FinishJob(jobID string, chunks, pages int, errMsg string) error
 	CreateWebhook(projectID, url string, events []string) (*store.Webhook, error)
@@ -146,7 +146,7 @@ func mustWebhook(t *testing.T, s Webhooks, projectID, url string, events []strin
 func endJob(t *testing.T, s Webhooks, projectID, owner string, chunks int, errMsg string) *store.Job {
 	t.Helper()
 	d := &store.Document{ProjectID: projectID, OwnerID: owner, Name: "doc", Format: "text"}
-	if _, err := s.CreateDocument(d, store.Bytes([]byte(store.NewID("content")))); err != nil {
+	if _, err := s.CreateDocument(d, store.Bytes([]byte(store.NewID("content"))), store.ProjectLimits{}); err != nil {
 		t.Fatalf("CreateDocument: %v", err)
 	}
 	j, _, err := s.ClaimJob(nil)

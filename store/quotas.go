@@ -1,0 +1,191 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Project quotas bound what one project keeps: its customers, its
+// documents (the project's own and its customers', whatever their
+// status), the bytes of their originals, and its upload sessions alive.
+// The store checks them in the transaction that would go past them, so
+// that two creates at once, or on two nodes, cannot both take the room
+// left for one; a create refused changes nothing.
+//
+// What they count is kept up to date in the transactions that change it,
+// never counted from the records when asked: a counter per project for
+// customers, documents and bytes, and for sessions, whose time runs out
+// without a write, an index by project and expiry (see sessions.go) in
+// which those alive are the ones past now.
+//
+// Stored bytes are the sizes of the project's documents, each counted in
+// full even when its content is stored once for several documents of an
+// owner (the same file uploaded twice): what a project keeps is then the
+// sum of what GET /documents lists, the same in both stores (the bbolt
+// store keeps a short text once per document, PostgreSQL once per
+// content), and it is what the server's work follows, since each
+// document is chunked, embedded and indexed on its own. A delete gives
+// its document's size back at once, in its transaction, whether or not
+// the file stays for another document.
+
+// ProjectLimits bound what one project keeps; a zero field bounds
+// nothing.
+type ProjectLimits struct {
+	Customers   int   // customers of the project
+	Documents   int   // documents of the project and its customers, any status
+	StoredBytes int64 // bytes of those documents' originals (see above)
+	Sessions    int   // upload sessions alive: not expired, closed or revoked
+}
+
+// ProjectUsage is what a project keeps against its limits, and when the
+// first of its sessions alive expires and so frees its room. As the
+// argument of Check, it is what a create would add.
+type ProjectUsage struct {
+	Customers         int
+	Documents         int
+	StoredBytes       int64
+	Sessions          int
+	NextSessionExpiry time.Time // zero when the project has none alive
+}
+
+// Check is nil when more fits within limits on top of u, and otherwise
+// the error of the first quota it would go past: ErrCustomerQuota,
+// ErrDocumentQuota, ErrStorageQuota or ErrSessionQuota. Only the quotas
+// of what more adds are checked: a project over its storage quota may
+// still make sessions.
+func (u *ProjectUsage) Check(limits ProjectLimits, more ProjectUsage) error {
+	switch {
+	case more.Customers > 0 && limits.Customers > 0 && u.Customers+more.Customers > limits.Customers:
+		return ErrCustomerQuota
+	case more.Documents > 0 && limits.Documents > 0 && u.Documents+more.Documents > limits.Documents:
+		return ErrDocumentQuota
+	case more.StoredBytes > 0 && limits.StoredBytes > 0 && u.StoredBytes+more.StoredBytes > limits.StoredBytes:
+		return ErrStorageQuota
+	case more.Sessions > 0 && limits.Sessions > 0 && u.Sessions+more.Sessions > limits.Sessions:
+		return ErrSessionQuota
+	}
+	return nil
+}
+
+// Errors of a create over a project's quota. Sessions expire, and so
+// free their room; the others stay until deleted (customers are not
+// deleted at all).
+var (
+	ErrCustomerQuota = errors.New("the project has as many customers as it may have")
+	ErrDocumentQuota = errors.New("the project keeps as many documents as it may keep")
+	ErrStorageQuota  = errors.New("the project's documents would take more than its storage quota")
+	ErrSessionQuota  = errors.New("the project has as many upload sessions alive as it may have")
+)
+
+// bucketProjectUsage holds each project's counters: project id →
+// customers(8) documents(8) stored bytes(8), big-endian.
+var bucketProjectUsage = []byte("projectusage")
+
+// usageCounters reads a project's counters; its sessions are not among
+// them (see aliveSessions).
+func usageCounters(tx *bolt.Tx, projectID string) ProjectUsage {
+	v := tx.Bucket(bucketProjectUsage).Get([]byte(projectID))
+	if len(v) != 24 {
+		return ProjectUsage{}
+	}
+	// A counter never goes below zero; should a bug take it there, it
+	// reads as zero rather than as the most a uint64 holds.
+	n := func(b []byte) int64 { return max(int64(binary.BigEndian.Uint64(b)), 0) }
+	return ProjectUsage{Customers: int(n(v[:8])), Documents: int(n(v[8:16])), StoredBytes: n(v[16:])}
+}
+
+// addUsage adds delta's customers, documents and bytes (negative to take
+// them away) to a project's counters.
+func addUsage(tx *bolt.Tx, projectID string, delta ProjectUsage) error {
+	u := usageCounters(tx, projectID)
+	v := make([]byte, 0, 24)
+	v = binary.BigEndian.AppendUint64(v, uint64(max(u.Customers+delta.Customers, 0)))
+	v = binary.BigEndian.AppendUint64(v, uint64(max(u.Documents+delta.Documents, 0)))
+	v = binary.BigEndian.AppendUint64(v, uint64(max(u.StoredBytes+delta.StoredBytes, 0)))
+	return tx.Bucket(bucketProjectUsage).Put([]byte(projectID), v)
+}
+
+// ProjectUsage returns what a project keeps against its limits. Its
+// counters are read as they are; its sessions alive are counted from
+// their index, which holds as many as the project has alive and not many
+// more (the sweep takes those ended).
+func (s *Store) ProjectUsage(projectID string) (ProjectUsage, error) {
+	var u ProjectUsage
+	err := s.db.View(func(tx *bolt.Tx) error {
+		u = usageCounters(tx, projectID)
+		u.Sessions, u.NextSessionExpiry = aliveSessions(tx, projectID, s.now(), 0)
+		return nil
+	})
+	if err != nil {
+		return u, fmt.Errorf("store: usage of project %s: %w", projectID, err)
+	}
+	return u, nil
+}
+
+// CheckQuotas is nil when more fits within limits on top of what a
+// project keeps now, and otherwise the error of the quota it would go
+// past, as a create of more would find it. It reads only what more adds
+// to (sessions alive are counted up to limits.Sessions), so that it is
+// cheap enough to ask before a create's costly part, such as an upload's
+// body; the create checks again in its transaction.
+func (s *Store) CheckQuotas(projectID string, limits ProjectLimits, more ProjectUsage) error {
+	if limits == (ProjectLimits{}) {
+		return nil
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		u := usageCounters(tx, projectID)
+		if more.Sessions > 0 && limits.Sessions > 0 {
+			u.Sessions, _ = aliveSessions(tx, projectID, s.now(), limits.Sessions)
+		}
+		return u.Check(limits, more)
+	})
+}
+
+// countProjectUsage fills the projects' counters and the sessions' index
+// from the records of data written before they were kept (schema 9 and
+// older).
+func countProjectUsage(tx *bolt.Tx) error {
+	counts := map[string]ProjectUsage{}
+	err := tx.Bucket(bucketCustomers).ForEach(func(k, v []byte) error {
+		var c struct {
+			ProjectID string `json:"project_id"`
+		}
+		if err := decode(v, &c); err != nil {
+			return fmt.Errorf("%w (customer %s)", err, k)
+		}
+		u := counts[c.ProjectID]
+		u.Customers++
+		counts[c.ProjectID] = u
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = tx.Bucket(bucketDocuments).ForEach(func(k, v []byte) error {
+		var d struct {
+			ProjectID string `json:"project_id"`
+			Size      int64  `json:"size"`
+		}
+		if err := decode(v, &d); err != nil {
+			return fmt.Errorf("%w (document %s)", err, k)
+		}
+		u := counts[d.ProjectID]
+		u.Documents++
+		u.StoredBytes += d.Size
+		counts[d.ProjectID] = u
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for project, u := range counts {
+		if err := addUsage(tx, project, u); err != nil {
+			return err
+		}
+	}
+	return indexProjectSessions(tx)
+}
