@@ -49,3 +49,13 @@ test-ollama:
 # model beside Ollama's own on the same requests (eval).
 bench-ollama:
 	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -run '^$$' -bench RealOllama -benchtime 1x -timeout 90m ./llm/ ./eval/
+
+# The hostile suite (hostile/): a real `docsift serve` in a memory cgroup
+# the suite makes (so it runs as root, as CI does), attacked through its
+# public routes with each finding of the hostile run. It builds the binary
+# of this tree; DOCSIFT_HOSTILE_BIN=path attacks another. See
+# docs/hostile.md.
+.PHONY: test-hostile
+test-hostile:
+	$(GO) vet -tags hostile ./hostile/
+	$(GO) test -tags hostile -count=1 -v -timeout 20m $(TESTFLAGS) ./hostile/
