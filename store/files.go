@@ -94,32 +94,21 @@ func (s *Store) putFile(ownerID string, o *Original) error {
 // original, or the one it shares by content with documents of an older
 // docsift, or its file.
 func (s *Store) ReadOriginal(d *Document) ([]byte, error) {
-	var data []byte
-	if err := s.db.View(func(tx *bolt.Tx) error {
-		if data = inlineOf(tx, d); data == nil {
-			data = inline(tx, d.OwnerID, d.FileHash)
-		}
-		data = bytes.Clone(data)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("store: read the original of %s: %w", d.ID, err)
+	o, err := s.OpenOriginal(d)
+	if err != nil {
+		return nil, err
 	}
-	if data != nil {
-		return data, nil
-	}
-	data, err := os.ReadFile(s.filePath(d.OwnerID, d.FileHash))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("store: read the original of %s: %w", d.ID, ErrNotFound)
-	}
+	defer o.Close()
+	data, err := o.ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("store: read the original of %s: %w", d.ID, err)
 	}
 	return data, nil
 }
 
-// OpenOriginal returns document d's original to read, as ReadOriginal
-// would, without reading a file into memory: extraction hands it to the
-// worker process as it is. The caller closes it.
+// OpenOriginal returns document d's original to read, without reading a
+// file into memory: extraction hands it to the worker process as it is.
+// The caller closes it.
 func (s *Store) OpenOriginal(d *Document) (*Original, error) {
 	var data []byte
 	if err := s.db.View(func(tx *bolt.Tx) error {
