@@ -106,7 +106,7 @@ project named "default" is created and its API key printed once.`,
 	f.StringVar(&o.baseURL, "base-url", "", "URL clients reach the server at, for session and subpage URLs: the root of a host name or port, not a path (default http://ADDR)")
 	f.StringVar(&o.storeURL, "store", "", "where records live: empty for the bbolt file in the data directory, or a postgres:// URL for a cluster of nodes sharing one PostgreSQL (see docs/cluster.md); each node still needs a data directory of its own for its index snapshots")
 	f.StringVar(&o.nodeURL, "node-url", "", "in a cluster, the URL the other nodes reach this one at (default http://ADDR, with this machine's host name when ADDR listens on every interface)")
-	f.IntVar(&o.workers, "workers", 0, "indexing workers, each running one job at a time (default: number of CPUs); with the built-in embedder, small text documents (up to 64 KiB) also run beside them, up to 32 per worker, so that their commits are grouped")
+	f.IntVar(&o.workers, "workers", 0, "indexing workers, each running one job at a time (default: number of CPUs); as many again take only the jobs of projects with none running, so that one project's long documents do not hold up another's; with the built-in embedder, small text documents (up to 64 KiB) also run beside them, up to 32 per worker, so that their commits are grouped")
 	o.maxFile, o.maxText = server.DefaultMaxFileBytes, server.DefaultMaxTextBytes
 	f.Var(&o.maxFile, "max-file-size", "largest file upload: a size such as 64MiB, or a number of bytes")
 	f.Var(&o.maxText, "max-text-size", "largest text upload: a size such as 10MiB, or a number of bytes")

@@ -70,7 +70,7 @@ const (
 
 // Config tunes an Engine. The zero value of each field takes its default.
 type Config struct {
-	Workers          int           // job workers, each running one job at a time (and, with the built-in embedder, small text jobs beside it); default: number of CPUs
+	Workers          int           // job workers, each running one job at a time (and, with the built-in embedder, small text jobs beside it), and as many again for projects with no job running (see claim); default: number of CPUs
 	EmbedBatch       int           // texts per embedder call
 	ExtractTimeout   time.Duration // per document
 	SnapshotInterval time.Duration // how often changed indexes are saved and what expired swept (see Engine.sweep)
