@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -154,7 +153,7 @@ func rewriteDatabase(t *testing.T, archive []byte, change func([]byte)) []byte {
 		t.Fatal(err)
 	}
 	if sum == "" {
-		t.Fatal(fmt.Sprintf("no %s in the backup", store.DBFileName))
+		t.Fatalf("no %s in the backup", store.DBFileName)
 	}
 	return buf.Bytes()
 }

@@ -265,13 +265,6 @@ func TestClusterUploadsQueryableOnEveryNode(t *testing.T) {
 	}
 }
 
-// kill9 kills a node and waits until the others see it gone.
-func (c *testCluster) kill9(t *testing.T, p *process) {
-	t.Helper()
-	p.kill9(t)
-	c.converge(t)
-}
-
 // Killing the node that holds an owner, in the middle of the owner's
 // ingest, loses no job: its running job is taken over once its lease runs
 // out, and the owner answers from another node meanwhile. The test logs

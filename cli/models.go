@@ -255,6 +255,7 @@ func pullModel(cmd *cobra.Command, c *llm.OllamaClient, m string) error {
 	})
 	bar.Done()
 	if errors.Is(err, llm.ErrRegistryUnreachable) {
+		//nolint:staticcheck // a message of several lines for the terminal, its last a sentence
 		return fmt.Errorf(`%w
 
 %s is not in Ollama at %s and Ollama cannot download it: its registry is out of reach

@@ -83,8 +83,10 @@ func TestSnapshotsPastTheMapBudgetTakeNoMap(t *testing.T) {
 // heap instead, and reads the same.
 func TestMapBudgetReadsIntoTheHeapPastIt(t *testing.T) {
 	b := newMapBudget(2)
-	if !b.take() || !b.take() {
-		t.Fatal("a budget of two refused one of its first two")
+	for i := range 2 {
+		if !b.take() {
+			t.Fatalf("a budget of two refused take %d", i+1)
+		}
 	}
 	if b.take() {
 		t.Fatal("a budget of two let a third through")

@@ -393,7 +393,7 @@ func (o *pageOCR) recognisePage(ctx context.Context, doc fitzPages, data []byte,
 		return "", ocrProblemFailed, "the page could not be drawn to be read"
 	}
 	pgm := encodePGM(img)
-	img = nil // the grey copy is all Tesseract needs; let the RGBA go
+	img = nil //nolint:ineffassign // the grey copy is all Tesseract needs; let the RGBA go
 	if uniform(pgm) {
 		return "", "", "" // a blank page: nothing for Tesseract to read, in seconds
 	}

@@ -54,7 +54,7 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	name := modelName(req.Model, req.Name) //lint:ignore SA1019 older clients still send the deprecated field
+	name := modelName(req.Model, req.Name) //nolint:staticcheck // older clients still send the deprecated field
 	if name == "" {
 		writeError(w, http.StatusBadRequest, "model is required")
 		return
@@ -309,7 +309,7 @@ func (s *Server) handlePull(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	name := modelName(req.Model, req.Name) //lint:ignore SA1019 older clients still send the deprecated field
+	name := modelName(req.Model, req.Name) //nolint:staticcheck // older clients still send the deprecated field
 	s.mu.Lock()
 	m, ok := s.library[key(name)]
 	s.mu.Unlock()
