@@ -44,9 +44,9 @@ test-ollama:
 
 # Embeddings/s of a nomic-embed-text-sized model and the tiny chat model's
 # tokens/s on the real server, the candidate default embedders' speeds side
-# by side (BenchmarkRealOllamaEmbedModels, the README's "Choosing the
-# embedding model"), and docsift's ingest throughput with the nomic-sized
-# model beside Ollama's own on the same requests (eval).
+# by side (BenchmarkRealOllamaEmbedModels, docs/benchmarks.md's "The real
+# Ollama"), and docsift's ingest throughput with the nomic-sized model
+# beside Ollama's own on the same requests (eval).
 bench-ollama:
 	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -run '^$$' -bench RealOllama -benchtime 1x -timeout 90m ./llm/ ./eval/
 

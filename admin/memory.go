@@ -70,9 +70,9 @@ func isSnapshotFile(name string) bool {
 // checkMemory compares the index snapshots, which searches read in place
 // through the page cache, with the memory available to hold them: past
 // it, queries read parts of them from disk, and the first ones after a
-// start wait longest (a million chunks' 3.9 GB snapshot answered in
-// 0.9-1.4 s with the page cache warm and 4.3-4.6 s with it cold; see
-// docs/measuring.md).
+// start wait longest (a million chunks' 3.9 GB snapshot loaded in
+// 1.25-1.56 s with the page cache warm and 2.2-2.7 s with it cold; see
+// docs/benchmarks.md).
 func checkMemory(snapshots int64, available uint64, where string) Finding {
 	f := Finding{Check: "memory", Status: StatusOK}
 	switch {

@@ -27,8 +27,8 @@ const (
 	// tokens). Its authors publish an MTEB retrieval nDCG@10 of 50.15,
 	// against nomic-embed-text's 53.01, and a model of its sizes took 0.38
 	// of the CPU time of a nomic-sized one to embed a chunk on the
-	// real Ollama server (BenchmarkRealOllamaEmbedModels; the README's
-	// "Choosing the embedding model" has the table). On a CPU, where
+	// real Ollama server (BenchmarkRealOllamaEmbedModels; docs/benchmarks.md
+	// has the table). On a CPU, where
 	// indexing waits on the embedder, that is the better trade; users with
 	// a GPU or a few documents can take nomic-embed-text with
 	// --embed-model. all-minilm is as fast but scores 41.95, and its

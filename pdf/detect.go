@@ -69,7 +69,7 @@ var supportedTypes = []string{
 	"HTML",
 }
 
-// Supported lists the types docsift indexes, for 415 messages and the README.
+// Supported lists the types docsift indexes, for 415 messages and docs/api.md.
 func Supported() []string {
 	return append([]string(nil), supportedTypes...)
 }
