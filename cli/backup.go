@@ -23,8 +23,8 @@ func backupCmd() *cobra.Command {
 		Use:   "backup --out FILE",
 		Short: "Write a consistent backup of a data directory, hot if a server runs on it",
 		Long: `Write a backup of the data directory to one file: the database as of one
-moment, the original uploads it refers to, and the index snapshots, with a
-manifest of sizes and SHA-256 sums. When a server runs on the data
+moment, the original uploads and subpage PDFs it refers to, and the index
+snapshots, with a manifest of sizes and SHA-256 sums. When a server runs on the data
 directory it writes the backup while it keeps serving; otherwise the data
 directory is opened directly. Restore it with docsift restore.`,
 		Example: `  docsift backup --data /var/lib/docsift --out docsift-$(date +%F).tar`,
