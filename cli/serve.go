@@ -378,13 +378,13 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	}
 	indexDir := filepath.Join(o.data, "index")
 	if o.maxMappedSnapshots > 0 {
-		index.SetMapBudget(o.maxMappedSnapshots)
+		cfg.Index.Maps = index.NewSnapshotMaps(o.maxMappedSnapshots)
 	}
 	if !o.heapVectors {
 		if err := os.MkdirAll(indexDir, 0o700); err != nil {
 			return fmt.Errorf("index directory: %w", err)
 		}
-		if err := index.SetVectorDir(indexDir); err != nil {
+		if cfg.Index.Vectors, err = index.NewVectorFiles(indexDir); err != nil {
 			return err
 		}
 	}

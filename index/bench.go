@@ -37,7 +37,7 @@ type BenchConfig struct {
 	Seed     uint64 // data generator seed
 	Dir      string // where to write the snapshot and map the vectors; "" = a temp dir
 	// HeapVectors keeps the float32 vectors on the heap instead of in
-	// mapped files in Dir (see SetVectorDir), to compare the two.
+	// mapped files in Dir (see VectorFiles), to compare the two.
 	HeapVectors bool
 	// EfConstruction, when set, is the graph's insert candidate list
 	// instead of the index's own for a learned model's vectors; Ef, when
@@ -136,13 +136,9 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
+	opts := Options{EfConstruction: cfg.EfConstruction}
 	if !cfg.HeapVectors {
-		if prev := vectorDir.Load(); prev != nil {
-			defer vectorDir.Store(prev)
-		} else {
-			defer vectorDir.Store(nil)
-		}
-		if err := SetVectorDir(dir); err != nil {
+		if opts.Vectors, err = NewVectorFiles(dir); err != nil {
 			return res, fmt.Errorf("index: bench: %w", err)
 		}
 	}
@@ -152,10 +148,7 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 		entries[i] = Entry{ID: uint64(i), Vector: v}
 	}
 	fmt.Fprintf(progress, "building index of %d vectors\n", cfg.N)
-	x := New("bench", cfg.Dim)
-	if cfg.EfConstruction > 0 {
-		x.efConstruction = cfg.EfConstruction
-	}
+	x := opts.New("bench", cfg.Dim)
 	start := time.Now()
 	if err := x.Add(entries...); err != nil {
 		return res, fmt.Errorf("index: bench: %w", err)

@@ -8,7 +8,6 @@ import (
 )
 
 func TestRunIndexBenchSmall(t *testing.T) {
-	withLearnedEfConstruction(t)
 	res, err := RunIndexBench(BenchConfig{N: 12000, Dim: 32, Queries: 100, Dir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)

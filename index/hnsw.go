@@ -125,14 +125,8 @@ func efConstructionFor(model string) int {
 	if hashed(model) {
 		return hnswEfConstruction
 	}
-	return learnedEfConstruction
+	return hnswEfConstructionLearned
 }
-
-// learnedEfConstruction is hnswEfConstructionLearned, a variable because
-// the package's tests build from fewer (see TestMain): the code is the same
-// at any list, and building every test graph from 200 under the race
-// detector took the package's tests from seven minutes to sixteen.
-var learnedEfConstruction = hnswEfConstructionLearned
 
 // efSearchFor is the candidate list a search keeps in a graph of n nodes:
 // hnswEfSearch up to efSearchGrowFrom, then twice hnswEfSearch more for

@@ -30,7 +30,7 @@ func TestMemoryAccountsForTheHeap(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	must(t, x.Add(es...))
 	es = nil //nolint:ineffassign // let the entries go before the heap is measured
@@ -79,7 +79,7 @@ func TestSmallOwnersLoadSmall(t *testing.T) {
 	for i := range es {
 		es[i].Doc = &Document{ID: fmt.Sprintf("doc_%026d", i)}
 	}
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	must(t, x.Add(es[:n]...))
 	path := filepath.Join(t.TempDir(), "x.idx")
 	must(t, x.WriteSnapshot(path, 1))
@@ -89,7 +89,7 @@ func TestSmallOwnersLoadSmall(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for i := range held {
-			y, _, err := ReadSnapshot(path)
+			y, _, err := testOpts.ReadSnapshot(path)
 			must(t, err)
 			held[i] = y
 		}

@@ -268,8 +268,8 @@ func (x *OwnerIndex) startSegment(path string, lastSeq uint64) *segmentWrite {
 
 // Write writes the segment, taking no lock.
 func (w *segmentWrite) Write() {
-	if segmentWriteStarted != nil {
-		segmentWriteStarted()
+	if w.x.segmentWriteStarted != nil {
+		w.x.segmentWriteStarted()
 	}
 	if w.k == 1 {
 		removeSegments(w.path) // of an earlier chain, left by a crash
@@ -299,10 +299,6 @@ func (w *segmentWrite) Finish() (Saved, error) {
 	}
 	return Saved{Segment: w.k, Bytes: fileSize(segmentPath(w.path, w.k)), Held: w.held}, nil
 }
-
-// segmentWriteStarted, when set, runs as a segment starts being written,
-// with no lock held: tests change the index then, as writers would.
-var segmentWriteStarted func()
 
 // SavesWhole reports whether Save would now write the whole snapshot at
 // path rather than a segment beside it.

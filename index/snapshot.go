@@ -150,7 +150,7 @@ func (w *wholeWrite) Write() {
 	}
 	unlock()
 	if w.since != nil {
-		w.y = readWritten(w.path)
+		w.y = x.opts.readWritten(w.path)
 	}
 	if w.y != nil {
 		// Applying changes needs the documents by ID, and so does the
@@ -272,17 +272,17 @@ func (x *OwnerIndex) track(since touchedSet) {
 // readWritten reads back the snapshot WriteSnapshot wrote at path, nil if
 // it cannot: the index then stays where it is, which costs memory, not
 // correctness.
-func readWritten(path string) *OwnerIndex {
+func (o Options) readWritten(path string) *OwnerIndex {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	m, err := openMapping(f)
+	m, err := openMapping(f, o.maps())
 	if err != nil {
 		return nil
 	}
-	y, _, err := parseSnapshot(m, f, 0, false)
+	y, _, err := o.parseSnapshot(m, f, 0, false)
 	if err != nil {
 		return nil
 	}
@@ -473,7 +473,12 @@ func (v *view) eachPage(fn func(pg *page, used int)) {
 // left out with those after it (see SkippedSegment), and lastSeq is then
 // the last applied one's.
 func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
-	return ReadSnapshotAfter(path, nil)
+	return Options{}.ReadSnapshotAfter(path, nil)
+}
+
+// ReadSnapshot is ReadSnapshot of an index made with o.
+func (o Options) ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
+	return o.ReadSnapshotAfter(path, nil)
 }
 
 // ReadSnapshotAfter is ReadSnapshot once preview, read from the same
@@ -485,6 +490,11 @@ func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
 // took some 1.5 s of the two cores the first searches after a crash run
 // on. A snapshot written since, or a preview of none, gets every check.
 func ReadSnapshotAfter(path string, preview *OwnerIndex) (*OwnerIndex, uint64, error) {
+	return Options{}.ReadSnapshotAfter(path, preview)
+}
+
+// ReadSnapshotAfter is ReadSnapshotAfter of an index made with o.
+func (o Options) ReadSnapshotAfter(path string, preview *OwnerIndex) (*OwnerIndex, uint64, error) {
 	var checked os.FileInfo
 	if preview != nil && preview.gen.file != nil {
 		checked = preview.gen.file.info
@@ -510,13 +520,13 @@ func ReadSnapshotAfter(path string, preview *OwnerIndex) (*OwnerIndex, uint64, e
 		segments <- r
 	}()
 	more := segmentSlots(path)
-	x, lastSeq, err := readSnapshotFile(path, more, checked)
+	x, lastSeq, err := o.readSnapshotFile(path, more, checked)
 	segs := <-segments
 	if err != nil {
 		return nil, 0, err
 	}
 	file := x.gen.file.info // checked by now
-	x, lastSeq, err = readSegments(x, lastSeq, segs.segs, func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path, more, file) })
+	x, lastSeq, err = readSegments(x, lastSeq, segs.segs, func() (*OwnerIndex, uint64, error) { return o.readSnapshotFile(path, more, file) })
 	if err == nil && x.skippedSegment == nil {
 		x.skippedSegment = segs.err
 	}
@@ -530,7 +540,12 @@ func ReadSnapshotAfter(path string, preview *OwnerIndex) (*OwnerIndex, uint64, e
 // while the whole index loads (see ingest); it is not to be saved, as a
 // segment it wrote would take the place of one the snapshot has.
 func ReadSnapshotAlone(path string) (*OwnerIndex, uint64, error) {
-	return readSnapshotFile(path, 0, nil)
+	return Options{}.ReadSnapshotAlone(path)
+}
+
+// ReadSnapshotAlone is ReadSnapshotAlone of an index made with o.
+func (o Options) ReadSnapshotAlone(path string) (*OwnerIndex, uint64, error) {
+	return o.readSnapshotFile(path, 0, nil)
 }
 
 // SegmentBytes is the size of the segments beside the snapshot at path, a
@@ -550,7 +565,7 @@ func SegmentBytes(path string) int64 {
 // for more entries to come. checked is the file as this process checked
 // it before, if it did: if path is still that file, unchanged, it is not
 // checked again.
-func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, uint64, error) {
+func (o Options) readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
@@ -560,7 +575,7 @@ func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
 	}
-	m, err := openMapping(f)
+	m, err := openMapping(f, o.maps())
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
 	}
@@ -570,7 +585,7 @@ func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, 
 		stop = readAhead(m.b, adviseWillNeed)
 	}
 	defer stop()
-	x, lastSeq, err := parseSnapshot(m, f, more, again)
+	x, lastSeq, err := o.parseSnapshot(m, f, more, again)
 	if errors.Is(err, ErrOtherVersion) {
 		return nil, 0, fmt.Errorf("read snapshot %s: %w", path, err)
 	}
@@ -584,7 +599,7 @@ func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, 
 // parseSnapshot checks a snapshot file's magic and checksum and loads it.
 // The checksum is read from file, the file m maps (see checksumOf); a file
 // checked before is not checked again (see loadMapped).
-func parseSnapshot(m *mapping, file io.ReaderAt, more int, checked bool) (*OwnerIndex, uint64, error) {
+func (o Options) parseSnapshot(m *mapping, file io.ReaderAt, more int, checked bool) (*OwnerIndex, uint64, error) {
 	b := m.b
 	if len(b) < len(snapshotMagic)+4 || string(b[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, 0, errors.New("not a snapshot")
@@ -605,7 +620,7 @@ func parseSnapshot(m *mapping, file io.ReaderAt, more int, checked bool) (*Owner
 	} else {
 		go verifyChecksum(file, int64(len(body)), want, sumErr)
 	}
-	x, lastSeq, err := loadMapped(m, file, more, checked)
+	x, lastSeq, err := o.loadMapped(m, file, more, checked)
 	if err := <-sumErr; err != nil {
 		return nil, 0, err
 	}

@@ -99,6 +99,9 @@ type Config struct {
 	// index (see package cluster); nil: every owner's, as a single node.
 	// The engine then keeps only those owners' indexes in memory.
 	Holds func(owner string) bool
+	// Index is what the owners' indexes are made and read with: where
+	// their vectors live and the process's budget of snapshot maps.
+	Index index.Options
 }
 
 func (c Config) withDefaults() Config {
