@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/internal/redact"
+	"github.com/docsift/docsift/internal/runtimepolicy"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/pdf"
@@ -276,19 +276,17 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
 	}
-	if !memLimit.keep {
-		debug.SetMemoryLimit(memLimit.bytes)
-	}
-	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+	limit := runtimepolicy.LimitMemory(memLimit.bytes, memLimit.keep)
+	if limit < math.MaxInt64 {
 		log.Info("Go memory limit", "limit", sizeLabel(limit), "from", memLimit.from)
 	} else {
 		log.Info("Go memory limit is off", "from", memLimit.from)
 	}
-	headroom, err := resolveGCHeadroom(o.gcHeadroom, os.LookupEnv, debug.SetMemoryLimit(-1))
+	headroom, err := resolveGCHeadroom(o.gcHeadroom, os.LookupEnv, limit)
 	if err != nil {
 		return fmt.Errorf("--gc-headroom: %w", err)
 	}
-	defer keepGCHeadroom(headroom.bytes, nil)()
+	defer runtimepolicy.KeepGCHeadroom(headroom.bytes, nil)()
 	if headroom.bytes > 0 {
 		log.Info("garbage collector headroom", "headroom", sizeLabel(headroom.bytes), "from", headroom.from)
 	} else {

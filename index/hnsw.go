@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/docsift/docsift/internal/runtimepolicy"
 )
 
 // HNSW parameters (Malkov & Yashunin, 2018). M=16 with 2M links on layer 0
@@ -259,7 +261,7 @@ func (g *hnsw) insert(sc *scope, slots []uint32) {
 	if workers <= 1 {
 		for _, s := range slots {
 			g.insertOne(sc, s)
-			runtime.Gosched()
+			runtimepolicy.YieldAfterInsert()
 		}
 		return
 	}
@@ -275,7 +277,7 @@ func (g *hnsw) insert(sc *scope, slots []uint32) {
 					return
 				}
 				g.insertOne(sc, slots[i])
-				runtime.Gosched()
+				runtimepolicy.YieldAfterInsert()
 			}
 		}()
 	}
