@@ -144,10 +144,9 @@ type OwnerIndex struct {
 	// tuning holds the choices of the search's paths that tests and
 	// benchmarks change on one index (see tuning); views read it.
 	tuning *tuning
-	// segmentWriteStarted, when set, runs as a segment starts being
-	// written, with no lock held: tests change the index then, as
+	// hooks run at moments of a save: tests change the index then, as
 	// writers would.
-	segmentWriteStarted func()
+	hooks saveHooks
 
 	// skippedSegment is why the segment beside the snapshot the index
 	// was read from was left out (see SkippedSegment).

@@ -123,8 +123,8 @@ func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) (
 	})
 	e.align()
 	v.eachTerm(added, func(_ termKey, base, added []posting) {
-		e.bytes(postingBytes(base))
-		e.bytes(postingBytes(added))
+		e.bytes(e.postingBytes(base))
+		e.bytes(e.postingBytes(added))
 	})
 	return docRefs
 }

@@ -292,7 +292,6 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 	x, qs := mappedTestIndex(t, 3000)
 	ref, _ := mappedTestIndex(t, 3000) // the same changes, never saved
 	path := filepath.Join(t.TempDir(), "owner.idx")
-	defer func() { wholeWriteStarted, wholeCatchUpStarted = nil, nil }()
 	for round, firstID := range []uint64{10000, 20000} {
 		before := results(x, qs)
 		ids := x.IDs()
@@ -300,10 +299,10 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 		// before it takes the lock, and while those are applied, which
 		// it applies with the lock held: two additions sharing terms.
 		var changes, later []Query
-		wholeWriteStarted = func() { changes = segmentChanges(t, x, firstID, 400, firstID) }
-		wholeCatchUpStarted = func() { later = laterChanges(t, x, firstID) }
+		x.hooks.wholeWriteStarted = func() { changes = segmentChanges(t, x, firstID, 400, firstID) }
+		x.hooks.wholeCatchUpStarted = func() { later = laterChanges(t, x, firstID) }
 		saved, err := x.SaveWhole(path, uint64(round+1))
-		wholeWriteStarted, wholeCatchUpStarted = nil, nil
+		x.hooks.wholeWriteStarted, x.hooks.wholeCatchUpStarted = nil, nil
 		must(t, err)
 		if changes == nil || later == nil {
 			t.Fatal("no changes while the snapshot was written, or while the move caught up")
@@ -372,9 +371,9 @@ func TestSegmentWriteKeepsWritersChanges(t *testing.T) {
 		ids, before := x.IDs(), results(x, qs)
 		var changes []Query
 		during := firstID + 30000
-		x.segmentWriteStarted = func() { changes = segmentChanges(t, x, during, 150, during) }
+		x.hooks.segmentWriteStarted = func() { changes = segmentChanges(t, x, during, 150, during) }
 		saved, err := x.Save(path, uint64(round+2))
-		x.segmentWriteStarted = nil
+		x.hooks.segmentWriteStarted = nil
 		must(t, err)
 		if saved.Whole || saved.Segment != 2*round+1 || changes == nil {
 			t.Fatalf("round %d: saved %+v; changes while it was written: %v", round, saved, changes != nil)
@@ -447,7 +446,7 @@ func TestSegmentWritesWithConcurrentWriters(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 5 {
 		started := make(chan struct{})
-		x.segmentWriteStarted = func() { close(started) }
+		x.hooks.segmentWriteStarted = func() { close(started) }
 		wg.Add(1)
 		go func() { defer wg.Done(); <-started; commits() }()
 		saved, err := x.Save(path, 2)
@@ -456,7 +455,7 @@ func TestSegmentWritesWithConcurrentWriters(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	x.segmentWriteStarted = nil
+	x.hooks.segmentWriteStarted = nil
 	must(t, func() error { _, err := x.Save(path, 3); return err }())
 	readBackSame(t, path, x, qs)
 }
@@ -473,8 +472,7 @@ func TestWholeCatchUpWaitsForCommit(t *testing.T) {
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	done := make(chan error, 1)
 	caughtUp := false
-	defer func() { wholeWriteStarted, wholeCatchUpStarted, catchUpWaits = nil, nil, nil }()
-	wholeWriteStarted = func() {
+	x.hooks.wholeWriteStarted = func() {
 		go func() {
 			done <- x.Commit(func() error {
 				close(inside)
@@ -484,8 +482,8 @@ func TestWholeCatchUpWaitsForCommit(t *testing.T) {
 		}()
 		<-inside
 	}
-	catchUpWaits = func() { close(waiting); catchUpWaits = nil }
-	wholeCatchUpStarted = func() { caughtUp = true }
+	x.hooks.catchUpWaits = func() { close(waiting); x.hooks.catchUpWaits = nil }
+	x.hooks.wholeCatchUpStarted = func() { caughtUp = true }
 	go func() { <-waiting; releaseOnce() }()
 	_, err := x.SaveWhole(path, 1)
 	releaseOnce()
@@ -508,8 +506,7 @@ func TestWholeWriteDuringCompaction(t *testing.T) {
 	x, qs := mappedTestIndex(t, 3000)
 	ids := x.IDs()
 	path := filepath.Join(t.TempDir(), "owner.idx")
-	defer func() { wholeWriteStarted = nil }()
-	wholeWriteStarted = func() { x.Delete(ids[:len(ids)*3/4]...) }
+	x.hooks.wholeWriteStarted = func() { x.Delete(ids[:len(ids)*3/4]...) }
 	before := results(x, qs)
 	must(t, x.WriteSnapshot(path, 1))
 	if mapped(x) || x.Len() != len(ids)-len(ids)*3/4 {

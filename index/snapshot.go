@@ -132,8 +132,8 @@ func (w *wholeWrite) locked() (unlock func()) {
 // only for a moment. Finish says whether it failed.
 func (w *wholeWrite) Write() {
 	x, v := w.x, w.v
-	if wholeWriteStarted != nil {
-		wholeWriteStarted()
+	if x.hooks.wholeWriteStarted != nil {
+		x.hooks.wholeWriteStarted()
 	}
 	if _, err := writeAtomically(w.path, func(e *encoder) { w.docRefs = v.encodeMapped(e, x.model, x.dim, w.lastSeq) }); err != nil {
 		w.err = fmt.Errorf("index: write snapshot: %w", err)
@@ -183,8 +183,8 @@ func (w *wholeWrite) catchUp() {
 	})
 	defer wake.Stop()
 	for start := time.Now(); x.open > 0 && time.Since(start) < catchUpWait; {
-		if catchUpWaits != nil {
-			catchUpWaits()
+		if x.hooks.catchUpWaits != nil {
+			x.hooks.catchUpWaits()
 		}
 		x.idle.Wait()
 	}
@@ -201,8 +201,8 @@ func (w *wholeWrite) catchUp() {
 	if at == nil {
 		return
 	}
-	if wholeCatchUpStarted != nil {
-		wholeCatchUpStarted()
+	if w.x.hooks.wholeCatchUpStarted != nil {
+		w.x.hooks.wholeCatchUpStarted()
 	}
 	if err := w.apply(at, w.v, w.since, w.gen.lex.tableTerms); err != nil {
 		w.y = nil // the index stays where it is
@@ -252,12 +252,18 @@ func (w *wholeWrite) Finish() (Saved, error) {
 // catchUpWait bounds how long catchUp waits for a moment no Commit runs.
 const catchUpWait = time.Second
 
-// wholeWriteStarted and wholeCatchUpStarted, when set, run as a whole
-// snapshot starts being written and as catchUp starts applying what
-// writers changed meanwhile, with no lock held: tests change the index
-// then, as writers would. catchUpWaits runs, with mu held, as catchUp
-// waits for a Commit to end.
-var wholeWriteStarted, wholeCatchUpStarted, catchUpWaits func()
+// saveHooks, those set, run at moments of a save: tests change the index
+// then, as writers would.
+type saveHooks struct {
+	// segmentWriteStarted and wholeWriteStarted run as a segment or a
+	// whole snapshot starts being written, and wholeCatchUpStarted as
+	// catchUp starts applying what writers changed meanwhile, with no
+	// lock held.
+	segmentWriteStarted, wholeWriteStarted, wholeCatchUpStarted func()
+	// catchUpWaits runs, with mu held, as catchUp waits for a Commit to
+	// end.
+	catchUpWaits func()
+}
 
 // track has the writer mark in since (nil: nowhere) the slots whose
 // deletion or graph links it changes, beside the marks of the file the
