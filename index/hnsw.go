@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/docsift/docsift/internal/runtimepolicy"
 )
 
 // HNSW parameters (Malkov & Yashunin, 2018). M=16 with 2M links on layer 0
@@ -245,9 +243,8 @@ func setLinks(list []uint32, sel []scored) {
 //
 // Searches run meanwhile and need CPU, not locks: so an insert leaves one P
 // to them (on two cores it links at half the speed, but nothing waits for
-// it), and every inserter yields after each node, so that a search that
-// becomes runnable while all Ps are busy waits for one node's insert, not
-// for the scheduler's 10 ms time slice.
+// it). Inserters no longer yield after each node: that measured no better
+// for searches during commits (see runtimepolicy).
 func (g *hnsw) insert(sc *scope, slots []uint32) {
 	if len(slots) == 0 {
 		return
@@ -261,7 +258,6 @@ func (g *hnsw) insert(sc *scope, slots []uint32) {
 	if workers <= 1 {
 		for _, s := range slots {
 			g.insertOne(sc, s)
-			runtimepolicy.YieldAfterInsert()
 		}
 		return
 	}
@@ -277,7 +273,6 @@ func (g *hnsw) insert(sc *scope, slots []uint32) {
 					return
 				}
 				g.insertOne(sc, slots[i])
-				runtimepolicy.YieldAfterInsert()
 			}
 		}()
 	}
