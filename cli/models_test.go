@@ -11,6 +11,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/internal/ollamatest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/store"
 )
 
@@ -27,7 +28,7 @@ func TestModelsPull(t *testing.T) {
 	if !strings.Contains(out, testEmbedModel+": ready") || !strings.Contains(out, testChatModel+": ready") {
 		t.Fatalf("models pull printed %q", out)
 	}
-	c, _ := llm.NewOllamaClient(llm.OllamaConfig{URL: ol.URL})
+	c, _ := ollama.NewClient(ollama.Config{URL: ol.URL})
 	if err := c.Check(context.Background(), testEmbedModel, testChatModel); err != nil {
 		t.Fatalf("after pull: %v", err)
 	}
@@ -164,8 +165,8 @@ func TestReindexThroughRunningServer(t *testing.T) {
 func TestOllamaModelKey(t *testing.T) {
 	ol := ollamatest.New(t, ollamatest.Model{Name: "tinyembed", Dim: 8})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	embedder := func(name string, check bool) *llm.OllamaEmbedder {
-		e, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: ol.URL, EmbedModel: name})
+	embedder := func(name string, check bool) *ollama.Embedder {
+		e, err := ollama.NewEmbedder(ollama.Config{URL: ol.URL, EmbedModel: name})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/search"
@@ -369,7 +370,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	m := metrics.New()
 	cfg := ingest.Config{Workers: o.workers, MaxAttempts: o.maxAttempts, RetryMax: o.retryMax, ExtractTimeout: o.extractTimeout, Metrics: m, OCR: ocr,
 		Limits: pdf.Limits{Pages: o.maxPages, PageText: int(o.maxPageText), Text: int64(o.maxDocumentText)}}
-	if _, isOllama := embedder.(*llm.OllamaEmbedder); !isOllama && o.models.embedder != llm.ModeBuiltin {
+	if _, isOllama := embedder.(*ollama.Embedder); !isOllama && o.models.embedder != llm.ModeBuiltin {
 		// Ollama was not usable at start: owners whose vectors came from
 		// it keep it, and their jobs wait for it to come back.
 		if oe, err := o.models.standbyEmbedder(st, log); err == nil {

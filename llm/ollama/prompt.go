@@ -1,6 +1,7 @@
-package llm
+package ollama
 
 import (
+	"github.com/docsift/docsift/llm"
 	"regexp"
 	"strconv"
 	"strings"
@@ -81,7 +82,7 @@ Rules:
 
 // blockTag matches anything that could open or close the sources block or a
 // source inside it, in any case and spacing: "</sources>", "< SOURCE id=",
-// "<\/source". Source text containing one is neutralised by replacing its
+// "<\/source". llm.Source text containing one is neutralised by replacing its
 // "<" with a look-alike, so the model still reads the words but the block
 // cannot be closed from inside.
 var blockTag = regexp.MustCompile(`(?i)<\s*\\?/?\s*sources?\b`)
@@ -95,7 +96,7 @@ func neutralise(text string) string {
 
 // GroundedPrompt is GroundedPromptTokens with the budget of the context the
 // answerer asks for by default.
-func GroundedPrompt(query string, sources []Source) (system, user string) {
+func GroundedPrompt(query string, sources []llm.Source) (system, user string) {
 	return GroundedPromptTokens(query, sources, defaultPromptTokens)
 }
 
@@ -105,7 +106,7 @@ func GroundedPrompt(query string, sources []Source) (system, user string) {
 // Sources past the budget are left out (they are the lowest ranked; the
 // first is always kept, cut to fit); a source's number is always its
 // position in sources, as the citation contract requires.
-func GroundedPromptTokens(query string, sources []Source, budget int) (system, user string) {
+func GroundedPromptTokens(query string, sources []llm.Source, budget int) (system, user string) {
 	query = strings.TrimSpace(query)
 	budget -= promptTokens(groundedSystemPrompt) + promptTokens(query) + promptFrameTokens
 	var b strings.Builder
