@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
 )
 
@@ -57,15 +56,16 @@ func (e *env) subpageFiles(t *testing.T) (n int, bytes int64) {
 // the requests that name the same pages, by any chunk and varience,
 // share one cut and one file.
 func TestSubpagesOfTheSamePagesShareOneCut(t *testing.T) {
-	e := newEnv(t, withMaxFileBytes(1<<20))
+	var slices slicer
+	e := newEnv(t, withMaxFileBytes(1<<20), withSlicer(&slices))
 	owner := e.a.customers[0]
 	const pages, maxV = 4, 4 // 20 requests, 9 runs of pages
 	chunks := e.chunksByPage(t, e.a.key, owner, pages)
 	var cuts atomic.Int32
-	t.Cleanup(server.WatchCuts(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
+	slices.set(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
 		cuts.Add(1)
 		return slice(data, first, last)
-	}))
+	})
 	urls := map[[2]int]string{}
 	requests := 0
 	for page := 1; page <= pages; page++ {
