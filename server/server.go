@@ -45,7 +45,7 @@ const (
 	// DefaultSubpageBudget bounds the disk one owner's live subpages take:
 	// a thousand subpages of a typical PDF (around a megabyte each), or
 	// seventy of a document whose pages share a 14 MB image; one owner
-	// cannot fill the disk with cuts of its documents.
+	// cannot fill the disk with slices of its documents.
 	DefaultSubpageBudget = 1 << 30
 	// DefaultMaxSubpagesPerProject bounds the live subpages of a project:
 	// a hundred for each of a thousand customers, and the owner budgets

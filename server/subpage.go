@@ -170,7 +170,7 @@ func (s *Server) serveSubpage(c echo.Context) error {
 	h.Set("Cache-Control", fmt.Sprintf("private, max-age=%d", int(maxAge/time.Second)))
 	// ServeContent answers ranges, which PDF viewers ask for, and sends
 	// the length. It copies the file a piece at a time: a download holds
-	// a buffer, not the file, and a reader that stops reading is cut by
+	// a buffer, not the file, and a reader that stops reading is dropped by
 	// the connection's write stall (see conns.go).
 	http.ServeContent(c.Response(), c.Request(), "", sp.CreatedAt, f)
 	return nil

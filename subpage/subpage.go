@@ -86,7 +86,7 @@ type NotPDFError struct {
 }
 
 func (e *NotPDFError) Error() string {
-	return fmt.Sprintf("chunk %s is not from a PDF (its document %s is %s); subpages can only be cut from PDFs", e.ChunkID, e.DocumentID, e.Format)
+	return fmt.Sprintf("chunk %s is not from a PDF (its document %s is %s); subpages can only be sliced from PDFs", e.ChunkID, e.DocumentID, e.Format)
 }
 
 // DamagedError is a PDF whose text could be read (MuPDF repairs more) but
@@ -97,7 +97,7 @@ type DamagedError struct {
 }
 
 func (e *DamagedError) Error() string {
-	return fmt.Sprintf("document %s is a damaged PDF: its text could be read, but pages %d-%d cannot be cut from it into a new PDF", e.DocumentID, e.First, e.Last)
+	return fmt.Sprintf("document %s is a damaged PDF: its text could be read, but pages %d-%d cannot be sliced from it into a new PDF", e.DocumentID, e.First, e.Last)
 }
 
 // FullError refuses a subpage over a limit: its project keeps as many
