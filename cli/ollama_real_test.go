@@ -258,7 +258,7 @@ func TestRealOllamaServePDFAndStreamedQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	// tinychat never stops before num_predict: its answer is reported cut.
-	if done.AnswerModel != "ollama:"+ollamareal.TinyChat.Name || len(done.Warnings) != 1 || !strings.Contains(done.Warnings[0], "cut at its limit") {
+	if done.AnswerModel != "ollama:"+ollamareal.TinyChat.Name || len(done.Warnings) != 1 || !strings.Contains(done.Warnings[0], "truncated at its limit") {
 		t.Errorf("done: answer_model %q, warnings %q; want ollama:%s and the cut answer's warning", done.AnswerModel, done.Warnings, ollamareal.TinyChat.Name)
 	}
 	if done.Answer == "" || done.Answer != strings.TrimSpace(deltas.String()) && done.Answer != deltas.String() {

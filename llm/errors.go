@@ -77,7 +77,7 @@ type TruncatedAnswerError struct {
 }
 
 func (e *TruncatedAnswerError) Error() string {
-	return fmt.Sprintf("the answer of %s was cut at its limit of %d tokens and may be incomplete", e.Model, e.Tokens)
+	return fmt.Sprintf("the answer of %s was truncated at its limit of %d tokens and may be incomplete", e.Model, e.Tokens)
 }
 
 // ServerError is a failure to reach a model server: Error gives it in the
@@ -106,7 +106,7 @@ type permanentError struct{ error }
 func (e permanentError) Unwrap() error { return e.error }
 
 // Transient marks err as worth retrying (see IsTransient): a server's
-// overload or internal failure, a stream cut short.
+// overload or internal failure, a stream that ended early.
 func Transient(err error) error { return transientError{err} }
 
 // Permanent marks err as not worth retrying, whatever it wraps (Ollama
@@ -115,7 +115,7 @@ func Permanent(err error) error { return permanentError{err} }
 
 // IsTransient reports whether err is worth retrying later, with backoff:
 // the server could not be reached, took too long, or its client marked
-// the error Transient (a 5xx, an overload, a stream cut short). A missing
+// the error Transient (a 5xx, an overload, a stream that ended early). A missing
 // model, a wrong dimension, a rejected request and a caller's
 // cancellation are permanent: retrying cannot fix them.
 func IsTransient(err error) bool {

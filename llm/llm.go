@@ -39,7 +39,7 @@ type Source struct {
 	Title string // document name
 	Page  int    // 1-based page, 0 when the document has no pages
 	Text  string
-	// Lang is the language Text was cut in when it was indexed; Neutral
+	// Lang is the language Text was analysed in when it was indexed; Neutral
 	// when it is not known (or the text is in none of analysis's
 	// languages), and then detected where it matters.
 	Lang analysis.Lang

@@ -84,7 +84,7 @@ func (a *Answerer) numCtx() int {
 // ground an answer in. Reasoning blocks (<think>…</think>) are removed from
 // both the deltas and the answer. Cancelling ctx (a client that went
 // away) returns at once, while the model's answer is read to its end in
-// the background (see chatToEnd). An answer cut at the length limit is
+// the background (see chatToEnd). An answer truncated at the length limit is
 // returned with a *llm.TruncatedAnswerError. A server that cannot be reached is
 // passed over for another before the answer has begun.
 func (a *Answerer) Answer(ctx context.Context, query string, sources []llm.Source, onDelta func(string)) (string, error) {

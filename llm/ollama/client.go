@@ -32,7 +32,7 @@ const (
 	// indexing waits on the embedder, that is the better trade; users with
 	// a GPU or a few documents can take nomic-embed-text with
 	// --embed-model. all-minilm is as fast but scores 41.95, and its
-	// authors cut inputs at 256 word pieces, less than a chunk.
+	// authors truncate inputs at 256 word pieces, less than a chunk.
 	DefaultEmbedModel = "snowflake-arctic-embed:xs"
 
 	// DefaultChatModel is qwen2.5:1.5b: about 1 GB, fast enough on a CPU to
@@ -97,7 +97,7 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.HTTPClient == nil {
 		// Deadlines come from contexts, per call; a Client.Timeout would
-		// also cut a long model pull short.
+		// also end a long model pull early.
 		c.HTTPClient = &http.Client{}
 	}
 	return c

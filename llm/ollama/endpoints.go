@@ -206,7 +206,7 @@ func (c *Client) ModelFacts(ctx context.Context, model string) (*ModelFacts, err
 }
 
 // contextLength reads a model's effective context from /api/show: the
-// trained length in model_info ("<architecture>.context_length"), cut to
+// trained length in model_info ("<architecture>.context_length"), capped at
 // the num_ctx parameter when the Modelfile sets one.
 func contextLength(show *api.ShowResponse) int {
 	n := 0

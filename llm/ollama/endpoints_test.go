@@ -272,14 +272,14 @@ func TestOllamaModelReplaced(t *testing.T) {
 	}
 }
 
-// TestOllamaAnswerCut: an answer stopped at num_predict comes with a
+// TestOllamaAnswerTruncated: an answer stopped at num_predict comes with a
 // llm.TruncatedAnswerError, the text intact.
-func TestOllamaAnswerCut(t *testing.T) {
+func TestOllamaAnswerTruncated(t *testing.T) {
 	srv, cfg := newOllamaTest(t)
 	srv.SetReply(func(*api.ChatRequest) string { return strings.Repeat("word ", 2000) })
 	text, err := mustAnswerer(t, cfg).Answer(context.Background(), "q", []llm.Source{{Text: "t"}}, nil)
-	var cut *llm.TruncatedAnswerError
-	if !errors.As(err, &cut) || text == "" || !strings.Contains(err.Error(), "cut") {
+	var truncated *llm.TruncatedAnswerError
+	if !errors.As(err, &truncated) || text == "" || !strings.Contains(err.Error(), "truncated") {
 		t.Errorf("a long answer: %d bytes, %v; want the text and a llm.TruncatedAnswerError", len(text), err)
 	}
 	srv.SetReply(nil)
