@@ -445,7 +445,7 @@ func TestOllamaAnswerNoSourcesSkipsModel(t *testing.T) {
 
 func TestOllamaAnswerStripsThink(t *testing.T) {
 	srv, cfg := newOllamaTest(t)
-	srv.SetThink("The user wants X. llm.Source [2] says Y, let me reason.")
+	srv.SetThink("The user wants X. Source [2] says Y, let me reason.")
 	var deltas []string
 	got, err := mustAnswerer(t, cfg).Answer(context.Background(), "q", []llm.Source{{Text: "t"}},
 		func(d string) { deltas = append(deltas, d) })

@@ -82,7 +82,7 @@ Rules:
 
 // blockTag matches anything that could open or close the sources block or a
 // source inside it, in any case and spacing: "</sources>", "< SOURCE id=",
-// "<\/source". llm.Source text containing one is neutralised by replacing its
+// "<\/source". Source text containing one is neutralised by replacing its
 // "<" with a look-alike, so the model still reads the words but the block
 // cannot be closed from inside.
 var blockTag = regexp.MustCompile(`(?i)<\s*\\?/?\s*sources?\b`)
