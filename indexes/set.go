@@ -1,4 +1,4 @@
-package ingest
+package indexes
 
 import (
 	"errors"
@@ -16,26 +16,91 @@ import (
 	"github.com/docsift/docsift/store"
 )
 
-// Indexes holds the in-memory index of every owner that has been used since
+// Source is what a Set reads besides its snapshots: the store, which is
+// the source of truth an owner's index is caught up with. Every
+// store.Backend has the first three; Entries is the indexing pipeline's,
+// which knows what it put in an entry of each chunk it wrote.
+type Source interface {
+	// OwnerSeqs lists the sequences of an owner's chunks, ascending.
+	OwnerSeqs(owner string) ([]uint64, error)
+	// OwnerModel is the model and dimension of an owner's vectors,
+	// store.ErrNotFound while it has none.
+	OwnerModel(owner string) (*store.OwnerModel, error)
+	// MissingVectors lists the owner's chunks with no vector of model.
+	MissingVectors(owner, model string) ([]uint64, error)
+	// Entries reads the chunks of seqs as entries of an index of model
+	// and dim: a chunk with no vector yet has a zero vector of dim, one
+	// deleted meanwhile no entry.
+	Entries(model string, dim int, seqs []uint64) ([]index.Entry, error)
+}
+
+// Options tune a Set. The zero value of each field takes its default.
+type Options struct {
+	// Holds, in a cluster, reports whether this node holds an owner's
+	// index (see package cluster); nil: every owner's, as a single node.
+	// The set then keeps only those owners' indexes (see Evict).
+	Holds func(owner string) bool
+
+	// CatchUpInline and CatchUpWait bound the chunks a load adds before
+	// the owner is searchable (see the consts of those names); negative:
+	// none.
+	CatchUpInline int
+	CatchUpWait   time.Duration
+	// SnapshotGrowth is how many entries the owners may gain, all
+	// together, before they are saved at once (see the const).
+	SnapshotGrowth int
+	// PreviewSegmentBytes is the size of an owner's segments from which
+	// a load searches its snapshot alone first (see the const).
+	PreviewSegmentBytes int64
+
+	// Go runs the set's background work: the catch-up that follows a
+	// load, the load behind a preview, and the saves once the owners
+	// grew. nil: each on a goroutine of its own; a caller may hold,
+	// bound or wait for them.
+	Go func(task func())
+	// Saving, when set, is called while an owner's snapshot or segment
+	// is written, with the owner's commits free to run (see save).
+	Saving func(owner string)
+}
+
+func (o Options) withDefaults() Options {
+	if o.CatchUpInline == 0 {
+		o.CatchUpInline = catchUpInline
+	}
+	o.CatchUpInline = max(o.CatchUpInline, 0)
+	if o.CatchUpWait == 0 {
+		o.CatchUpWait = catchUpWait
+	}
+	o.CatchUpWait = max(o.CatchUpWait, 0)
+	if o.SnapshotGrowth <= 0 {
+		o.SnapshotGrowth = snapshotGrowth
+	}
+	if o.PreviewSegmentBytes <= 0 {
+		o.PreviewSegmentBytes = previewSegmentBytes
+	}
+	if o.Go == nil {
+		o.Go = func(task func()) { go task() }
+	}
+	return o
+}
+
+// Set holds the in-memory index of every owner that has been used since
 // start-up. An owner's index is loaded on first use from its snapshot in
-// DATA/index/ and caught up with the store, which is the source of truth: a
-// snapshot only saves re-reading and re-inserting every vector.
-type Indexes struct {
-	store store.Backend
+// its directory and caught up with the Source, which is the source of
+// truth: a snapshot only saves re-reading and re-inserting every vector.
+type Set struct {
+	src   Source
 	dir   string
 	model string     // embedder of owners that have no vectors yet
 	dim   func() int // its dimension: a model server's is learnt once it answers
+	opts  Options
 	log   *slog.Logger
-
-	// holdsOwner, in a cluster, says whether this node holds an owner's
-	// index; nil: it holds every owner's.
-	holdsOwner func(owner string) bool
 
 	mu     sync.Mutex
 	owners map[string]*ownerIndex
 
 	// waiting holds, per owner, the sequences of the chunks its index
-	// holds without a vector yet (see stages.go). It has a lock of its
+	// holds without a vector yet (see NoteWaiting). It has a lock of its
 	// own, held only to read or change it, because searches count it.
 	waitMu  sync.Mutex
 	waiting map[string]map[uint64]bool
@@ -43,31 +108,11 @@ type Indexes struct {
 	// that lacked many of its chunks, how many are still being added
 	// (see load); under waitMu.
 	catchingUp map[string]int
-	// catchUpInline and catchUpWait are the consts of those names; tests
-	// lower them.
-	catchUpInline int
-	catchUpWait   time.Duration
-	// catchUpStarts, in tests, holds a catch-up until it is received from.
-	catchUpStarts chan struct{}
-	// snapshotGrowth is the const of that name; tests lower it, and
-	// receive the outcome of each pass of saves it caused from
-	// grownSnapshots.
-	snapshotGrowth int
-	grownSnapshots chan error
 	// unsaved is how many entries the owners gained since their last
 	// saves, all together (the sum of their ownerIndex.unsaved); growing
 	// is set while the saves it caused run (see saveWhenGrown).
 	unsaved atomic.Int64
 	growing atomic.Bool
-	// saveWriting, in tests, runs while a snapshot or a segment is
-	// written, with mu left to commits.
-	saveWriting func()
-	// previewSegmentBytes is the const of that name; tests lower it, and
-	// hold the whole load behind a preview until previewHolds is
-	// received from, and receive its outcome from previewLoads.
-	previewSegmentBytes int64
-	previewHolds        chan struct{}
-	previewLoads        chan error
 	// behindPreviews lets one load behind a preview run at a time: on a
 	// start, every large owner's preview comes first, then their whole
 	// indexes one after another rather than all at once.
@@ -101,7 +146,7 @@ type ownerIndex struct {
 	lastSeq uint64 // highest chunk sequence the index holds
 	// saved is how many entries the index had at its last snapshot (or
 	// load), and unsaved how many it has gained since, as last counted in
-	// Indexes.unsaved.
+	// Set.unsaved.
 	saved, unsaved int
 }
 
@@ -112,31 +157,27 @@ func (e *ownerIndex) set(x *index.OwnerIndex) {
 	e.ready.Store(x)
 }
 
-// NewIndexes returns a registry whose new owners take vectors of model and
-// dim; an owner with vectors keeps the model the store records for it.
-// Snapshots live in dir. It removes the temp files of snapshots that a
-// crash interrupted: the caller has the data dir locked, so no snapshot is
+// New returns a set whose new owners take vectors of model and dim; an
+// owner with vectors keeps the model src records for it. Snapshots live
+// in dir. It removes the temp files of snapshots that a crash
+// interrupted: the caller has the data dir locked, so no snapshot is
 // being written there.
-func NewIndexes(st store.Backend, dir, model string, dim func() int, log *slog.Logger) *Indexes {
+func New(src Source, dir, model string, dim func() int, opts Options, log *slog.Logger) *Set {
 	if n, err := index.RemoveStaleTemps(dir); err != nil {
 		log.Warn("could not remove the temp files of interrupted snapshots", "err", err)
 	} else if n > 0 {
 		log.Info("removed the temp files of interrupted snapshots", "files", n)
 	}
-	return &Indexes{store: st, dir: dir, model: model, dim: dim, log: log, owners: map[string]*ownerIndex{}, waiting: map[string]map[uint64]bool{}, catchingUp: map[string]int{}, catchUpInline: catchUpInline, catchUpWait: catchUpWait, snapshotGrowth: snapshotGrowth, previewSegmentBytes: previewSegmentBytes, behindPreviews: make(chan struct{}, 1)}
+	return &Set{src: src, dir: dir, model: model, dim: dim, opts: opts.withDefaults(), log: log,
+		owners: map[string]*ownerIndex{}, waiting: map[string]map[uint64]bool{}, catchingUp: map[string]int{}, behindPreviews: make(chan struct{}, 1)}
 }
 
-// placed makes r keep only the owners holds says this node holds; nil:
-// every owner.
-func (r *Indexes) placed(holds func(owner string) bool) *Indexes {
-	r.holdsOwner = holds
-	return r
-}
-
-func (r *Indexes) holds(owner string) bool { return r.holdsOwner == nil || r.holdsOwner(owner) }
+// Holds reports whether this node holds an owner's index (Options.Holds):
+// every owner's on a single node.
+func (r *Set) Holds(owner string) bool { return r.opts.Holds == nil || r.opts.Holds(owner) }
 
 // loadedEntry returns the owner's entry when its index is loaded, else nil.
-func (r *Indexes) loadedEntry(owner string) *ownerIndex {
+func (r *Set) loadedEntry(owner string) *ownerIndex {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e := r.owners[owner]; e != nil && e.ready.Load() != nil {
@@ -145,7 +186,7 @@ func (r *Indexes) loadedEntry(owner string) *ownerIndex {
 	return nil
 }
 
-func (r *Indexes) entry(owner string) *ownerIndex {
+func (r *Set) entry(owner string) *ownerIndex {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.owners[owner]
@@ -158,7 +199,7 @@ func (r *Indexes) entry(owner string) *ownerIndex {
 
 // Get returns an owner's index, loading it on first use. Once the owner is
 // loaded it takes no lock a commit holds, so a search never waits for one.
-func (r *Indexes) Get(owner string) (*index.OwnerIndex, error) {
+func (r *Set) Get(owner string) (*index.OwnerIndex, error) {
 	e := r.entry(owner)
 	if x := e.ready.Load(); x != nil {
 		return x, nil
@@ -180,7 +221,7 @@ func (r *Indexes) Get(owner string) (*index.OwnerIndex, error) {
 // caller unlocks e.mu when it returns nil. A load happens under loadMu
 // too, so that searches waiting for it are not queued on mu behind the
 // catch-up the load may start.
-func (r *Indexes) lockLoaded(owner string, e *ownerIndex) error {
+func (r *Set) lockLoaded(owner string, e *ownerIndex) error {
 	e.mu.Lock()
 	if e.loaded {
 		return nil
@@ -200,8 +241,8 @@ func (r *Indexes) lockLoaded(owner string, e *ownerIndex) error {
 // lock: fn writes to the store and then applies the same change to the
 // index, and no other update of that owner interleaves. Searches see
 // everything fn changes in the index at once, when fn returns.
-func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uint64, err error)) error {
-	if !r.holds(owner) && r.loadedEntry(owner) == nil {
+func (r *Set) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uint64, err error)) error {
+	if !r.Holds(owner) && r.loadedEntry(owner) == nil {
 		return r.updateElsewhere(owner, fn)
 	}
 	e := r.entry(owner)
@@ -239,9 +280,9 @@ func (r *Indexes) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uin
 // index.OwnerIndex.Save); an owner never saved is saved whole.
 const snapshotGrowth = 10000
 
-// counted brings Indexes.unsaved up to date with what e gained since its
+// counted brings Set.unsaved up to date with what e gained since its
 // last save; the caller holds e.mu.
-func (r *Indexes) counted(e *ownerIndex) {
+func (r *Set) counted(e *ownerIndex) {
 	gained := 0
 	if e.x != nil {
 		gained = max(e.x.Len()-e.saved, 0)
@@ -257,20 +298,16 @@ func (r *Indexes) counted(e *ownerIndex) {
 // chunks until the period came (15 KB a chunk, most of it the terms of a
 // lexicon not yet on its file: 15 GB at that rate for a million chunks
 // over ten thousand customers). A pass runs at a time.
-func (r *Indexes) saveWhenGrown() {
-	if r.unsaved.Load() < int64(r.snapshotGrowth) || !r.growing.CompareAndSwap(false, true) {
+func (r *Set) saveWhenGrown() {
+	if r.unsaved.Load() < int64(r.opts.SnapshotGrowth) || !r.growing.CompareAndSwap(false, true) {
 		return
 	}
-	go func() {
+	r.opts.Go(func() {
 		defer r.growing.Store(false)
-		err := r.Snapshot()
-		if err != nil {
+		if err := r.Snapshot(); err != nil {
 			r.log.Error("index snapshot failed", "err", err)
 		}
-		if r.grownSnapshots != nil {
-			r.grownSnapshots <- err
-		}
-	}()
+	})
 }
 
 // updateElsewhere is Update for an owner whose index another node holds
@@ -278,10 +315,10 @@ func (r *Indexes) saveWhenGrown() {
 // that was running here when the owner moved): fn writes to the store as
 // always and applies its change to an empty index that is then dropped.
 // The holder hears of the change from the store and catches up.
-func (r *Indexes) updateElsewhere(owner string, fn func(x *index.OwnerIndex) (uint64, error)) error {
+func (r *Set) updateElsewhere(owner string, fn func(x *index.OwnerIndex) (uint64, error)) error {
 	model, dim, err := r.ownerModel(owner)
 	if err != nil {
-		return fmt.Errorf("ingest: update %s: %w", owner, err)
+		return fmt.Errorf("indexes: update %s: %w", owner, err)
 	}
 	x := index.New(model, dim)
 	err = x.Commit(func() error {
@@ -296,7 +333,7 @@ func (r *Indexes) updateElsewhere(owner string, fn func(x *index.OwnerIndex) (ui
 // another node changed the owner's chunks; an owner not loaded here has
 // nothing to catch up. Searches see the change at once, when it is done.
 // An owner reindexed meanwhile with another model is loaded afresh.
-func (r *Indexes) CatchUp(owner string) error {
+func (r *Set) CatchUp(owner string) error {
 	e := r.loadedEntry(owner)
 	if e == nil {
 		return nil
@@ -308,7 +345,7 @@ func (r *Indexes) CatchUp(owner string) error {
 	}
 	model, dim, err := r.ownerModel(owner)
 	if err != nil {
-		return fmt.Errorf("ingest: catch up %s: %w", owner, err)
+		return fmt.Errorf("indexes: catch up %s: %w", owner, err)
 	}
 	if model != e.x.Model() || dim != e.x.Dim() {
 		e.loaded = false
@@ -323,7 +360,7 @@ func (r *Indexes) CatchUp(owner string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("ingest: catch up %s: %w", owner, err)
+		return fmt.Errorf("indexes: catch up %s: %w", owner, err)
 	}
 	e.dirty = e.dirty || changed
 	e.lastSeq = max(e.lastSeq, last)
@@ -331,7 +368,7 @@ func (r *Indexes) CatchUp(owner string) error {
 }
 
 // CatchUpAll is CatchUp of every loaded owner.
-func (r *Indexes) CatchUpAll() error {
+func (r *Set) CatchUpAll() error {
 	var errs []error
 	for _, owner := range r.loadedOwners() {
 		errs = append(errs, r.CatchUp(owner))
@@ -339,7 +376,7 @@ func (r *Indexes) CatchUpAll() error {
 	return errors.Join(errs...)
 }
 
-func (r *Indexes) loadedOwners() []string {
+func (r *Set) loadedOwners() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	owners := make([]string, 0, len(r.owners))
@@ -354,12 +391,12 @@ func (r *Indexes) loadedOwners() []string {
 // Evict snapshots and drops the indexes of the owners this node no longer
 // holds (a node joined and won them, or this one answered for a dead
 // holder); they load again should they come back.
-func (r *Indexes) Evict() {
-	if r.holdsOwner == nil {
+func (r *Set) Evict() {
+	if r.opts.Holds == nil {
 		return
 	}
 	for _, owner := range r.loadedOwners() {
-		if r.holds(owner) {
+		if r.Holds(owner) {
 			continue
 		}
 		r.mu.Lock()
@@ -388,7 +425,7 @@ func (r *Indexes) Evict() {
 
 // Replace swaps an owner's index for the one fn returns, under the owner's
 // commit lock. Searches that started on the old index finish on it.
-func (r *Indexes) Replace(owner string, fn func(old *index.OwnerIndex) (*index.OwnerIndex, error)) error {
+func (r *Set) Replace(owner string, fn func(old *index.OwnerIndex) (*index.OwnerIndex, error)) error {
 	e := r.entry(owner)
 	if err := r.lockLoaded(owner, e); err != nil {
 		return err
@@ -398,7 +435,7 @@ func (r *Indexes) Replace(owner string, fn func(old *index.OwnerIndex) (*index.O
 	if err != nil {
 		return err
 	}
-	waiting, err := r.store.MissingVectors(owner, x.Model())
+	waiting, err := r.src.MissingVectors(owner, x.Model())
 	if err != nil {
 		return err
 	}
@@ -408,10 +445,10 @@ func (r *Indexes) Replace(owner string, fn func(old *index.OwnerIndex) (*index.O
 	return nil
 }
 
-// noteWaiting records that an owner's index now holds the chunks of add
+// NoteWaiting records that an owner's index now holds the chunks of add
 // without a vector, and no longer holds those of done (deleted, or added
 // again with their vector under a new sequence).
-func (r *Indexes) noteWaiting(owner string, add, done []uint64) {
+func (r *Set) NoteWaiting(owner string, add, done []uint64) {
 	r.waitMu.Lock()
 	defer r.waitMu.Unlock()
 	w := r.waiting[owner]
@@ -433,22 +470,22 @@ func (r *Indexes) noteWaiting(owner string, add, done []uint64) {
 	}
 }
 
-// setWaiting replaces what noteWaiting recorded for an owner.
-func (r *Indexes) setWaiting(owner string, seqs []uint64) {
+// setWaiting replaces what NoteWaiting recorded for an owner.
+func (r *Set) setWaiting(owner string, seqs []uint64) {
 	r.waitMu.Lock()
 	delete(r.waiting, owner)
 	r.waitMu.Unlock()
-	r.noteWaiting(owner, seqs, nil)
+	r.NoteWaiting(owner, seqs, nil)
 }
 
 // Waiting returns how many chunks an owner's index holds without a vector.
-func (r *Indexes) Waiting(owner string) int {
+func (r *Set) Waiting(owner string) int {
 	r.waitMu.Lock()
 	defer r.waitMu.Unlock()
 	return len(r.waiting[owner])
 }
 
-func (r *Indexes) path(owner string) string {
+func (r *Set) path(owner string) string {
 	return filepath.Join(r.dir, filepath.Base(owner)+".idx")
 }
 
@@ -457,13 +494,13 @@ func (r *Indexes) path(owner string) string {
 // snapshot does not cover are added. A missing or corrupt snapshot only
 // costs time. The caller holds e.mu; searches get the index only once it
 // is caught up.
-func (r *Indexes) load(owner string, e *ownerIndex) error {
+func (r *Set) load(owner string, e *ownerIndex) error {
 	if e.loaded {
 		return nil
 	}
 	model, dim, err := r.ownerModel(owner)
 	if err != nil {
-		return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+		return fmt.Errorf("indexes: load index of %s: %w", owner, err)
 	}
 	if e.ready.Load() == nil && r.preview(owner, e, model, dim) {
 		return nil
@@ -477,7 +514,7 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	}
 	stored := make(chan ownerSeqs, 1)
 	go func() {
-		seqs, err := r.store.OwnerSeqs(owner)
+		seqs, err := r.src.OwnerSeqs(owner)
 		stored <- ownerSeqs{seqs, err}
 	}()
 	// Behind a preview, the snapshot it checked is not checked again.
@@ -504,7 +541,7 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	}
 	st := <-stored
 	if st.err != nil {
-		return fmt.Errorf("ingest: load index of %s: %w", owner, st.err)
+		return fmt.Errorf("indexes: load index of %s: %w", owner, st.err)
 	}
 	missing, stale, last := compare(st.seqs, x)
 	// What a restart's wait is made of, for whoever is waiting.
@@ -514,14 +551,14 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	x.Delete(stale...)
 	e.loaded, e.dirty, e.saved = true, len(stale) > 0, x.Len()
 	e.lastSeq = max(lastSeq, last)
-	inline := r.catchUpInline
-	if left := r.catchUpWait - time.Since(start); left > 0 {
+	inline := r.opts.CatchUpInline
+	if left := r.opts.CatchUpWait - time.Since(start); left > 0 {
 		inline = max(inline, int(left/catchUpPerChunk))
 	}
 	if len(missing) <= inline {
 		if err := r.addMissing(owner, x, missing, len(stale)); err != nil {
 			e.loaded = false
-			return fmt.Errorf("ingest: load index of %s: %w", owner, err)
+			return fmt.Errorf("indexes: load index of %s: %w", owner, err)
 		}
 		e.dirty = e.dirty || len(missing) > 0
 		e.set(x)
@@ -541,12 +578,9 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 	} else {
 		r.log.Info("no index snapshot: the index is built from the store, searchable as it grows", "owner", owner, "chunks", len(missing))
 	}
-	go func() {
+	r.opts.Go(func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if r.catchUpStarts != nil {
-			<-r.catchUpStarts
-		}
 		if e.x != x {
 			// Replaced meanwhile (a reindex), or loaded again: the
 			// index that replaced it was made whole.
@@ -563,7 +597,7 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 		r.counted(e)
 		r.saveWhenGrown()
 		r.setCatchingUp(owner, 0)
-	}()
+	})
 	return nil
 }
 
@@ -576,9 +610,9 @@ func (r *Indexes) load(owner string, e *ownerIndex) error {
 // e.loaded), so it is never changed nor saved, and the first commit to
 // come loads the index itself if the background has not begun to. The
 // caller holds e.mu.
-func (r *Indexes) preview(owner string, e *ownerIndex, model string, dim int) bool {
+func (r *Set) preview(owner string, e *ownerIndex, model string, dim int) bool {
 	path := r.path(owner)
-	if index.SegmentBytes(path) < r.previewSegmentBytes {
+	if index.SegmentBytes(path) < r.opts.PreviewSegmentBytes {
 		return false
 	}
 	start := time.Now()
@@ -587,7 +621,7 @@ func (r *Indexes) preview(owner string, e *ownerIndex, model string, dim int) bo
 	stored := make(chan struct{})
 	go func() { // beside the snapshot, as load does
 		defer close(stored)
-		seqs, seqsErr = r.store.OwnerSeqs(owner)
+		seqs, seqsErr = r.src.OwnerSeqs(owner)
 	}()
 	x, _, err := index.ReadSnapshotAlone(path)
 	if <-stored; err != nil || seqsErr != nil || x.Model() != model || x.Dim() != dim {
@@ -599,10 +633,7 @@ func (r *Indexes) preview(owner string, e *ownerIndex, model string, dim int) bo
 	e.ready.Store(x)
 	r.log.Info("index searchable as of its snapshot; its segments and the store's later chunks load in the background",
 		"owner", owner, "entries", x.Len(), "missing", len(missing), "ms", time.Since(start).Milliseconds())
-	go func() {
-		if r.previewHolds != nil {
-			<-r.previewHolds
-		}
+	r.opts.Go(func() {
 		r.behindPreviews <- struct{}{}
 		defer func() { <-r.behindPreviews }()
 		e.loadMu.Lock()
@@ -621,10 +652,7 @@ func (r *Indexes) preview(owner string, e *ownerIndex, model string, dim int) bo
 		// back now rather than when the scavenger gets round to it.
 		x = nil
 		debug.FreeOSMemory()
-		if r.previewLoads != nil {
-			r.previewLoads <- err
-		}
-	}()
+	})
 	return true
 }
 
@@ -679,7 +707,7 @@ func compare(seqs []uint64, x *index.OwnerIndex) (missing, stale []uint64, last 
 // addMissing adds the chunks of seqs to x and notes which of x's chunks
 // have no vector; removed is how many stale entries were deleted, for the
 // log.
-func (r *Indexes) addMissing(owner string, x *index.OwnerIndex, seqs []uint64, removed int) error {
+func (r *Set) addMissing(owner string, x *index.OwnerIndex, seqs []uint64, removed int) error {
 	added, err := r.addFromStore(owner, x, seqs)
 	if err != nil {
 		return err
@@ -698,7 +726,7 @@ func (r *Indexes) addMissing(owner string, x *index.OwnerIndex, seqs []uint64, r
 
 // setCatchingUp records how many of an owner's chunks a load is still
 // adding to its index.
-func (r *Indexes) setCatchingUp(owner string, n int) {
+func (r *Set) setCatchingUp(owner string, n int) {
 	r.waitMu.Lock()
 	defer r.waitMu.Unlock()
 	if n == 0 {
@@ -708,12 +736,9 @@ func (r *Indexes) setCatchingUp(owner string, n int) {
 	r.catchingUp[owner] = n
 }
 
-// CatchingUp is Indexes.CatchingUp, for search.
-func (e *Engine) CatchingUp(owner string) int { return e.indexes.CatchingUp(owner) }
-
 // CatchingUp returns how many of an owner's chunks are not searchable yet
 // because its index is still catching up with the store after a load.
-func (r *Indexes) CatchingUp(owner string) int {
+func (r *Set) CatchingUp(owner string) int {
 	r.waitMu.Lock()
 	defer r.waitMu.Unlock()
 	return r.catchingUp[owner]
@@ -723,8 +748,8 @@ func (r *Indexes) CatchingUp(owner string) int {
 // the store no longer has are deleted, chunks x lacks are added, and the
 // chunks without a vector are noted. It reports whether x changed, and the
 // highest sequence the owner has.
-func (r *Indexes) reconcile(owner string, x *index.OwnerIndex) (changed bool, last uint64, err error) {
-	seqs, err := r.store.OwnerSeqs(owner)
+func (r *Set) reconcile(owner string, x *index.OwnerIndex) (changed bool, last uint64, err error) {
+	seqs, err := r.src.OwnerSeqs(owner)
 	if err != nil {
 		return false, 0, err
 	}
@@ -738,8 +763,8 @@ func (r *Indexes) reconcile(owner string, x *index.OwnerIndex) (changed bool, la
 
 // ownerModel is the model and dimension of an owner's vectors: recorded in
 // the store once it has any, the default embedder's before.
-func (r *Indexes) ownerModel(owner string) (string, int, error) {
-	om, err := r.store.OwnerModel(owner)
+func (r *Set) ownerModel(owner string) (string, int, error) {
+	om, err := r.src.OwnerModel(owner)
 	switch {
 	case err == nil:
 		return om.Model, om.Dim, nil
@@ -752,7 +777,7 @@ func (r *Indexes) ownerModel(owner string) (string, int, error) {
 // catchUpBatch bounds how many chunks are read per batch while rebuilding.
 const catchUpBatch = 512
 
-func (r *Indexes) addFromStore(owner string, x *index.OwnerIndex, seqs []uint64) (int, error) {
+func (r *Set) addFromStore(owner string, x *index.OwnerIndex, seqs []uint64) (int, error) {
 	// The next batch is read from the store and cut into terms while the
 	// index adds this one: on two cores, catching up took the time of
 	// both, one after the other.
@@ -801,83 +826,21 @@ type storeBatch struct {
 	err     error
 }
 
-// readBatch reads the chunks of seqs, their documents and vectors, as
-// entries of x, and analyses them.
-func (r *Indexes) readBatch(x *index.OwnerIndex, seqs []uint64) storeBatch {
-	chunks, err := r.store.ChunksBySeq(seqs)
+// readBatch reads the chunks of seqs from the source as entries of x,
+// and analyses them.
+func (r *Set) readBatch(x *index.OwnerIndex, seqs []uint64) storeBatch {
+	entries, err := r.src.Entries(x.Model(), x.Dim(), seqs)
 	if err != nil {
 		return storeBatch{err: err}
-	}
-	docs, err := r.store.DocumentsOf(chunks)
-	if err != nil {
-		return storeBatch{err: err}
-	}
-	idocs := indexDocuments(docs)
-	titles, err := titlesOf(r.store, chunks)
-	if err != nil {
-		return storeBatch{err: err}
-	}
-	chunkSeqs := make([]uint64, len(chunks))
-	for i, c := range chunks {
-		chunkSeqs[i] = c.Seq
-	}
-	vecs, err := r.store.Vectors(x.Model(), chunkSeqs)
-	if err != nil {
-		return storeBatch{err: err}
-	}
-	entries := make([]index.Entry, 0, len(chunks))
-	for i, c := range chunks {
-		vec := vecs[i]
-		if vec == nil {
-			vec = zeroVector(x.Dim()) // written before its vector: found by its words
-		}
-		if len(vec) != x.Dim() {
-			r.log.Warn("stored vector does not fit the index, skipped", "chunk", c.ID, "dim", len(vec), "index_dim", x.Dim())
-			continue
-		}
-		entries = append(entries, index.Entry{ID: c.Seq, Vector: vec, Text: c.Text, Doc: idocs[c.DocumentID], Name: docName(docs[c.DocumentID]), Title: chunkTitle(titles[c.DocumentID], c)})
 	}
 	analysed, err := x.Analyse(entries...)
 	return storeBatch{entries: analysed, n: len(entries), err: err}
 }
 
-// indexDocument is what the index keeps of a document for filters.
-func indexDocument(d *store.Document) *index.Document {
-	return &index.Document{ID: d.ID, CreatedAt: d.CreatedAt, Metadata: d.Metadata}
-}
-
-// indexDocuments is indexDocument of each of docs, by id: one per
-// document, shared by its chunks.
-func indexDocuments(docs map[string]*store.Document) map[string]*index.Document {
-	out := make(map[string]*index.Document, len(docs))
-	for id, d := range docs {
-		out[id] = indexDocument(d)
-	}
-	return out
-}
-
-// docName is a document's name, empty for one deleted meanwhile (nil).
-func docName(d *store.Document) string {
-	if d == nil {
-		return ""
-	}
-	return d.Name
-}
-
-// entryText is what an embedder sees of a chunk: its document's name (often
-// the best summary of what it is about) and its text. The lexical index
-// takes the two apart, as fields of their own (index.Entry).
-func entryText(docName, text string) string {
-	if docName == "" {
-		return text
-	}
-	return docName + "\n" + text
-}
-
 // Snapshot saves every changed index to disk, as a segment where it can
 // (see index.OwnerIndex.Save). It is called periodically; an error leaves
 // what was saved before in place.
-func (r *Indexes) Snapshot() error { return r.snapshotAll(false) }
+func (r *Set) Snapshot() error { return r.snapshotAll(false) }
 
 // SnapshotWhole writes the whole snapshot of every index changed since, or
 // saved in segments beside, its last one, at shutdown:
@@ -885,9 +848,9 @@ func (r *Indexes) Snapshot() error { return r.snapshotAll(false) }
 // heap, and answers sooner than after applying segments (at 100,000
 // chunks, 0.22 s against 0.92 s, and 800 bytes a chunk of memory against
 // 3,200), at the cost of a slower stop for a large owner.
-func (r *Indexes) SnapshotWhole() error { return r.snapshotAll(true) }
+func (r *Set) SnapshotWhole() error { return r.snapshotAll(true) }
 
-func (r *Indexes) snapshotAll(whole bool) error {
+func (r *Set) snapshotAll(whole bool) error {
 	r.mu.Lock()
 	owners := make(map[string]*ownerIndex, len(r.owners))
 	for o, e := range r.owners {
@@ -948,7 +911,7 @@ const stopSaveWorkers = 8
 // the caller gives the heap it held back to the system at once
 // (debug.FreeOSMemory, a collection: not with mu held) rather than as the
 // runtime's scavenger gets round to it.
-func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) (*index.Saved, error) {
+func (r *Set) snapshot(owner string, e *ownerIndex, whole bool) (*index.Saved, error) {
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
 	start := time.Now()
@@ -964,14 +927,14 @@ func (r *Indexes) snapshot(owner string, e *ownerIndex, whole bool) (*index.Save
 // save is snapshot under e.mu, which it leaves to commits while the
 // snapshot or its segment is written; it returns what it saved (nil:
 // nothing to save) and the index's entries.
-func (r *Indexes) save(owner string, e *ownerIndex, whole bool) (*index.Saved, int, error) {
+func (r *Set) save(owner string, e *ownerIndex, whole bool) (*index.Saved, int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.loaded || !e.dirty && !(whole && e.x.Segments() > 0) {
 		return nil, 0, nil
 	}
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return nil, 0, fmt.Errorf("ingest: snapshot: %w", err)
+		return nil, 0, fmt.Errorf("indexes: snapshot: %w", err)
 	}
 	// No Commit runs while mu is held: the save starts from the version
 	// with every change up to lastSeq, and keeps apart the changes made
@@ -981,8 +944,8 @@ func (r *Indexes) save(owner string, e *ownerIndex, whole bool) (*index.Saved, i
 	e.dirty, e.saved = false, x.Len()
 	r.counted(e)
 	e.mu.Unlock()
-	if r.saveWriting != nil {
-		r.saveWriting()
+	if r.opts.Saving != nil {
+		r.opts.Saving(owner)
 	}
 	w.Write()
 	e.mu.Lock()
@@ -991,7 +954,7 @@ func (r *Indexes) save(owner string, e *ownerIndex, whole bool) (*index.Saved, i
 		e.dirty = true // to save again, or the index that replaced x
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("ingest: snapshot %s: %w", owner, err)
+		return nil, 0, fmt.Errorf("indexes: snapshot %s: %w", owner, err)
 	}
 	return &saved, x.Len(), nil
 }
@@ -999,7 +962,7 @@ func (r *Indexes) save(owner string, e *ownerIndex, whole bool) (*index.Saved, i
 // Sizes returns the number of chunks in each loaded owner's index, as its
 // searches see it now; for metrics, which count owners by size rather than
 // name them.
-func (r *Indexes) Sizes() []int {
+func (r *Set) Sizes() []int {
 	r.mu.Lock()
 	owners := make([]*ownerIndex, 0, len(r.owners))
 	for _, e := range r.owners {
@@ -1017,7 +980,7 @@ func (r *Indexes) Sizes() []int {
 
 // Memory reports what the loaded indexes hold, summed over owners, by
 // part and memory ("heap" or "mapped"; see index.MemoryPart).
-func (r *Indexes) Memory(emit func(part, memory string, bytes int64)) {
+func (r *Set) Memory(emit func(part, memory string, bytes int64)) {
 	r.mu.Lock()
 	owners := make([]*ownerIndex, 0, len(r.owners))
 	for _, e := range r.owners {
