@@ -405,7 +405,13 @@ func (r *Set) Evict() {
 		e.saveMu.Lock()
 		e.mu.Lock()
 		if e.loaded && e.dirty {
-			if _, err := e.x.Save(r.path(owner), e.lastSeq); err != nil {
+			// The directory may not exist yet: no save has run since
+			// start, and with vectors in the heap nothing made it.
+			err := os.MkdirAll(r.dir, 0o700)
+			if err == nil {
+				_, err = e.x.Save(r.path(owner), e.lastSeq)
+			}
+			if err != nil {
 				r.log.Warn("snapshot of an index that moved to another node failed", "owner", owner, "err", err)
 			}
 		}
