@@ -146,7 +146,7 @@ func joinCluster(pg *pgstore.Store, url string, log *slog.Logger) (*clusterMembe
 
 func (m *clusterMember) placementChanged() {
 	if e := m.engine.Load(); e != nil {
-		e.PlacementChanged()
+		e.Indexes().Evict()
 	}
 }
 
@@ -210,7 +210,7 @@ func (m *clusterMember) run(ctx context.Context, e *ingest.Engine) (wait func())
 			mu.Unlock()
 			failed := false
 			if everyone {
-				if err := e.CatchUpAll(); err != nil {
+				if err := e.Indexes().CatchUpAll(); err != nil {
 					m.log.Warn("catching up with other nodes' changes failed; trying again", "err", err)
 					mu.Lock()
 					all, failed = true, true
@@ -218,7 +218,7 @@ func (m *clusterMember) run(ctx context.Context, e *ingest.Engine) (wait func())
 				}
 			} else {
 				for owner := range owners {
-					if err := e.CatchUp(owner); err != nil {
+					if err := e.Indexes().CatchUp(owner); err != nil {
 						m.log.Warn("catching up with another node's change failed; trying again", "owner", owner, "err", err)
 						mu.Lock()
 						pending[owner], failed = true, true

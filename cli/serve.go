@@ -389,7 +389,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		}
 	}
 	if member != nil {
-		cfg.Holds = member.node.Holds
+		cfg.Indexes.Holds = member.node.Holds
 	}
 	engine := ingest.New(st, embedder, indexDir, cfg, log)
 	if err := engine.Start(); err != nil {
