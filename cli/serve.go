@@ -29,10 +29,12 @@ import (
 	"github.com/docsift/docsift/websearch"
 
 	"github.com/docsift/docsift/admin"
+	"github.com/docsift/docsift/cluster"
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/pgstore"
 	"github.com/spf13/cobra"
 )
 
@@ -337,17 +339,18 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if err := firstStart(st, o.baseURL, out); err != nil {
 		return err
 	}
-	var member *clusterMember
+	var member *cluster.Member
 	if pg != nil {
 		if o.nodeURL == "" {
 			o.nodeURL = defaultNodeURL(o.addr)
 		}
-		if member, err = joinCluster(pg, o.nodeURL, log); err != nil {
+		if member, err = cluster.JoinMember(pg, o.nodeURL, pgstore.HeartbeatInterval, log); err != nil {
 			return err
 		}
+		log.Info("joined the cluster", "node", member.Node().ID(), "url", redact.URL(o.nodeURL), "live_nodes", len(member.Node().Live()))
 		// Deferred before the engine's shutdown, so it runs after it:
 		// the node leaves once its workers have stopped.
-		defer member.leave(context.Background())
+		defer member.Leave(context.Background())
 	}
 
 	embedder, err := o.models.chooseEmbedder(ctx, st, log)
@@ -389,7 +392,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		}
 	}
 	if member != nil {
-		cfg.Holds = member.node.Holds
+		cfg.Holds = member.Node().Holds
 	}
 	engine := ingest.New(st, embedder, indexDir, cfg, log)
 	if err := engine.Start(); err != nil {
@@ -397,7 +400,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	}
 	if member != nil {
 		clusterCtx, stopCluster := context.WithCancel(ctx)
-		wait := member.run(clusterCtx, engine)
+		wait := member.Run(clusterCtx, engine)
 		defer func() { stopCluster(); wait() }()
 	}
 	guard, err := o.webhooks.guard()
@@ -443,7 +446,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	scfg.Metrics = m
 	scfg.Drive = driveClient
 	if member != nil {
-		scfg.Cluster, scfg.RateBuckets = member.node, pg
+		scfg.Cluster, scfg.RateBuckets = member.Node(), pg
 	}
 	queries := search.New(engine, st, answerer, web, log)
 	queries.SetMetrics(m)
