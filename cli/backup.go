@@ -160,18 +160,6 @@ func writeFileAtomic[T any](path string, write func(io.Writer) (T, error)) (T, e
 	return v, os.Rename(tmp.Name(), path)
 }
 
-func sizeLabel(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	}
-	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-}
-
 // openExisting opens the store of a data dir that has one. store.Open
 // would create an empty one: a mistyped --data must not make a backup or a
 // health report of nothing. Data of an older docsift is upgraded only when

@@ -65,6 +65,20 @@ func (o *modelOptions) chooseEmbedder(ctx context.Context, st store.Backend, log
 	return em, nil
 }
 
+// standbyEmbedders are the embedders a server keeps besides the one it
+// chose: when Ollama was not usable at start (and not refused with
+// --embedder builtin), owners whose vectors came from it keep it, and
+// their jobs wait for it to come back.
+func (o *modelOptions) standbyEmbedders(chosen llm.Embedder, st store.Backend, log *slog.Logger) []llm.Embedder {
+	if _, isOllama := chosen.(*llm.OllamaEmbedder); isOllama || o.embedder == llm.ModeBuiltin {
+		return nil
+	}
+	if oe, err := o.standbyEmbedder(st, log); err == nil {
+		return []llm.Embedder{oe}
+	}
+	return nil
+}
+
 // standbyEmbedder is the Ollama embedder for owners indexed with it when
 // Ollama was not usable at start, named as those owners' vectors are.
 func (o *modelOptions) standbyEmbedder(st store.Backend, log *slog.Logger) (*llm.OllamaEmbedder, error) {
