@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -106,4 +108,45 @@ func defaultNodeURL(addr string) string {
 		}
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// openExisting opens the store of a data dir that has one. store.Open
+// would create an empty one: a mistyped --data must not make a backup or a
+// health report of nothing. Data of an older docsift is upgraded only when
+// upgrade is set (see openAsIs).
+func openExisting(data string, upgrade bool) (*store.Store, error) {
+	if isClusterDir(data) {
+		return nil, fmt.Errorf("%s is a cluster node's data directory: its records are in PostgreSQL; back them up and check them with PostgreSQL's own tools (pg_dump, a streaming replica), see docs/cluster.md", data)
+	}
+	if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, permissionDenied(data)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no docsift data in %s: give the --data of a server", data)
+		}
+		return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
+	}
+	if upgrade {
+		return store.Open(data)
+	}
+	return openAsIs(data)
+}
+
+// openAsIs opens a data dir's store without upgrading data of an older
+// docsift, which older versions would then refuse: a backup taken to go
+// back to the older version with, or a look at its health, must leave it
+// as it is.
+func openAsIs(data string) (*store.Store, error) {
+	st, err := store.OpenAsIs(data)
+	if errors.Is(err, store.ErrOlderData) {
+		return nil, fmt.Errorf("%s holds data of an older docsift (%v): use that version for this, or start `docsift serve --data %s` once to upgrade the data (older versions then refuse it)", data, err, data)
+	}
+	return st, err
+}
+
+// permissionDenied says that this user may not read a data dir, which
+// is there: an admin command run as another user than the server's.
+func permissionDenied(data string) error {
+	return fmt.Errorf("this user may not read the data directory %s (permission denied): run the command as the user docsift serves as, e.g. sudo -u docsift docsift …", data)
 }
