@@ -37,10 +37,10 @@ type Engine interface {
 	CatchUpAll() error
 }
 
-// RateBucketIdle is how long a rate limit's unused bucket is kept in the
+// rateBucketIdle is how long a rate limit's unused bucket is kept in the
 // store (it is full again long before) and how often they are swept;
 // every node sweeps, and a sweep is one DELETE.
-const RateBucketIdle = 10 * time.Minute
+const rateBucketIdle = 10 * time.Minute
 
 // catchUpRetry is how soon a catch-up that failed is tried again.
 const catchUpRetry = time.Second
@@ -55,14 +55,14 @@ type Member struct {
 	log    *slog.Logger
 
 	// How soon a failed catch-up is tried again, and how often idle rate
-	// buckets are swept (RateBucketIdle); tests shorten them.
+	// buckets are swept (rateBucketIdle); tests shorten them.
 	retry, sweepEvery time.Duration
 }
 
 // JoinMember registers this process, reachable by the other nodes at url,
 // and heartbeats every interval (see Join).
 func JoinMember(st Store, url string, interval time.Duration, log *slog.Logger) (*Member, error) {
-	m := &Member{store: st, log: log, retry: catchUpRetry, sweepEvery: RateBucketIdle}
+	m := &Member{store: st, log: log, retry: catchUpRetry, sweepEvery: rateBucketIdle}
 	node, err := Join(st, url, interval, m.placementChanged, log)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func (m *Member) Run(ctx context.Context, e Engine) (wait func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if _, err := m.store.SweepRateBuckets(RateBucketIdle); err != nil {
+				if _, err := m.store.SweepRateBuckets(rateBucketIdle); err != nil {
 					m.log.Warn("removing idle rate-limit buckets failed", "err", err)
 				}
 			}

@@ -218,8 +218,8 @@ func TestMemberSweepsRateBuckets(t *testing.T) {
 	defer func() { cancel(); wait(); m.Leave(context.Background()) }()
 	select {
 	case idle := <-st.swept:
-		if idle != RateBucketIdle {
-			t.Errorf("swept buckets idle for %v, want %v", idle, RateBucketIdle)
+		if idle != rateBucketIdle {
+			t.Errorf("swept buckets idle for %v, want %v", idle, rateBucketIdle)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no sweep")
