@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,14 +33,15 @@ directory is opened directly. Restore it with docsift restore.`,
 			if st, err := os.Stat(out); err == nil && st.IsDir() {
 				return fmt.Errorf("--out %s is a directory: name the file to write, like %s", out, filepath.Join(out, "docsift-backup.tar"))
 			}
-			sweepUnfinished(out, cmd.ErrOrStderr())
+			for _, f := range admin.SweepUnfinished(out) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "removed %s (%s), left by a backup that was killed\n", f.Path, sizeLabel(f.Size))
+			}
 			// A stop (Ctrl-C, SIGTERM) ends the backup as a failure, so
 			// that its unfinished file is removed.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			start := time.Now()
-			m, err := writeFileAtomic(out, func(w io.Writer) (*admin.Manifest, error) {
-				w = ctxWriter{ctx, w}
+			m, err := admin.WriteBackupFile(ctx, out, func(w io.Writer) (*admin.Manifest, error) {
 				if c, err := admin.Dial(data); err == nil {
 					m, err := c.Backup(ctx, w)
 					if err == nil {
@@ -69,56 +69,4 @@ directory is opened directly. Restore it with docsift restore.`,
 	cmd.Flags().StringVar(&data, "data", defaultDataDir, "data directory")
 	cmd.Flags().StringVar(&out, "out", "", "file to write")
 	return cmd
-}
-
-// ctxWriter fails its writes once ctx ends.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
-}
-
-// unfinishedAge is how long the temporary file of a backup must have gone
-// unwritten to be taken for one a killed backup left: a running backup
-// writes its file continually.
-const unfinishedAge = 10 * time.Minute
-
-// sweepUnfinished removes the temporary files that backups to path killed
-// before they could (kill -9, a crash) left beside it, and says so.
-func sweepUnfinished(path string, w io.Writer) {
-	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
-	for _, f := range left {
-		if st, err := os.Stat(f); err == nil && time.Since(st.ModTime()) > unfinishedAge && os.Remove(f) == nil {
-			fmt.Fprintf(w, "removed %s (%s), left by a backup that was killed\n", f, sizeLabel(st.Size()))
-		}
-	}
-}
-
-// writeFileAtomic writes path through write: to a temporary file beside it,
-// synced and renamed into place once write succeeded, so a failed or cut
-// backup never leaves a file that looks whole.
-func writeFileAtomic[T any](path string, write func(io.Writer) (T, error)) (T, error) {
-	var zero T
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return zero, err
-	}
-	defer os.Remove(tmp.Name()) // after the rename: nothing there
-	v, err := write(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return zero, err
-	}
-	return v, os.Rename(tmp.Name(), path)
 }
