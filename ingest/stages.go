@@ -285,7 +285,7 @@ func (d *docRun) addVectors(batch []pendingText, vecs [][]float32) error {
 			entries = append(entries, d.entry(j, vectors[i]))
 			last = max(last, newSeqs[i])
 		}
-		e.indexes.noteWaiting(owner, nil, removed)
+		e.indexes.NoteWaiting(owner, nil, removed)
 		return last, x.Add(entries...)
 	})
 }
@@ -309,7 +309,7 @@ func (e *Engine) dropChunks(doc *store.Document) error {
 			return 0, nil // deleted meanwhile, chunks and all
 		}
 		x.Delete(removed...)
-		e.indexes.noteWaiting(doc.OwnerID, nil, removed)
+		e.indexes.NoteWaiting(doc.OwnerID, nil, removed)
 		return 0, err
 	})
 }

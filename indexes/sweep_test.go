@@ -1,4 +1,4 @@
-package ingest
+package indexes
 
 import (
 	"os"
@@ -32,7 +32,7 @@ func TestIndexStaleSnapshotTempsRemoved(t *testing.T) {
 		stale = append(stale, filepath.Base(f.Name()))
 	}
 
-	NewIndexes(nil, dir, "m", func() int { return 2 }, quietLog())
+	New(newMemSource(), dir, "m", func() int { return 2 }, Options{}, quietLog())
 
 	entries, err := os.ReadDir(dir)
 	if err != nil {

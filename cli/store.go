@@ -1,20 +1,15 @@
 package cli
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"log/slog"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
-	"time"
 
-	"github.com/docsift/docsift/cluster"
-	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/store"
 	"github.com/docsift/docsift/store/pgstore"
@@ -115,136 +110,43 @@ func defaultNodeURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// rateBucketIdle is how long a rate limit's unused bucket is kept in the
-// database (it is full again long before) and how often they are swept;
-// every node sweeps, and a sweep is one DELETE.
-const rateBucketIdle = 10 * time.Minute
-
-// catchUpRetry is how soon a catch-up that failed is tried again.
-const catchUpRetry = time.Second
-
-// clusterMember is this process as a node of a cluster: it joins before
-// the engine starts (so that placement counts it before it claims jobs),
-// and is tied to the engine once there is one.
-type clusterMember struct {
-	node   *cluster.Node
-	pg     *pgstore.Store
-	engine atomic.Pointer[ingest.Engine]
-	log    *slog.Logger
-}
-
-func joinCluster(pg *pgstore.Store, url string, log *slog.Logger) (*clusterMember, error) {
-	m := &clusterMember{pg: pg, log: log}
-	node, err := cluster.Join(pg, url, pgstore.HeartbeatInterval, m.placementChanged, log)
-	if err != nil {
-		return nil, err
+// openExisting opens the store of a data dir that has one. store.Open
+// would create an empty one: a mistyped --data must not make a backup or a
+// health report of nothing. Data of an older docsift is upgraded only when
+// upgrade is set (see openAsIs).
+func openExisting(data string, upgrade bool) (*store.Store, error) {
+	if isClusterDir(data) {
+		return nil, fmt.Errorf("%s is a cluster node's data directory: its records are in PostgreSQL; back them up and check them with PostgreSQL's own tools (pg_dump, a streaming replica), see docs/cluster.md", data)
 	}
-	m.node = node
-	log.Info("joined the cluster", "node", node.ID(), "url", redact.URL(url), "live_nodes", len(node.Live()))
-	return m, nil
-}
-
-func (m *clusterMember) placementChanged() {
-	if e := m.engine.Load(); e != nil {
-		e.PlacementChanged()
-	}
-}
-
-// run ties the engine to the cluster until ctx ends: other nodes' new and
-// ended jobs wake it, and their changes to the chunks of owners it holds
-// are caught up, one owner at a time, each change coalesced with those
-// that arrive while it waits.
-func (m *clusterMember) run(ctx context.Context, e *ingest.Engine) (wait func()) {
-	m.engine.Store(e)
-	var mu sync.Mutex
-	pending := map[string]bool{}
-	all := false
-	kick := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(rateBucketIdle)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := m.pg.SweepRateBuckets(rateBucketIdle); err != nil {
-					m.log.Warn("removing idle rate-limit buckets failed", "err", err)
-				}
-			}
+	if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, permissionDenied(data)
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		m.pg.Listen(ctx, m.log, func(owner, from string) {
-			if from == m.node.ID() {
-				return // our own change, already in our index
-			}
-			mu.Lock()
-			if owner == "" {
-				all = true
-			} else {
-				pending[owner] = true
-			}
-			mu.Unlock()
-			select {
-			case kick <- struct{}{}:
-			default:
-			}
-		}, func(_, owner string) { e.JobsChanged(owner) })
-	}()
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-kick:
-			}
-			mu.Lock()
-			owners, everyone := pending, all
-			pending, all = map[string]bool{}, false
-			mu.Unlock()
-			failed := false
-			if everyone {
-				if err := e.CatchUpAll(); err != nil {
-					m.log.Warn("catching up with other nodes' changes failed; trying again", "err", err)
-					mu.Lock()
-					all, failed = true, true
-					mu.Unlock()
-				}
-			} else {
-				for owner := range owners {
-					if err := e.CatchUp(owner); err != nil {
-						m.log.Warn("catching up with another node's change failed; trying again", "owner", owner, "err", err)
-						mu.Lock()
-						pending[owner], failed = true, true
-						mu.Unlock()
-					}
-				}
-			}
-			if failed {
-				// The store is likely down a moment: look again soon,
-				// notification or not.
-				time.AfterFunc(catchUpRetry, func() {
-					select {
-					case kick <- struct{}{}:
-					default:
-					}
-				})
-			}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no docsift data in %s: give the --data of a server", data)
 		}
-	}()
-	return wg.Wait
+		return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
+	}
+	if upgrade {
+		return store.Open(data)
+	}
+	return openAsIs(data)
 }
 
-// leave takes the node out of the cluster at a clean shutdown, once its
-// workers have stopped.
-func (m *clusterMember) leave(ctx context.Context) {
-	if err := m.node.Leave(ctx); err != nil {
-		m.log.Warn("leaving the cluster failed; the other nodes take over when its heartbeat ages", "err", err)
+// openAsIs opens a data dir's store without upgrading data of an older
+// docsift, which older versions would then refuse: a backup taken to go
+// back to the older version with, or a look at its health, must leave it
+// as it is.
+func openAsIs(data string) (*store.Store, error) {
+	st, err := store.OpenAsIs(data)
+	if errors.Is(err, store.ErrOlderData) {
+		return nil, fmt.Errorf("%s holds data of an older docsift (%v): use that version for this, or start `docsift serve --data %s` once to upgrade the data (older versions then refuse it)", data, err, data)
 	}
+	return st, err
+}
+
+// permissionDenied says that this user may not read a data dir, which
+// is there: an admin command run as another user than the server's.
+func permissionDenied(data string) error {
+	return fmt.Errorf("this user may not read the data directory %s (permission denied): run the command as the user docsift serves as, e.g. sudo -u docsift docsift …", data)
 }

@@ -1,8 +1,7 @@
-package ingest
+package indexes
 
 import (
 	"fmt"
-	"path/filepath"
 	"runtime/metrics"
 	"slices"
 	"sync"
@@ -10,25 +9,11 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/index"
-	"github.com/docsift/docsift/store"
 )
 
 // stuckLimit is how long a test lets a search run before calling it stuck
 // behind a commit. It detects a failure; nothing waits for it to pass.
 const stuckLimit = 10 * time.Second
-
-// testIndexes returns a registry over a fresh store whose owners take
-// 2-dimensional vectors of model "m".
-func testIndexes(t *testing.T) *Indexes {
-	t.Helper()
-	dir := t.TempDir()
-	st, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return NewIndexes(st, filepath.Join(dir, "index"), "m", func() int { return 2 }, quietLog())
-}
 
 // chunkEntries returns entries first, first+1, … first+n-1 about text.
 func chunkEntries(first uint64, n int, text string) []index.Entry {
@@ -50,7 +35,7 @@ func ids(es []index.Entry) []uint64 {
 // searchOwner gets owner's index and searches it on another goroutine, and
 // fails the test if that does not finish within stuckLimit. It returns the
 // hits' IDs in ascending order.
-func searchOwner(t *testing.T, r *Indexes, owner string, q index.Query) []uint64 {
+func searchOwner(t *testing.T, r *Set, owner string, q index.Query) []uint64 {
 	t.Helper()
 	type result struct {
 		hits []index.Hit
@@ -215,7 +200,8 @@ func TestSnapshotOfManyOwnersCollectsOnce(t *testing.T) {
 // s one at a time), and every owner is saved all the same; the periodic
 // passes, beside searches and uploads, save one at a time.
 func TestStopSavesOwnersTogether(t *testing.T) {
-	r := testIndexes(t)
+	var saving func(string)
+	r := testSet(t, newMemSource(), Options{Saving: func(owner string) { saving(owner) }})
 	const owners = 20
 	update := func(round uint64) {
 		for i := range owners {
@@ -228,7 +214,7 @@ func TestStopSavesOwnersTogether(t *testing.T) {
 	inFlight, most, released := 0, 0, false
 	second := make(chan struct{})
 	patience := 5 * time.Second
-	r.saveWriting = func() {
+	saving = func(string) {
 		mu.Lock()
 		inFlight++
 		most = max(most, inFlight)
