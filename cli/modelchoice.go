@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/store"
 	"github.com/spf13/pflag"
 )
@@ -15,20 +16,20 @@ import (
 // modelOptions are the flags that say which models docsift uses.
 type modelOptions struct {
 	embedder, answerer string
-	ollama             llm.OllamaConfig
+	ollama             ollama.Config
 }
 
 // register adds the flags; embedder is the --embedder default (auto for a
 // server, builtin where reproducible figures matter more).
 func (o *modelOptions) register(f *pflag.FlagSet, withAnswerer bool, embedder string) {
 	f.StringVar(&o.embedder, "embedder", embedder, "auto, ollama or builtin: auto uses Ollama when it answers and has the model")
-	f.StringVar(&o.ollama.URL, "ollama-url", llm.OllamaURLFromEnv(), "Ollama's address, or several comma-separated serving the same models: ingest spreads over them, queries go to the least busy ($OLLAMA_HOST sets the default)")
-	f.StringVar(&o.ollama.EmbedModel, "embed-model", llm.DefaultEmbedModel, "Ollama embedding model")
-	f.IntVar(&o.ollama.BatchSize, "embed-batch", llm.DefaultOllamaBatchSize, "most texts per Ollama embedding call (each call carries what the model embeds in about 0.5 s, up to this)")
-	f.DurationVar(&o.ollama.Timeout, "ollama-timeout", llm.DefaultOllamaTimeout, "deadline of each Ollama call")
+	f.StringVar(&o.ollama.URL, "ollama-url", ollama.URLFromEnv(), "Ollama's address, or several comma-separated serving the same models: ingest spreads over them, queries go to the least busy ($OLLAMA_HOST sets the default)")
+	f.StringVar(&o.ollama.EmbedModel, "embed-model", ollama.DefaultEmbedModel, "Ollama embedding model")
+	f.IntVar(&o.ollama.BatchSize, "embed-batch", ollama.DefaultBatchSize, "most texts per Ollama embedding call (each call carries what the model embeds in about 0.5 s, up to this)")
+	f.DurationVar(&o.ollama.Timeout, "ollama-timeout", ollama.DefaultTimeout, "deadline of each Ollama call")
 	if withAnswerer {
 		f.StringVar(&o.answerer, "answerer", llm.ModeAuto, "auto, ollama or extractive: auto uses Ollama's chat model when it answers and has it")
-		f.StringVar(&o.ollama.ChatModel, "chat-model", llm.DefaultChatModel, "Ollama chat model for answers")
+		f.StringVar(&o.ollama.ChatModel, "chat-model", ollama.DefaultChatModel, "Ollama chat model for answers")
 	}
 }
 
@@ -36,11 +37,11 @@ func (o *modelOptions) register(f *pflag.FlagSet, withAnswerer bool, embedder st
 // Ollama was down at start, the dimension its model has in the store is
 // told to the embedder, so a changed model is still refused.
 func (o *modelOptions) chooseEmbedder(ctx context.Context, st store.Backend, log *slog.Logger) (llm.Embedder, error) {
-	em, why, err := llm.ChooseEmbedder(ctx, o.embedder, o.ollama)
+	em, why, err := llm.ChooseEmbedder(ctx, o.embedder, ollama.RemoteEmbedder(o.ollama))
 	if err != nil {
 		return nil, err
 	}
-	if oe, ok := em.(*llm.OllamaEmbedder); ok && st != nil {
+	if oe, ok := em.(*ollama.Embedder); ok && st != nil {
 		owners, err := st.Owners()
 		if err != nil {
 			return nil, err
@@ -66,7 +67,7 @@ func (o *modelOptions) chooseEmbedder(ctx context.Context, st store.Backend, log
 // --embedder builtin), owners whose vectors came from it keep it, and
 // their jobs wait for it to come back.
 func (o *modelOptions) standbyEmbedders(chosen llm.Embedder, st store.Backend, log *slog.Logger) []llm.Embedder {
-	if _, isOllama := chosen.(*llm.OllamaEmbedder); isOllama || o.embedder == llm.ModeBuiltin {
+	if _, isOllama := chosen.(*ollama.Embedder); isOllama || o.embedder == llm.ModeBuiltin {
 		return nil
 	}
 	if oe, err := o.standbyEmbedder(st, log); err == nil {
@@ -77,8 +78,8 @@ func (o *modelOptions) standbyEmbedders(chosen llm.Embedder, st store.Backend, l
 
 // standbyEmbedder is the Ollama embedder for owners indexed with it when
 // Ollama was not usable at start, named as those owners' vectors are.
-func (o *modelOptions) standbyEmbedder(st store.Backend, log *slog.Logger) (*llm.OllamaEmbedder, error) {
-	oe, err := llm.NewOllamaEmbedder(o.ollama)
+func (o *modelOptions) standbyEmbedder(st store.Backend, log *slog.Logger) (*ollama.Embedder, error) {
+	oe, err := ollama.NewEmbedder(o.ollama)
 	if err != nil {
 		return nil, err
 	}
@@ -99,14 +100,14 @@ func (o *modelOptions) standbyEmbedder(st store.Backend, log *slog.Logger) (*llm
 // recorded under, in whatever spelling ("ollama:TinyEmbed" is served by
 // tinyembed:latest). With Ollama down at start (no digest) the digest key
 // most owners use is taken.
-func ollamaModelKey(oe *llm.OllamaEmbedder, owners map[string]store.OwnerModel, log *slog.Logger) string {
+func ollamaModelKey(oe *ollama.Embedder, owners map[string]store.OwnerModel, log *slog.Logger) string {
 	nameKey, digestKey := oe.NameKey(), oe.DigestKey()
 	named, keyed := map[string]int{}, map[string]int{} // owners by recorded key
 	for _, om := range owners {
 		for _, m := range []string{om.Model, om.Next} {
 			name, digest, hasDigest := strings.Cut(strings.TrimPrefix(m, "ollama:"), "@")
 			switch {
-			case !strings.HasPrefix(m, "ollama:") || "ollama:"+llm.CanonicalModelName(name) != nameKey:
+			case !strings.HasPrefix(m, "ollama:") || "ollama:"+ollama.CanonicalModelName(name) != nameKey:
 			case hasDigest && digest != "":
 				keyed[m]++
 			default:
@@ -169,7 +170,7 @@ func logEmbedSpeed(ctx context.Context, em llm.Embedder, log *slog.Logger) {
 }
 
 func (o *modelOptions) chooseAnswerer(ctx context.Context, log *slog.Logger) (llm.Answerer, error) {
-	a, why, err := llm.ChooseAnswerer(ctx, o.answerer, o.ollama)
+	a, why, err := llm.ChooseAnswerer(ctx, o.answerer, ollama.RemoteAnswerer(o.ollama))
 	if err != nil {
 		return nil, err
 	}

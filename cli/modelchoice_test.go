@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/docsift/docsift/internal/ollamatest"
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/store"
 )
 
@@ -18,8 +18,8 @@ import (
 func TestOllamaModelKey(t *testing.T) {
 	ol := ollamatest.New(t, ollamatest.Model{Name: "tinyembed", Dim: 8})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	embedder := func(name string, check bool) *llm.OllamaEmbedder {
-		e, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: ol.URL, EmbedModel: name})
+	embedder := func(name string, check bool) *ollama.Embedder {
+		e, err := ollama.NewEmbedder(ollama.Config{URL: ol.URL, EmbedModel: name})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/docsift/docsift/internal/progress"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +27,7 @@ server cannot reach it, copy the models from a machine that can, or build
 them with ` + "`ollama create`" + `; the error says how.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			clients, err := llm.NewOllamaClients(o.ollama)
+			clients, err := ollama.NewClients(o.ollama)
 			if err != nil {
 				return err
 			}
@@ -58,7 +59,7 @@ them with ` + "`ollama create`" + `; the error says how.`,
 
 // pullModels pulls models into one server, skipping those it has unless
 // update.
-func pullModels(cmd *cobra.Command, c *llm.OllamaClient, models []string, update bool) error {
+func pullModels(cmd *cobra.Command, c *ollama.Client, models []string, update bool) error {
 	for _, m := range models {
 		err := c.HasModel(cmd.Context(), m)
 		var missing *llm.ModelNotFoundError
@@ -71,8 +72,8 @@ func pullModels(cmd *cobra.Command, c *llm.OllamaClient, models []string, update
 			continue
 		}
 		if err := pullModel(cmd, c, m); err != nil {
-			if have && errors.Is(err, llm.ErrRegistryUnreachable) {
-				return fmt.Errorf("%s: not updated, and the copy Ollama at %s has stays in use: %w", m, c, llm.ErrRegistryUnreachable)
+			if have && errors.Is(err, ollama.ErrRegistryUnreachable) {
+				return fmt.Errorf("%s: not updated, and the copy Ollama at %s has stays in use: %w", m, c, ollama.ErrRegistryUnreachable)
 			}
 			return err
 		}
@@ -85,7 +86,7 @@ func pullModels(cmd *cobra.Command, c *llm.OllamaClient, models []string, update
 // registry the error says how to install the model without it: a pull asks
 // the registry even for a model that is present, so an air-gapped server
 // gets its models by copying or building them.
-func pullModel(cmd *cobra.Command, c *llm.OllamaClient, m string) error {
+func pullModel(cmd *cobra.Command, c *ollama.Client, m string) error {
 	fmt.Fprintf(cmd.ErrOrStderr(), "pulling %s from Ollama at %s\n", m, c)
 	var bar *progress.Bar
 	var total int64
@@ -98,7 +99,7 @@ func pullModel(cmd *cobra.Command, c *llm.OllamaClient, m string) error {
 		bar.Set(int(done >> 20))
 	})
 	bar.Done()
-	if errors.Is(err, llm.ErrRegistryUnreachable) {
+	if errors.Is(err, ollama.ErrRegistryUnreachable) {
 		//nolint:staticcheck // a message of several lines for the terminal, its last a sentence
 		return fmt.Errorf(`%w
 

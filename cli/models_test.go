@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/docsift/docsift/internal/ollamatest"
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 )
 
 const (
@@ -22,7 +22,7 @@ func TestModelsPull(t *testing.T) {
 	if !strings.Contains(out, testEmbedModel+": ready") || !strings.Contains(out, testChatModel+": ready") {
 		t.Fatalf("models pull printed %q", out)
 	}
-	c, _ := llm.NewOllamaClient(llm.OllamaConfig{URL: ol.URL})
+	c, _ := ollama.NewClient(ollama.Config{URL: ol.URL})
 	if err := c.Check(context.Background(), testEmbedModel, testChatModel); err != nil {
 		t.Fatalf("after pull: %v", err)
 	}

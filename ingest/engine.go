@@ -60,7 +60,7 @@ const (
 // flight, 4,450–4,500 with 256 and 4,500–4,700 with 512. The text bound is what keeps their
 // memory small whatever their size: a job holds its text, its chunks (as
 // much again), their vectors (1.5 KB a chunk of some 1,500 bytes) and the
-// terms the built-in embedder cut for the index (2.5 times the text on
+// analyses the built-in embedder made for the index (2.5 times the text on
 // MS MARCO), some five and a half times its text, so at most ~44 MiB in
 // all; 512 passages of MS MARCO's size hold under 4 MiB.
 const (

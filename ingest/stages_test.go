@@ -18,7 +18,7 @@ import (
 
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/internal/ollamatest"
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
 )
@@ -164,7 +164,7 @@ func startGatedNodeWith(t *testing.T, dir string, gate *embedGate, model string)
 	}
 	// Held requests must outlast the test's look at them: the client's
 	// own time limit is not what is tested.
-	em, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: gate.URL, EmbedModel: model, Timeout: 5 * time.Minute})
+	em, err := ollama.NewEmbedder(ollama.Config{URL: gate.URL, EmbedModel: model, Timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/internal/ollamareal"
+	"github.com/docsift/docsift/llm"
 )
 
 // BenchmarkRealOllamaQueryDuringIngest measures how long a query's
@@ -25,14 +26,14 @@ import (
 func BenchmarkRealOllamaQueryDuringIngest(b *testing.B) {
 	srv := ollamareal.StartConfig(b, ollamareal.Config{Models: []ollamareal.Model{ollamareal.NomicSized}})
 	ctx := context.Background()
-	e, err := NewOllamaEmbedder(OllamaConfig{URL: srv.URL, EmbedModel: ollamareal.NomicSized.Name, Timeout: 30 * time.Minute})
+	e, err := NewEmbedder(Config{URL: srv.URL, EmbedModel: ollamareal.NomicSized.Name, Timeout: 30 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := e.Check(ctx); err != nil {
 		b.Fatal(err)
 	}
-	perSec, err := MeasureEmbedSpeed(ctx, e)
+	perSec, err := llm.MeasureEmbedSpeed(ctx, e)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func BenchmarkRealOllamaQueryDuringIngest(b *testing.B) {
 	// The reference, in the same run: each worker with an embedder of its
 	// own, so that two batches are in flight at once, as when every
 	// ingest worker sent its batches regardless of the others.
-	other, err := NewOllamaEmbedder(OllamaConfig{URL: srv.URL, EmbedModel: ollamareal.NomicSized.Name, Timeout: 30 * time.Minute})
+	other, err := NewEmbedder(Config{URL: srv.URL, EmbedModel: ollamareal.NomicSized.Name, Timeout: 30 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,15 +67,15 @@ func BenchmarkRealOllamaQueryDuringIngest(b *testing.B) {
 		b.ReportMetric(alone[1].Seconds(), "s/query-alone")
 		// Teach the batch sizers the model's speed, as a running server's
 		// earlier batches would have.
-		for _, em := range []*OllamaEmbedder{e, other} {
+		for _, em := range []*Embedder{e, other} {
 			if _, err := em.Embed(ctx, benchInputs(1000, 4)); err != nil {
 				b.Fatal(err)
 			}
 		}
 		for _, run := range []struct {
 			name    string
-			workers [2]*OllamaEmbedder
-		}{{"gated", [2]*OllamaEmbedder{e, e}}, {"ungated", [2]*OllamaEmbedder{e, other}}} {
+			workers [2]*Embedder
+		}{{"gated", [2]*Embedder{e, e}}, {"ungated", [2]*Embedder{e, other}}} {
 			done := make(chan struct{})
 			var wg sync.WaitGroup
 			for w, em := range run.workers {

@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -9,18 +9,18 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/docsift/docsift/internal/redact"
+	"github.com/docsift/docsift/llm"
 	"github.com/ollama/ollama/api"
 )
 
 const (
-	// DefaultOllamaURL is where `ollama serve` listens unless told otherwise.
-	DefaultOllamaURL = "http://127.0.0.1:11434"
+	// DefaultURL is where `ollama serve` listens unless told otherwise.
+	DefaultURL = "http://127.0.0.1:11434"
 
 	// DefaultEmbedModel is snowflake-arctic-embed:xs: 22M parameters, 384
 	// dimensions, a 512-token context that holds a typical chunk (about 300
@@ -32,7 +32,7 @@ const (
 	// indexing waits on the embedder, that is the better trade; users with
 	// a GPU or a few documents can take nomic-embed-text with
 	// --embed-model. all-minilm is as fast but scores 41.95, and its
-	// authors cut inputs at 256 word pieces, less than a chunk.
+	// authors truncate inputs at 256 word pieces, less than a chunk.
 	DefaultEmbedModel = "snowflake-arctic-embed:xs"
 
 	// DefaultChatModel is qwen2.5:1.5b: about 1 GB, fast enough on a CPU to
@@ -42,34 +42,34 @@ const (
 	// better answers from qwen2.5:7b or llama3.1:8b with --chat-model.
 	DefaultChatModel = "qwen2.5:1.5b"
 
-	// DefaultOllamaBatchSize is the most texts that go into one /api/embed
+	// DefaultBatchSize is the most texts that go into one /api/embed
 	// call: enough to amortise the request for a fast model or a GPU.
 	// Below it, batches are sized by the model's measured speed to take
-	// about half a second each (see ollama_batch.go), so that a slow model
+	// about half a second each (see batch.go), so that a slow model
 	// on a CPU gets small batches and a query never waits long behind
 	// them.
-	DefaultOllamaBatchSize = 32
+	DefaultBatchSize = 32
 
-	// DefaultOllamaTimeout bounds every call. It is generous because the
+	// DefaultTimeout bounds every call. It is generous because the
 	// first call after Ollama starts loads the model from disk, and a CPU
 	// writes a paragraph-long answer in tens of seconds.
-	DefaultOllamaTimeout = 2 * time.Minute
+	DefaultTimeout = 2 * time.Minute
 
-	// ollamaDefaultPort is the port Ollama's own clients assume when
+	// defaultPort is the port Ollama's own clients assume when
 	// OLLAMA_HOST names only a host.
-	ollamaDefaultPort = "11434"
+	defaultPort = "11434"
 )
 
-// OllamaConfig says where Ollama is and which models to use. The zero value
+// Config says where Ollama is and which models to use. The zero value
 // works: every empty field takes its default.
-type OllamaConfig struct {
+type Config struct {
 	// URL is one Ollama server or several, comma-separated; default:
-	// OLLAMA_HOST, else DefaultOllamaURL. With several, ingest spreads its
+	// OLLAMA_HOST, else DefaultURL. With several, ingest spreads its
 	// batches over them and each query goes to the least busy one.
 	URL        string
 	EmbedModel string // default: DefaultEmbedModel
 	ChatModel  string // default: DefaultChatModel
-	BatchSize  int    // texts per /api/embed call; default DefaultOllamaBatchSize
+	BatchSize  int    // texts per /api/embed call; default DefaultBatchSize
 	// Timeout bounds each call (one embedding batch, one answer, one probe).
 	// For a model pull it bounds the wait for the next progress line, since
 	// a whole download may rightly take an hour.
@@ -79,9 +79,9 @@ type OllamaConfig struct {
 
 // WithDefaults returns c with every empty field set to its default, as the
 // constructors use it: what start-up logs and `docsift models pull` show.
-func (c OllamaConfig) WithDefaults() OllamaConfig {
+func (c Config) WithDefaults() Config {
 	if c.URL == "" {
-		c.URL = OllamaURLFromEnv()
+		c.URL = URLFromEnv()
 	}
 	if c.EmbedModel == "" {
 		c.EmbedModel = DefaultEmbedModel
@@ -90,36 +90,36 @@ func (c OllamaConfig) WithDefaults() OllamaConfig {
 		c.ChatModel = DefaultChatModel
 	}
 	if c.BatchSize <= 0 {
-		c.BatchSize = DefaultOllamaBatchSize
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.Timeout <= 0 {
-		c.Timeout = DefaultOllamaTimeout
+		c.Timeout = DefaultTimeout
 	}
 	if c.HTTPClient == nil {
 		// Deadlines come from contexts, per call; a Client.Timeout would
-		// also cut a long model pull short.
+		// also end a long model pull early.
 		c.HTTPClient = &http.Client{}
 	}
 	return c
 }
 
-// OllamaURLFromEnv returns OLLAMA_HOST, the variable Ollama's own tools read,
-// or DefaultOllamaURL when it is unset.
-func OllamaURLFromEnv() string {
+// URLFromEnv returns OLLAMA_HOST, the variable Ollama's own tools read,
+// or DefaultURL when it is unset.
+func URLFromEnv() string {
 	if h := strings.TrimSpace(os.Getenv("OLLAMA_HOST")); h != "" {
 		return h
 	}
-	return DefaultOllamaURL
+	return DefaultURL
 }
 
-// parseOllamaURL accepts what users write in OLLAMA_HOST: a full URL, a
+// parseURL accepts what users write in OLLAMA_HOST: a full URL, a
 // host:port, or a bare host (which means port 11434, as for Ollama itself).
-func parseOllamaURL(s string) (*url.URL, error) {
+func parseURL(s string) (*url.URL, error) {
 	s = strings.TrimSpace(s)
 	if !strings.Contains(s, "://") {
 		host, _, _ := strings.Cut(s, "/")
 		if _, _, err := net.SplitHostPort(host); err != nil {
-			s = strings.Replace(s, host, net.JoinHostPort(strings.Trim(host, "[]"), ollamaDefaultPort), 1)
+			s = strings.Replace(s, host, net.JoinHostPort(strings.Trim(host, "[]"), defaultPort), 1)
 		}
 		s = "http://" + s
 	}
@@ -139,10 +139,10 @@ func parseOllamaURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// OllamaClient is a connection to one Ollama server: health checks and model
+// Client is a connection to one Ollama server: health checks and model
 // management. The embedder and answerer each hold one per server, and keep
-// in it how busy and how healthy that server is (see ollama_endpoints.go).
-type OllamaClient struct {
+// in it how busy and how healthy that server is (see endpoints.go).
+type Client struct {
 	api     *api.Client
 	url     string
 	shown   string // url without its password, for messages and logs
@@ -151,11 +151,11 @@ type OllamaClient struct {
 	health endpointHealth
 }
 
-// NewOllamaClient checks cfg and returns a client of its one server (cfg.URL
-// naming several is an error: NewOllamaClients takes them). It does no I/O:
+// NewClient checks cfg and returns a client of its one server (cfg.URL
+// naming several is an error: NewClients takes them). It does no I/O:
 // Ollama may start after docsift does.
-func NewOllamaClient(cfg OllamaConfig) (*OllamaClient, error) {
-	cs, err := NewOllamaClients(cfg)
+func NewClient(cfg Config) (*Client, error) {
+	cs, err := NewClients(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -165,31 +165,31 @@ func NewOllamaClient(cfg OllamaConfig) (*OllamaClient, error) {
 	return cs[0], nil
 }
 
-// NewOllamaClients returns a client per server cfg.URL names (a
+// NewClients returns a client per server cfg.URL names (a
 // comma-separated list). It does no I/O.
-func NewOllamaClients(cfg OllamaConfig) ([]*OllamaClient, error) {
+func NewClients(cfg Config) ([]*Client, error) {
 	cfg = cfg.WithDefaults()
-	urls, err := parseOllamaURLs(cfg.URL)
+	urls, err := parseURLs(cfg.URL)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*OllamaClient, len(urls))
+	out := make([]*Client, len(urls))
 	for i, u := range urls {
-		out[i] = &OllamaClient{api: api.NewClient(u, cfg.HTTPClient), url: u.String(), shown: redact.URL(u.String()), timeout: cfg.Timeout}
+		out[i] = &Client{api: api.NewClient(u, cfg.HTTPClient), url: u.String(), shown: redact.URL(u.String()), timeout: cfg.Timeout}
 	}
 	return out, nil
 }
 
 // URL is the server's base URL, with its credentials if it has any: for
 // connecting to it.
-func (c *OllamaClient) URL() string { return c.url }
+func (c *Client) URL() string { return c.url }
 
 // String is the server's base URL without its password, for messages.
-func (c *OllamaClient) String() string { return c.shown }
+func (c *Client) String() string { return c.shown }
 
 // Version returns the server's version; it is the cheapest proof that the
 // server is up.
-func (c *OllamaClient) Version(ctx context.Context) (string, error) {
+func (c *Client) Version(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	v, err := c.api.Version(ctx)
@@ -201,7 +201,7 @@ func (c *OllamaClient) Version(ctx context.Context) (string, error) {
 
 // Check reports whether the server answers and has every named model, with
 // an error that says what to run when not.
-func (c *OllamaClient) Check(ctx context.Context, models ...string) error {
+func (c *Client) Check(ctx context.Context, models ...string) error {
 	if _, err := c.Version(ctx); err != nil {
 		return err
 	}
@@ -213,11 +213,11 @@ func (c *OllamaClient) Check(ctx context.Context, models ...string) error {
 	return nil
 }
 
-// HasModel returns nil when model is pulled, a *ModelNotFoundError when it is
+// HasModel returns nil when model is pulled, a *llm.ModelNotFoundError when it is
 // not, and another error when the server could not say. It asks /api/show
 // rather than scanning /api/tags so that Ollama itself resolves the name
 // ("nomic-embed-text" is "nomic-embed-text:latest").
-func (c *OllamaClient) HasModel(ctx context.Context, model string) error {
+func (c *Client) HasModel(ctx context.Context, model string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if _, err := c.api.Show(ctx, &api.ShowRequest{Model: model}); err != nil {
@@ -230,7 +230,7 @@ func (c *OllamaClient) HasModel(ctx context.Context, model string) error {
 // Ollama sends: bytes completed and total of the layer being fetched (both
 // zero for steps without a size) and the status line. The whole pull has no
 // deadline, but a stall longer than the configured timeout ends it.
-func (c *OllamaClient) Pull(ctx context.Context, model string, progress func(completed, total int64, status string)) error {
+func (c *Client) Pull(ctx context.Context, model string, progress func(completed, total int64, status string)) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stall := time.AfterFunc(c.timeout, func() {
@@ -257,7 +257,7 @@ func (c *OllamaClient) Pull(ctx context.Context, model string, progress func(com
 		// server has streamed "pulling manifest" with a 200 by then, so it
 		// comes as an error line of the stream (a plain error from the
 		// client), not as a StatusError; a 500 when not streaming.
-		err = permanentError{fmt.Errorf("no model named %s in the Ollama library (check the spelling and tag): %w", model, err)}
+		err = llm.Permanent(fmt.Errorf("no model named %s in the Ollama library (check the spelling and tag): %w", model, err))
 	} else if err != nil && registryUnreachable(err) {
 		err = fmt.Errorf("%w: %w", ErrRegistryUnreachable, err)
 	}
@@ -296,162 +296,44 @@ func registryUnreachable(err error) bool {
 
 // errIncompleteStream is a streamed response that ended without its final
 // message: the server or the connection went away mid-answer.
-var errIncompleteStream = transientError{errors.New("the stream ended before the server finished (did Ollama restart?)")}
+var errIncompleteStream = llm.Transient(errors.New("the stream ended before the server finished (did Ollama restart?)"))
 
 // modelError turns Ollama's "model not found" answers into a
-// *ModelNotFoundError; other errors pass through.
-func (c *OllamaClient) modelError(model string, err error) error {
+// *llm.ModelNotFoundError; other errors pass through.
+func (c *Client) modelError(model string, err error) error {
 	var se api.StatusError
 	if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
-		return &ModelNotFoundError{Model: model, URL: c.shown}
+		return &llm.ModelNotFoundError{Model: model, URL: c.shown}
 	}
 	return err
 }
 
 // wrap puts an error in the package's voice and, for connection failures
-// and time-outs, says in a user's words what happened (see Describe).
-func (c *OllamaClient) wrap(op string, err error) error {
+// and time-outs, says in a user's words what happened (see llm.Describe).
+// The server's answers worth retrying are marked so (see markStatus).
+func (c *Client) wrap(op string, err error) error {
 	var opErr *net.OpError
 	switch {
 	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return &ollamaError{op: op, plain: "Ollama is not reachable (start it with `ollama serve`, or set --ollama-url)",
-			at: fmt.Sprintf("Ollama is not reachable at %s (start it with `ollama serve`, or set --ollama-url)", c.shown), err: err}
+		return &llm.ServerError{Op: "ollama " + op, Plain: "Ollama is not reachable (start it with `ollama serve`, or set --ollama-url)",
+			At: fmt.Sprintf("Ollama is not reachable at %s (start it with `ollama serve`, or set --ollama-url)", c.shown), Err: err}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
-		return &ollamaError{op: op, plain: "lost the connection to Ollama (did it stop or restart?)",
-			at: fmt.Sprintf("lost the connection to Ollama at %s (did it stop or restart?)", c.shown), err: err}
+		return &llm.ServerError{Op: "ollama " + op, Plain: "lost the connection to Ollama (did it stop or restart?)",
+			At: fmt.Sprintf("lost the connection to Ollama at %s (did it stop or restart?)", c.shown), Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &ollamaError{op: op, plain: "Ollama did not answer in time", at: fmt.Sprintf("Ollama at %s did not answer in time", c.shown), err: err}
+		return &llm.ServerError{Op: "ollama " + op, Plain: "Ollama did not answer in time", At: fmt.Sprintf("Ollama at %s did not answer in time", c.shown), Err: err}
 	}
-	return fmt.Errorf("llm: ollama %s: %w", op, err)
+	return fmt.Errorf("llm: ollama %s: %w", op, markStatus(err))
 }
 
-// ollamaError is a failure to reach Ollama: in the package's voice, with
-// the transport's own words, for the log; in a user's for what a client or
-// a job's record shows (plain), or the operator's tools (at, which names
-// the server).
-type ollamaError struct {
-	op, plain, at string
-	err           error
-}
-
-func (e *ollamaError) Error() string {
-	return "llm: ollama " + e.op + ": " + e.at + ": " + e.err.Error()
-}
-func (e *ollamaError) Unwrap() error { return e.err }
-
-// Describe is err in words for whoever sent the request or the upload: a
-// failure to reach Ollama without the Go transport's text ("Post ...:
-// dial tcp ...: connect: connection refused"), whatever context was put
-// before it, and without the model server's address: a tenant is not
-// told where the operator's servers are.
-func Describe(err error) string {
-	return modelServerURL.ReplaceAllString(describe(err, false), "the model server")
-}
-
-// DescribeAt is Describe for the operator's own tools (`docsift models`,
-// reindex): it names the server.
-func DescribeAt(err error) string { return describe(err, true) }
-
-// modelServerURL finds what Describe leaves out: URLs, which in a model
-// server's errors are the server's (net/http names the URL it failed on).
-var modelServerURL = regexp.MustCompile(`(?i)\bhttps?://[^\s"']+`)
-
-func describe(err error, at bool) string {
-	msg := err.Error()
-	var oe *ollamaError
-	var mnf *ModelNotFoundError
-	switch {
-	case errors.As(err, &oe):
-		plain := oe.plain
-		if at {
-			plain = oe.at
-		}
-		if i := strings.Index(msg, "llm: ollama "); i >= 0 {
-			return msg[:i] + plain
-		}
-		return plain
-	case errors.As(err, &mnf) && !at:
-		return strings.Replace(msg, " at "+mnf.URL, "", 1)
-	}
-	return msg
-}
-
-// ModelNotFoundError says a model is not pulled on the Ollama server.
-type ModelNotFoundError struct {
-	Model string
-	URL   string
-}
-
-func (e *ModelNotFoundError) Error() string {
-	return fmt.Sprintf("model %s is not pulled on the Ollama server at %s: run `docsift models pull` (or `ollama pull %s`)", e.Model, e.URL, e.Model)
-}
-
-// DimensionError says Ollama returned vectors of a different dimension than
-// the embedder was using: the model behind the name changed, and its vectors
-// must not be mixed with the old ones.
-type DimensionError struct {
-	Model     string
-	Want, Got int
-}
-
-func (e *DimensionError) Error() string {
-	return fmt.Sprintf("model %s returned %d-dimension vectors, want %d (was the model replaced? run `docsift reindex`)", e.Model, e.Got, e.Want)
-}
-
-// transientError marks an error of this package as worth retrying.
-type transientError struct{ error }
-
-func (e transientError) Unwrap() error { return e.error }
-
-// permanentError marks an error as not worth retrying, whatever it wraps
-// (Ollama reports some permanent failures as a 500).
-type permanentError struct{ error }
-
-func (e permanentError) Unwrap() error { return e.error }
-
-// IsTransient reports whether err is worth retrying later, with backoff:
-// the server could not be reached, took too long, failed internally (5xx),
-// was overloaded (429, 503), or cut a stream short. A missing model, a wrong
-// dimension, a rejected request (other 4xx) and a caller's cancellation are
-// permanent: retrying cannot fix them.
-func IsTransient(err error) bool {
-	if err == nil {
-		return false
-	}
-	var mnf *ModelNotFoundError
-	var dim *DimensionError
-	var pe permanentError
-	var mce *ModelConfigError
-	var mre *ModelReplacedError
-	if errors.As(err, &mnf) || errors.As(err, &dim) || errors.As(err, &pe) || errors.As(err, &mce) || errors.As(err, &mre) {
-		return false
-	}
-	var te transientError
-	if errors.As(err, &te) {
-		return true
-	}
+// markStatus marks the server's answers that are worth retrying later
+// (llm.IsTransient): an internal failure (5xx), an overload (429) or a
+// request time-out (408). Other statuses, a rejected request or a
+// refused authorization, are left as they are: not worth retrying.
+func markStatus(err error) error {
 	var se api.StatusError
-	if errors.As(err, &se) {
-		return se.StatusCode >= 500 || se.StatusCode == http.StatusTooManyRequests || se.StatusCode == http.StatusRequestTimeout
+	if errors.As(err, &se) && (se.StatusCode >= 500 || se.StatusCode == http.StatusTooManyRequests || se.StatusCode == http.StatusRequestTimeout) {
+		return llm.Transient(err)
 	}
-	var ae api.AuthorizationError
-	if errors.As(err, &ae) {
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	if errors.Is(err, context.Canceled) {
-		return false
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true // refused, reset, timed out, name not resolved (yet)
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
-		return true
-	}
-	// A connection closed mid-response surfaces as a bare (unexpected) EOF.
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	return err
 }

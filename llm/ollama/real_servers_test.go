@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/docsift/docsift/internal/ollamareal"
+	"github.com/docsift/docsift/llm"
 )
 
 // TestRealOllamaSeveralServers: two real servers with the same models pass
@@ -24,7 +25,7 @@ func TestRealOllamaSeveralServers(t *testing.T) {
 	for i := range texts {
 		texts[i] = fmt.Sprintf("the water boils at %d degrees at sea level", i)
 	}
-	one := mustEmbedder(t, OllamaConfig{URL: a.URL, EmbedModel: realEmbedModel, BatchSize: 4, HTTPClient: cfg.HTTPClient, Timeout: cfg.Timeout})
+	one := mustEmbedder(t, Config{URL: a.URL, EmbedModel: realEmbedModel, BatchSize: 4, HTTPClient: cfg.HTTPClient, Timeout: cfg.Timeout})
 	want, err := one.Embed(ctx, texts)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestRealOllamaSeveralServers(t *testing.T) {
 	if _, err := e.EmbedQuery(ctx, "boiling point"); err != nil {
 		t.Errorf("EmbedQuery with one server stopped: %v", err)
 	}
-	if _, err := MeasureEmbedSpeed(context.Background(), e); err != nil {
+	if _, err := llm.MeasureEmbedSpeed(context.Background(), e); err != nil {
 		t.Errorf("MeasureEmbedSpeed: %v", err)
 	}
 }

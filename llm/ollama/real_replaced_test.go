@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/docsift/docsift/internal/ollamareal"
+	"github.com/docsift/docsift/llm"
 	"github.com/ollama/ollama/api"
 )
 
@@ -37,9 +38,9 @@ func TestRealOllamaModelReplaced(t *testing.T) {
 	if err := srv.Create(ctx, ollamareal.Bert("swapped", spec)); err != nil {
 		t.Fatal(err)
 	}
-	var replaced *ModelReplacedError
+	var replaced *llm.ModelReplacedError
 	if err := before.Check(ctx); !errors.As(err, &replaced) {
-		t.Fatalf("Check after the model was created again: %v, want a *ModelReplacedError", err)
+		t.Fatalf("Check after the model was created again: %v, want a *llm.ModelReplacedError", err)
 	}
 	after := mustEmbedder(t, cfg)
 	if err := after.Check(ctx); err != nil {

@@ -1,6 +1,7 @@
-package llm
+package ollama
 
 import (
+	"github.com/docsift/docsift/llm"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 // The prompt is budgeted in tokens, estimated (promptTokens), not in
 // characters: four characters a token holds for English prose, but a CJK
-// character or a line of code can be a token or more each, and Ollama cuts a
+// character or a line of code can be a token or more each, and Ollama truncates a
 // prompt over num_ctx silently, keeping its end, so an overflow loses the
 // instructions and the best sources. Trimming the lowest-ranked sources
 // instead keeps the numbering of the rest.
@@ -33,7 +34,7 @@ const (
 // promptTokens estimates text's tokens for a chat model, erring high: the
 // embedding estimate's rule, but a non-ASCII character counts its UTF-8
 // bytes (a byte-level BPE with few merges for a script spends a token a
-// byte), and a fifth more for vocabularies that cut English finer.
+// byte), and a fifth more for vocabularies that split English finer.
 func promptTokens(text string) int {
 	n := roughTokens(text)
 	for _, r := range text {
@@ -44,9 +45,9 @@ func promptTokens(text string) int {
 	return n + n/5
 }
 
-// cutToTokens returns the longest start of text, at a rune boundary, whose
+// truncateToTokens returns the longest start of text, at a rune boundary, whose
 // estimate is at most n tokens.
-func cutToTokens(text string, n int) string {
+func truncateToTokens(text string, n int) string {
 	if promptTokens(text) <= n {
 		return text
 	}
@@ -95,7 +96,7 @@ func neutralise(text string) string {
 
 // GroundedPrompt is GroundedPromptTokens with the budget of the context the
 // answerer asks for by default.
-func GroundedPrompt(query string, sources []Source) (system, user string) {
+func GroundedPrompt(query string, sources []llm.Source) (system, user string) {
 	return GroundedPromptTokens(query, sources, defaultPromptTokens)
 }
 
@@ -103,9 +104,9 @@ func GroundedPrompt(query string, sources []Source) (system, user string) {
 // the system rules, and a user message holding the numbered sources inside
 // one delimited block followed by the question, in about budget tokens.
 // Sources past the budget are left out (they are the lowest ranked; the
-// first is always kept, cut to fit); a source's number is always its
+// first is always kept, truncated to fit); a source's number is always its
 // position in sources, as the citation contract requires.
-func GroundedPromptTokens(query string, sources []Source, budget int) (system, user string) {
+func GroundedPromptTokens(query string, sources []llm.Source, budget int) (system, user string) {
 	query = strings.TrimSpace(query)
 	budget -= promptTokens(groundedSystemPrompt) + promptTokens(query) + promptFrameTokens
 	var b strings.Builder
@@ -120,7 +121,7 @@ func GroundedPromptTokens(query string, sources []Source, budget int) (system, u
 			if i > 0 && limit < maxPromptSourceTokens {
 				break // the rest are lower ranked; a stub of one helps no one
 			}
-			text = cutToTokens(text, limit) + "…"
+			text = truncateToTokens(text, limit) + "…"
 		}
 		budget -= promptTokens(text) + sourceTagTokens
 		b.WriteString(`<source id="`)

@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"math"
@@ -12,18 +12,18 @@ import (
 //
 // docsift has no model's tokenizer, so it estimates: a word of ASCII
 // letters is one token and one more per five letters past the first
-// (English WordPiece and BPE vocabularies hold common words whole and cut
+// (English WordPiece and BPE vocabularies hold common words whole and split
 // rare ones into pieces of a few letters), and every other non-space
 // character (a digit, a symbol, a CJK ideograph, a letter of a script the
 // vocabulary may lack) a token of its own. The server then says how many
 // tokens each request held (prompt_eval_count), and the estimate is scaled
-// by the ratio seen, so a vocabulary that cuts finer than the guess (a
+// by the ratio seen, so a vocabulary that splits finer than the guess (a
 // small one, or byte-level BPE of CJK text) is learnt from the first
-// batches. A text is cut before sending only when its estimate is over the
+// batches. A text is split before sending only when its estimate is over the
 // context: one the estimate lets through but the server counts over is
 // refused (docsift does not let the server truncate) and split then
 // (embedFitting), so the server's count, not the guess, has the last word,
-// and a text that fits is never cut for a guess.
+// and a text that fits is never split for a guess.
 const (
 	// embedMarginTokens is kept free of every input: the special tokens a
 	// model adds ([CLS], [SEP], BOS/EOS).
@@ -100,7 +100,7 @@ func roughTokens(text string) int {
 	return n
 }
 
-// splitToFit cuts text into halves, and halves of halves, until each
+// splitToFit splits text into halves, and halves of halves, until each
 // part's estimated tokens are at most budget, at spaces where it can. A
 // text that fits is returned whole.
 func splitToFit(text string, budget int, estimate func(string) int) []string {
@@ -109,7 +109,7 @@ func splitToFit(text string, budget int, estimate func(string) int) []string {
 	}
 	var out []string
 	for _, h := range splitHalves(text) {
-		if h == text { // cannot be cut
+		if h == text { // cannot be split
 			return []string{text}
 		}
 		out = append(out, splitToFit(h, budget, estimate)...)
@@ -117,28 +117,28 @@ func splitToFit(text string, budget int, estimate func(string) int) []string {
 	return out
 }
 
-// splitHalves cuts text in two near its middle: at the whitespace nearest
+// splitHalves splits text in two near its middle: at the whitespace nearest
 // the middle within the middle half, else at a rune boundary.
 func splitHalves(text string) []string {
 	mid := len(text) / 2
-	cut := -1
+	at := -1
 	for d := 0; d <= len(text)/4; d++ {
 		if i := mid - d; i > 0 && isSpaceByte(text[i]) {
-			cut = i
+			at = i
 			break
 		}
 		if i := mid + d; i < len(text) && isSpaceByte(text[i]) {
-			cut = i
+			at = i
 			break
 		}
 	}
-	if cut < 0 {
-		cut = mid
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
+	if at < 0 {
+		at = mid
+		for at > 0 && !utf8.RuneStart(text[at]) {
+			at--
 		}
 	}
-	a, b := strings.TrimSpace(text[:cut]), strings.TrimSpace(text[cut:])
+	a, b := strings.TrimSpace(text[:at]), strings.TrimSpace(text[at:])
 	if a == "" || b == "" {
 		return []string{text}
 	}

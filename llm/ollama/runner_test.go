@@ -1,9 +1,11 @@
-package llm
+package ollama
 
 import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/docsift/docsift/llm"
 )
 
 // TestOllamaAnswerRunnerDies: the real server reports a runner that died
@@ -14,7 +16,7 @@ func TestOllamaAnswerRunnerDies(t *testing.T) {
 	srv, cfg := newOllamaTest(t)
 	srv.SetChatStreamError("an error was encountered while running the model: unexpected EOF")
 	var deltas int
-	got, err := mustAnswerer(t, cfg).Answer(context.Background(), "q", []Source{{Text: "t"}}, func(string) { deltas++ })
+	got, err := mustAnswerer(t, cfg).Answer(context.Background(), "q", []llm.Source{{Text: "t"}}, func(string) { deltas++ })
 	if err == nil {
 		t.Fatalf("answer %q despite the runner's death", got)
 	}

@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/internal/ollamareal"
+	"github.com/docsift/docsift/llm"
 	"github.com/ollama/ollama/api"
 )
 
@@ -30,12 +31,12 @@ const (
 
 // newRealOllama starts a real server holding the tiny models and returns a
 // config for it.
-func newRealOllama(t *testing.T) (*ollamareal.Server, OllamaConfig) {
+func newRealOllama(t *testing.T) (*ollamareal.Server, Config) {
 	t.Helper()
 	srv := ollamareal.Start(t)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	return srv, OllamaConfig{
+	return srv, Config{
 		HTTPClient: &http.Client{Transport: tr},
 		URL:        srv.URL,
 		EmbedModel: realEmbedModel,
@@ -127,7 +128,7 @@ func TestRealOllamaEmbedBatches(t *testing.T) {
 func TestRealOllamaModelNames(t *testing.T) {
 	_, cfg := newRealOllama(t)
 	ctx := realCtx(t)
-	c, err := NewOllamaClient(cfg)
+	c, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +158,9 @@ func TestRealOllamaModelNames(t *testing.T) {
 		}
 	}
 	// A tag is part of the name.
-	var mnf *ModelNotFoundError
+	var mnf *llm.ModelNotFoundError
 	if err := c.HasModel(ctx, "tinyembed:v2"); !errors.As(err, &mnf) {
-		t.Errorf("HasModel(tinyembed:v2) = %v, want ModelNotFoundError", err)
+		t.Errorf("HasModel(tinyembed:v2) = %v, want llm.ModelNotFoundError", err)
 	}
 }
 
@@ -170,16 +171,16 @@ func TestRealOllamaMissingModel(t *testing.T) {
 
 	e := mustEmbedder(t, cfg)
 	err := e.Check(ctx)
-	var mnf *ModelNotFoundError
-	if !errors.As(err, &mnf) || IsTransient(err) || !strings.Contains(err.Error(), "docsift models pull") {
-		t.Errorf("Check of a missing embedding model: %v, want a permanent ModelNotFoundError", err)
+	var mnf *llm.ModelNotFoundError
+	if !errors.As(err, &mnf) || llm.IsTransient(err) || !strings.Contains(err.Error(), "docsift models pull") {
+		t.Errorf("Check of a missing embedding model: %v, want a permanent llm.ModelNotFoundError", err)
 	}
-	if _, err := e.Embed(ctx, []string{"x"}); !errors.As(err, &mnf) || IsTransient(err) {
-		t.Errorf("Embed with a missing model: %v, want a permanent ModelNotFoundError", err)
+	if _, err := e.Embed(ctx, []string{"x"}); !errors.As(err, &mnf) || llm.IsTransient(err) {
+		t.Errorf("Embed with a missing model: %v, want a permanent llm.ModelNotFoundError", err)
 	}
 	a := mustAnswerer(t, cfg)
-	if _, err := a.Answer(ctx, "q", []Source{{Text: "t"}}, nil); !errors.As(err, &mnf) || IsTransient(err) {
-		t.Errorf("Answer with a missing model: %v, want a permanent ModelNotFoundError", err)
+	if _, err := a.Answer(ctx, "q", []llm.Source{{Text: "t"}}, nil); !errors.As(err, &mnf) || llm.IsTransient(err) {
+		t.Errorf("Answer with a missing model: %v, want a permanent llm.ModelNotFoundError", err)
 	}
 
 	// The texts differ by endpoint: /api/embed says more than the others.
@@ -414,7 +415,7 @@ func TestRealOllamaConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := a.Answer(ctx, "q", []Source{{Text: texts[q]}}, nil); answered(err) != nil {
+			if _, err := a.Answer(ctx, "q", []llm.Source{{Text: texts[q]}}, nil); answered(err) != nil {
 				errs <- err
 			}
 		}()
@@ -432,7 +433,7 @@ func TestRealOllamaConcurrent(t *testing.T) {
 func TestRealOllamaPullOffline(t *testing.T) {
 	_, cfg := newRealOllama(t)
 	ctx := realCtx(t)
-	c, err := NewOllamaClient(cfg)
+	c, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

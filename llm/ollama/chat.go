@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/docsift/docsift/llm"
 	"github.com/ollama/ollama/api"
 )
 
@@ -26,37 +27,37 @@ const (
 	ollamaMaxAnswerTokens = 512
 )
 
-// OllamaAnswerer writes grounded, cited answers with an Ollama chat model,
+// Answerer writes grounded, cited answers with an Ollama chat model,
 // on the least busy of its servers.
-type OllamaAnswerer struct {
-	clients []*OllamaClient
+type Answerer struct {
+	clients []*Client
 	model   string
 
 	mu      sync.Mutex
 	context int // the chat model's context, 0 until Check learnt it
 }
 
-// NewOllamaAnswerer returns an answerer using cfg.ChatModel. It does no I/O;
+// NewAnswerer returns an answerer using cfg.ChatModel. It does no I/O;
 // call Check to learn whether the server and model are there.
-func NewOllamaAnswerer(cfg OllamaConfig) (*OllamaAnswerer, error) {
+func NewAnswerer(cfg Config) (*Answerer, error) {
 	cfg = cfg.WithDefaults()
-	cs, err := NewOllamaClients(cfg)
+	cs, err := NewClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &OllamaAnswerer{clients: cs, model: cfg.ChatModel}, nil
+	return &Answerer{clients: cs, model: cfg.ChatModel}, nil
 }
 
 // Model names the answerer as "ollama:<model>", the answer_model reported to
 // API clients.
-func (a *OllamaAnswerer) Model() string { return "ollama:" + CanonicalModelName(a.model) }
+func (a *Answerer) Model() string { return "ollama:" + CanonicalModelName(a.model) }
 
 // Client is the connection to the first server, for health checks and pulls.
-func (a *OllamaAnswerer) Client() *OllamaClient { return a.clients[0] }
+func (a *Answerer) Client() *Client { return a.clients[0] }
 
 // Check reports whether Ollama answers and has the chat model, able to
 // chat, on every server that answers, and learns its context.
-func (a *OllamaAnswerer) Check(ctx context.Context) error {
+func (a *Answerer) Check(ctx context.Context) error {
 	f, err := checkModelOn(ctx, a.clients, a.model, "completion")
 	if err != nil {
 		return err
@@ -69,7 +70,7 @@ func (a *OllamaAnswerer) Check(ctx context.Context) error {
 
 // numCtx is the context asked of the chat model: ollamaNumCtx, or less
 // when the model holds less.
-func (a *OllamaAnswerer) numCtx() int {
+func (a *Answerer) numCtx() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.context > 0 {
@@ -78,32 +79,20 @@ func (a *OllamaAnswerer) numCtx() int {
 	return ollamaNumCtx
 }
 
-// CutAnswerError comes with an answer the model stopped at its length
-// limit (done_reason "length"): the answer is usable but incomplete, a
-// warning for the reader rather than a failure.
-type CutAnswerError struct {
-	Model  string
-	Tokens int // the limit it reached
-}
-
-func (e *CutAnswerError) Error() string {
-	return fmt.Sprintf("the answer of %s was cut at its limit of %d tokens and may be incomplete", e.Model, e.Tokens)
-}
-
 // Answer streams a grounded answer from the chat model. With no sources it
-// returns NoSourcesAnswer without calling the model: there is nothing to
+// returns llm.NoSourcesAnswer without calling the model: there is nothing to
 // ground an answer in. Reasoning blocks (<think>…</think>) are removed from
 // both the deltas and the answer. Cancelling ctx (a client that went
 // away) returns at once, while the model's answer is read to its end in
-// the background (see chatToEnd). An answer cut at the length limit is
-// returned with a *CutAnswerError. A server that cannot be reached is
+// the background (see chatToEnd). An answer truncated at the length limit is
+// returned with a *llm.TruncatedAnswerError. A server that cannot be reached is
 // passed over for another before the answer has begun.
-func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Source, onDelta func(string)) (string, error) {
+func (a *Answerer) Answer(ctx context.Context, query string, sources []llm.Source, onDelta func(string)) (string, error) {
 	if len(sources) == 0 {
 		if onDelta != nil {
-			onDelta(NoSourcesAnswer)
+			onDelta(llm.NoSourcesAnswer)
 		}
-		return NoSourcesAnswer, nil
+		return llm.NoSourcesAnswer, nil
 	}
 	numCtx := a.numCtx()
 	system, user := GroundedPromptTokens(query, sources, numCtx-ollamaMaxAnswerTokens)
@@ -144,7 +133,7 @@ func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Sou
 	}
 	var err error
 	for _, c := range byPreference(a.clients) {
-		err = callOn(c, func(c *OllamaClient) error {
+		err = callOn(c, func(c *Client) error {
 			err := c.chatToEnd(ctx, req, func(r api.ChatResponse) {
 				started = true
 				emit(filter.Write(r.Message.Content))
@@ -173,7 +162,7 @@ func (a *OllamaAnswerer) Answer(ctx context.Context, query string, sources []Sou
 		return "", fmt.Errorf("llm: ollama chat %s: %w", a.model, errEmptyAnswer)
 	}
 	if doneReason == "length" {
-		return out, &CutAnswerError{Model: a.Model(), Tokens: ollamaMaxAnswerTokens}
+		return out, &llm.TruncatedAnswerError{Model: a.Model(), Tokens: ollamaMaxAnswerTokens}
 	}
 	return out, nil
 }
@@ -191,7 +180,7 @@ var errEmptyAnswer = errors.New("the model returned an empty answer")
 // wait. An abandoned answer's remaining tokens (at most
 // ollamaMaxAnswerTokens) are the smaller loss. The stream's own deadline
 // is the configured timeout, whoever is waiting for it.
-func (c *OllamaClient) chatToEnd(ctx context.Context, req *api.ChatRequest, each func(api.ChatResponse)) error {
+func (c *Client) chatToEnd(ctx context.Context, req *api.ChatRequest, each func(api.ChatResponse)) error {
 	if err := ctx.Err(); err != nil {
 		return err // not worth starting
 	}

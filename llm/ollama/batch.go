@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"sync"
@@ -23,7 +23,7 @@ import (
 // time) and keep a query's wait to seconds; a fast model or a GPU gets the
 // full batch. The time per text is learnt from the requests themselves,
 // per server, so it follows the machine's load. Ingest sends one batch at
-// a time to a server, whatever the number of workers (OllamaEmbedder's
+// a time to a server, whatever the number of workers (Embedder's
 // ingest slots), so the batch time is also the longest a query waits.
 //
 // Measured with the nomic-sized model (ollamareal.NomicSized) on 2 cores,

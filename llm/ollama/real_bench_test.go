@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/internal/ollamareal"
+	"github.com/docsift/docsift/llm"
 	"github.com/ollama/ollama/api"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkRealOllamaEmbed(b *testing.B) {
 	next := 1
 	for _, batch := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			e, err := NewOllamaEmbedder(OllamaConfig{URL: srv.URL, EmbedModel: ollamareal.NomicSized.Name, BatchSize: batch, Timeout: 30 * time.Minute})
+			e, err := NewEmbedder(Config{URL: srv.URL, EmbedModel: ollamareal.NomicSized.Name, BatchSize: batch, Timeout: 30 * time.Minute})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -74,7 +75,7 @@ func BenchmarkRealOllamaEmbed(b *testing.B) {
 func BenchmarkRealOllamaChat(b *testing.B) {
 	srv := ollamareal.Start(b)
 	ctx := context.Background()
-	system, user := GroundedPrompt("what does the service do?", []Source{{Title: "t", Text: ollamareal.Text(0, 300)}})
+	system, user := GroundedPrompt("what does the service do?", []llm.Source{{Title: "t", Text: ollamareal.Text(0, 300)}})
 	var tokens int
 	var gen time.Duration
 	cpu0 := cpuTime(b, srv)

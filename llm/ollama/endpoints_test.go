@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/internal/ollamatest"
+	"github.com/docsift/docsift/llm"
 	"github.com/ollama/ollama/api"
 )
 
@@ -91,7 +92,7 @@ func TestOllamaQueryCache(t *testing.T) {
 
 // twoServers starts two stand-ins with the test models and a config
 // listing both.
-func twoServers(t *testing.T) (a, b *ollamatest.Server, cfg OllamaConfig) {
+func twoServers(t *testing.T) (a, b *ollamatest.Server, cfg Config) {
 	a, cfg = newOllamaTest(t)
 	b = ollamatest.New(t, ollamatest.Model{Name: testEmbedModel, Dim: testDim}, ollamatest.Model{Name: testChatModel})
 	cfg.URL = a.URL + ", " + b.URL
@@ -136,7 +137,7 @@ func TestOllamaSeveralServers(t *testing.T) {
 		t.Errorf("EmbedQuery with one server stopped: %v", err)
 	}
 	an := mustAnswerer(t, cfg)
-	if _, err := an.Answer(ctx, "q", []Source{{Text: "t"}}, nil); err != nil {
+	if _, err := an.Answer(ctx, "q", []llm.Source{{Text: "t"}}, nil); err != nil {
 		t.Errorf("Answer with one server stopped: %v", err)
 	}
 	if err := e.Check(ctx); err != nil {
@@ -145,7 +146,7 @@ func TestOllamaSeveralServers(t *testing.T) {
 
 	// Both down: a prompt error, not a wait.
 	b.Stop()
-	if _, err := e.Embed(ctx, manyTexts(2)); err == nil || !IsTransient(err) {
+	if _, err := e.Embed(ctx, manyTexts(2)); err == nil || !llm.IsTransient(err) {
 		t.Errorf("Embed with every server stopped: %v, want a transient error", err)
 	}
 }
@@ -157,7 +158,7 @@ func TestOllamaServersMustAgree(t *testing.T) {
 	_, b, cfg := twoServers(t)
 	b.RemoveModel(testEmbedModel)
 	err := mustEmbedder(t, cfg).Check(ctx)
-	var mnf *ModelNotFoundError
+	var mnf *llm.ModelNotFoundError
 	if !errors.As(err, &mnf) || mnf.URL != b.URL || mnf.Model != testEmbedModel {
 		t.Errorf("Check with the model missing on one server: %v, want it to name %s and %s", err, b.URL, testEmbedModel)
 	}
@@ -171,24 +172,24 @@ func TestOllamaServersMustAgree(t *testing.T) {
 }
 
 func TestOllamaParseURLList(t *testing.T) {
-	cs, err := NewOllamaClients(OllamaConfig{URL: "localhost:1, http://10.0.0.2:11434/"})
+	cs, err := NewClients(Config{URL: "localhost:1, http://10.0.0.2:11434/"})
 	if err != nil || len(cs) != 2 || cs[0].URL() != "http://localhost:1" || cs[1].URL() != "http://10.0.0.2:11434" {
 		t.Fatalf("two servers: %v, %v", cs, err)
 	}
 	for _, bad := range []string{"a:1,,b:2", "a:1,a:1", "a:1,ftp://b"} {
-		if _, err := NewOllamaClients(OllamaConfig{URL: bad}); err == nil {
+		if _, err := NewClients(Config{URL: bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if _, err := NewOllamaClient(OllamaConfig{URL: "a:1,b:2"}); err == nil {
-		t.Error("NewOllamaClient took two servers")
+	if _, err := NewClient(Config{URL: "a:1,b:2"}); err == nil {
+		t.Error("NewClient took two servers")
 	}
 }
 
 // TestOllamaServerPreference: the least busy usable server first, servers
 // backing off last.
 func TestOllamaServerPreference(t *testing.T) {
-	cs, err := NewOllamaClients(OllamaConfig{URL: "a:1,b:1,c:1"})
+	cs, err := NewClients(Config{URL: "a:1,b:1,c:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestCanonicalModelName(t *testing.T) {
 			t.Errorf("CanonicalModelName(%q) = %q, want %q", in, got, want)
 		}
 	}
-	e := mustEmbedder(t, OllamaConfig{EmbedModel: "Nomic-Embed-Text:latest"})
+	e := mustEmbedder(t, Config{EmbedModel: "Nomic-Embed-Text:latest"})
 	if e.Model() != "ollama:nomic-embed-text" || e.task.query == "" {
 		t.Errorf("Model() %q, query prefix %q: the spelling changed the model", e.Model(), e.task.query)
 	}
@@ -240,8 +241,8 @@ func TestOllamaCapabilities(t *testing.T) {
 	if err := mustAnswerer(t, chat).Check(ctx); err == nil || !strings.Contains(err.Error(), testEmbedModel) || !strings.Contains(err.Error(), "cannot do completion") {
 		t.Errorf("Check of an embedding model as the chat model: %v", err)
 	}
-	for _, mode := range []string{ModeAuto, ModeOllama} {
-		if _, _, err := ChooseAnswerer(ctx, mode, chat); err == nil || !strings.Contains(err.Error(), "--answerer") {
+	for _, mode := range []string{llm.ModeAuto, llm.ModeOllama} {
+		if _, _, err := llm.ChooseAnswerer(ctx, mode, RemoteAnswerer(chat)); err == nil || !strings.Contains(err.Error(), "--answerer") {
 			t.Errorf("ChooseAnswerer(%s) with an embedding model as the chat model: %v, want a start-up error", mode, err)
 		}
 	}
@@ -265,24 +266,24 @@ func TestOllamaModelReplaced(t *testing.T) {
 		t.Fatal("no digest learnt")
 	}
 	srv.AddModel(ollamatest.Model{Name: testEmbedModel, Dim: testDim, Digest: "sha256:feedfacefeedface"})
-	var re *ModelReplacedError
-	if err := e.Check(ctx); !errors.As(err, &re) || IsTransient(err) {
-		t.Errorf("Check after the model was replaced: %v, want a ModelReplacedError", err)
+	var re *llm.ModelReplacedError
+	if err := e.Check(ctx); !errors.As(err, &re) || llm.IsTransient(err) {
+		t.Errorf("Check after the model was replaced: %v, want a llm.ModelReplacedError", err)
 	}
 }
 
-// TestOllamaAnswerCut: an answer stopped at num_predict comes with a
-// CutAnswerError, the text intact.
-func TestOllamaAnswerCut(t *testing.T) {
+// TestOllamaAnswerTruncated: an answer stopped at num_predict comes with a
+// llm.TruncatedAnswerError, the text intact.
+func TestOllamaAnswerTruncated(t *testing.T) {
 	srv, cfg := newOllamaTest(t)
 	srv.SetReply(func(*api.ChatRequest) string { return strings.Repeat("word ", 2000) })
-	text, err := mustAnswerer(t, cfg).Answer(context.Background(), "q", []Source{{Text: "t"}}, nil)
-	var cut *CutAnswerError
-	if !errors.As(err, &cut) || text == "" || !strings.Contains(err.Error(), "cut") {
-		t.Errorf("a long answer: %d bytes, %v; want the text and a CutAnswerError", len(text), err)
+	text, err := mustAnswerer(t, cfg).Answer(context.Background(), "q", []llm.Source{{Text: "t"}}, nil)
+	var truncated *llm.TruncatedAnswerError
+	if !errors.As(err, &truncated) || text == "" || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("a long answer: %d bytes, %v; want the text and a llm.TruncatedAnswerError", len(text), err)
 	}
 	srv.SetReply(nil)
-	if _, err := mustAnswerer(t, cfg).Answer(context.Background(), "q", []Source{{Text: "t"}}, nil); err != nil {
+	if _, err := mustAnswerer(t, cfg).Answer(context.Background(), "q", []llm.Source{{Text: "t"}}, nil); err != nil {
 		t.Errorf("a short answer: %v", err)
 	}
 }
@@ -291,14 +292,14 @@ func TestOllamaAnswerCut(t *testing.T) {
 // the prompt is budgeted to it and num_ctx asks for no more.
 func TestOllamaAnswerFitsChatContext(t *testing.T) {
 	srv := ollamatest.New(t, ollamatest.Model{Name: "small-chat", Context: 2048})
-	a := mustAnswerer(t, OllamaConfig{URL: srv.URL, ChatModel: "small-chat"})
+	a := mustAnswerer(t, Config{URL: srv.URL, ChatModel: "small-chat"})
 	ctx := context.Background()
 	if err := a.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var sources []Source
+	var sources []llm.Source
 	for range 10 {
-		sources = append(sources, Source{Text: strings.Repeat("a sentence of a chunk. ", 100)})
+		sources = append(sources, llm.Source{Text: strings.Repeat("a sentence of a chunk. ", 100)})
 	}
 	if _, err := a.Answer(ctx, "q", sources, nil); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -11,17 +11,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docsift/docsift/llm"
 	"github.com/ollama/ollama/api"
 )
 
 // dimensionProbe is the text embedded to learn a model's dimension.
 const dimensionProbe = "docsift dimension probe"
 
-// OllamaEmbedder embeds texts with an Ollama embedding model through
+// Embedder embeds texts with an Ollama embedding model through
 // /api/embed, on one server or spread over several.
 //
 // Queries go first. Ingest (Embed) keeps at most one batch in flight per
-// server, each sized to take about half a second (ollama_batch.go), so a
+// server, each sized to take about half a second (batch.go), so a
 // query (EmbedQuery), which skips that gate and goes to the least busy
 // server, waits at most about one batch; a repeated query is answered from
 // a small cache without asking the server.
@@ -35,10 +36,10 @@ const dimensionProbe = "docsift dimension probe"
 // probes it, and otherwise the first successful Embed fixes it. Until then
 // Dim returns 0, so callers that size an index from Dim call Check first (the
 // start-up choice between Ollama and the built-in embedder does). Every later
-// vector must have that dimension; one that does not is a *DimensionError,
+// vector must have that dimension; one that does not is a *llm.DimensionError,
 // never a silently mixed index.
-type OllamaEmbedder struct {
-	clients []*OllamaClient
+type Embedder struct {
+	clients []*Client
 	model   string // as configured: sent to the server
 	task    taskPrefixes
 	queries *queryCache
@@ -56,21 +57,21 @@ type OllamaEmbedder struct {
 // ingestSlot is one server's place for an ingest batch: at most one batch
 // is in flight on a server at a time.
 type ingestSlot struct {
-	client *OllamaClient
+	client *Client
 	batch  batchSizer // that server's speed decides its batches
 	inUse  bool
 }
 
-// NewOllamaEmbedder returns an embedder using cfg.EmbedModel on the
+// NewEmbedder returns an embedder using cfg.EmbedModel on the
 // servers cfg.URL lists. It does no I/O; call Check to learn the dimension,
 // the context and whether the servers and model are there.
-func NewOllamaEmbedder(cfg OllamaConfig) (*OllamaEmbedder, error) {
+func NewEmbedder(cfg Config) (*Embedder, error) {
 	cfg = cfg.WithDefaults()
-	cs, err := NewOllamaClients(cfg)
+	cs, err := NewClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	e := &OllamaEmbedder{
+	e := &Embedder{
 		clients:  cs,
 		model:    cfg.EmbedModel,
 		task:     prefixesFor(cfg.EmbedModel),
@@ -106,7 +107,7 @@ func prefixesFor(model string) taskPrefixes {
 // "ollama:<model>" with the model's name in its canonical spelling
 // (CanonicalModelName), so that "tinyembed" and "tinyembed:latest" are one
 // space.
-func (e *OllamaEmbedder) Model() string {
+func (e *Embedder) Model() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.key != "" {
@@ -116,14 +117,14 @@ func (e *OllamaEmbedder) Model() string {
 }
 
 // NameKey is the embedding space's name by the model's name alone.
-func (e *OllamaEmbedder) NameKey() string { return "ollama:" + CanonicalModelName(e.model) }
+func (e *Embedder) NameKey() string { return "ollama:" + CanonicalModelName(e.model) }
 
 // DigestKey is the embedding space's name by the model's name and digest,
 // "ollama:<model>@<12 hex digits>", so that a model replaced under its name
 // is another space; "" until Check learnt the digest.
-func (e *OllamaEmbedder) DigestKey() string {
+func (e *Embedder) DigestKey() string {
 	if d := e.Digest(); d != "" {
-		return e.NameKey() + "@" + shortDigest(d)
+		return e.NameKey() + "@" + llm.ShortDigest(d)
 	}
 	return ""
 }
@@ -131,28 +132,28 @@ func (e *OllamaEmbedder) DigestKey() string {
 // SetModelKey names the embedding space key (NameKey or DigestKey: the
 // caller knows which one the existing indexes use). Call it before the
 // embedder is handed to anything that records Model().
-func (e *OllamaEmbedder) SetModelKey(key string) {
+func (e *Embedder) SetModelKey(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.key = key
 }
 
 // Dim is the vector dimension, 0 until Check or Embed has learnt it.
-func (e *OllamaEmbedder) Dim() int {
+func (e *Embedder) Dim() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.dim
 }
 
 // Context is the most tokens one input may hold, 0 until Check learnt it.
-func (e *OllamaEmbedder) Context() int {
+func (e *Embedder) Context() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.context
 }
 
 // Digest is the model's digest on the servers, "" until Check learnt it.
-func (e *OllamaEmbedder) Digest() string {
+func (e *Embedder) Digest() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.digest
@@ -162,7 +163,7 @@ func (e *OllamaEmbedder) Digest() string {
 // with, so that vectors of any other dimension are refused from the first
 // call, even when Ollama was down at start-up and nothing was probed. It
 // fails when a different dimension is already known.
-func (e *OllamaEmbedder) ExpectDim(n int) error {
+func (e *Embedder) ExpectDim(n int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
@@ -171,23 +172,23 @@ func (e *OllamaEmbedder) ExpectDim(n int) error {
 	case e.dim == 0:
 		e.dim = n
 	case e.dim != n:
-		return fmt.Errorf("llm: ollama embed: %w", &DimensionError{Model: e.model, Want: n, Got: e.dim})
+		return fmt.Errorf("llm: ollama embed: %w", &llm.DimensionError{Model: e.model, Want: n, Got: e.dim})
 	}
 	return nil
 }
 
 // Client is the connection to the first server, for health checks, pulls
 // and messages.
-func (e *OllamaEmbedder) Client() *OllamaClient { return e.clients[0] }
+func (e *Embedder) Client() *Client { return e.clients[0] }
 
 // Clients are the connections to every server.
-func (e *OllamaEmbedder) Clients() []*OllamaClient { return e.clients }
+func (e *Embedder) Clients() []*Client { return e.clients }
 
 // Check reports whether Ollama answers and has the model on every server
 // that answers, as an embedding model, under one digest; learns its context
 // and, by embedding a probe text, its dimension. A model replaced under its
-// name since the last Check is a *ModelReplacedError.
-func (e *OllamaEmbedder) Check(ctx context.Context) error {
+// name since the last Check is a *llm.ModelReplacedError.
+func (e *Embedder) Check(ctx context.Context) error {
 	f, err := checkModelOn(ctx, e.clients, e.model, "embedding")
 	if err != nil {
 		return err
@@ -199,29 +200,19 @@ func (e *OllamaEmbedder) Check(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	if old != "" && f.Digest != old {
-		return &ModelReplacedError{Model: e.model, Old: old, New: f.Digest}
+		return &llm.ModelReplacedError{Model: e.model, Old: old, New: f.Digest}
 	}
 	_, err = e.embedQuery(ctx, dimensionProbe)
 	return err
 }
 
-// ModelReplacedError says the model behind a name is not the one it was:
-// its vectors must not be mixed with the old ones.
-type ModelReplacedError struct {
-	Model, Old, New string
-}
-
-func (e *ModelReplacedError) Error() string {
-	return fmt.Sprintf("model %s was replaced on the Ollama server (digest %s, now %s): its vectors do not match the ones indexed; restart docsift and run `docsift reindex`", e.Model, shortDigest(e.Old), shortDigest(e.New))
-}
-
 // Embed returns one unit-length vector per text, in order. Batches go to
 // the servers that have no ingest batch in flight, one each; the first
 // failing batch ends the call (the caller retries the whole set when
-// IsTransient says so, and vectors are deterministic, so a retry is
+// llm.IsTransient says so, and vectors are deterministic, so a retry is
 // harmless). A batch that fails because its server is down is tried on
 // another one first.
-func (e *OllamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	var parts []string
 	var owner []int // per part: its text
 	for i, t := range texts {
@@ -240,7 +231,7 @@ func (e *OllamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 // fit returns text with prefix in parts that fit the model's context by
 // the token estimate: text itself when it fits, as it does when the
 // context is not known.
-func (e *OllamaEmbedder) fit(prefix, text string) []string {
+func (e *Embedder) fit(prefix, text string) []string {
 	parts := []string{prefix + text}
 	if ctx := e.Context(); ctx > 0 {
 		budget := ctx - e.tokens.estimate(prefix) - embedMarginTokens
@@ -274,7 +265,7 @@ func joinParts(texts, parts []string, owner []int, vecs [][]float32) [][]float32
 
 // embedParts embeds texts that fit, batch by batch, over the servers'
 // ingest slots.
-func (e *OllamaEmbedder) embedParts(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *Embedder) embedParts(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -312,7 +303,7 @@ func (e *OllamaEmbedder) embedParts(ctx context.Context, texts []string) ([][]fl
 
 // embedOnSlot embeds batch on slot's server and releases the slot; when
 // the server is down and another is not, on another.
-func (e *OllamaEmbedder) embedOnSlot(ctx context.Context, slot *ingestSlot, batch []string) ([][]float32, error) {
+func (e *Embedder) embedOnSlot(ctx context.Context, slot *ingestSlot, batch []string) ([][]float32, error) {
 	for tries := 1; ; tries++ {
 		began := time.Now()
 		vecs, err := e.embedFitting(ctx, slot.client, batch)
@@ -333,7 +324,7 @@ func (e *OllamaEmbedder) embedOnSlot(ctx context.Context, slot *ingestSlot, batc
 // acquire waits for a server with no ingest batch in flight. A server
 // backing off is passed over while another is usable; when none is, the
 // one due first is taken (its call fails fast or finds it back).
-func (e *OllamaEmbedder) acquire(ctx context.Context) (*ingestSlot, error) {
+func (e *Embedder) acquire(ctx context.Context) (*ingestSlot, error) {
 	for {
 		e.mu.Lock()
 		if slot := e.freeSlotLocked(); slot != nil {
@@ -351,7 +342,7 @@ func (e *OllamaEmbedder) acquire(ctx context.Context) (*ingestSlot, error) {
 	}
 }
 
-func (e *OllamaEmbedder) freeSlotLocked() *ingestSlot {
+func (e *Embedder) freeSlotLocked() *ingestSlot {
 	now := time.Now()
 	var best, firstDue *ingestSlot
 	var bestDue time.Time
@@ -373,7 +364,7 @@ func (e *OllamaEmbedder) freeSlotLocked() *ingestSlot {
 	return firstDue
 }
 
-func (e *OllamaEmbedder) release(slot *ingestSlot) {
+func (e *Embedder) release(slot *ingestSlot) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	slot.inUse = false
@@ -382,7 +373,7 @@ func (e *OllamaEmbedder) release(slot *ingestSlot) {
 }
 
 // anotherUsable reports whether a server other than c is not backing off.
-func (e *OllamaEmbedder) anotherUsable(c *OllamaClient) bool {
+func (e *Embedder) anotherUsable(c *Client) bool {
 	now := time.Now()
 	for _, o := range e.clients {
 		if o != c && o.health.due(now).IsZero() {
@@ -407,7 +398,7 @@ const minSplitBytes = 64
 // one rather than by halves of the batch: where one text is refused its
 // neighbours often are too (a page of code), and a refused request costs
 // the server more than a small one that succeeds.
-func (e *OllamaEmbedder) embedFitting(ctx context.Context, c *OllamaClient, batch []string) ([][]float32, error) {
+func (e *Embedder) embedFitting(ctx context.Context, c *Client, batch []string) ([][]float32, error) {
 	vecs, err := e.embedBatch(ctx, c, batch, false)
 	if !overContext(err) {
 		return vecs, err
@@ -428,7 +419,7 @@ func (e *OllamaEmbedder) embedFitting(ctx context.Context, c *OllamaClient, batc
 // embedSplitting embeds one text, split in halves while the server refuses
 // it as over the context; refused is the server's answer to text already
 // sent, or nil.
-func (e *OllamaEmbedder) embedSplitting(ctx context.Context, c *OllamaClient, text string, refused error) ([]float32, error) {
+func (e *Embedder) embedSplitting(ctx context.Context, c *Client, text string, refused error) ([]float32, error) {
 	err := refused
 	if err == nil {
 		var vecs [][]float32
@@ -468,9 +459,9 @@ func overContext(err error) bool {
 // embedBatch is one /api/embed call on c. Without truncate the server
 // refuses an input over the context, which embedFitting then splits; the
 // server's token count corrects the estimate.
-func (e *OllamaEmbedder) embedBatch(ctx context.Context, c *OllamaClient, batch []string, truncate bool) ([][]float32, error) {
+func (e *Embedder) embedBatch(ctx context.Context, c *Client, batch []string, truncate bool) ([][]float32, error) {
 	var resp *api.EmbedResponse
-	err := callOn(c, func(c *OllamaClient) error {
+	err := callOn(c, func(c *Client) error {
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 		req := &api.EmbedRequest{Model: e.model, Input: batch, Truncate: &truncate}
@@ -508,7 +499,7 @@ func (e *OllamaEmbedder) embedBatch(ctx context.Context, c *OllamaClient, batch 
 // EmbedQuery embeds a search query, with the model's query prefix, on the
 // least busy server, without waiting for ingest's slots. A query seen
 // recently is answered from the cache.
-func (e *OllamaEmbedder) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
+func (e *Embedder) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
 	key := e.Model() + "\x00" + query
 	if v, ok := e.queries.get(key); ok {
 		return slices.Clone(v), nil
@@ -522,10 +513,10 @@ func (e *OllamaEmbedder) EmbedQuery(ctx context.Context, query string) ([]float3
 }
 
 // embedQuery is EmbedQuery without the cache.
-func (e *OllamaEmbedder) embedQuery(ctx context.Context, query string) ([]float32, error) {
+func (e *Embedder) embedQuery(ctx context.Context, query string) ([]float32, error) {
 	parts := e.fit(e.task.query, query)
 	var vecs [][]float32
-	err := onEach(ctx, e.clients, func(c *OllamaClient) error {
+	err := onEach(ctx, e.clients, func(c *Client) error {
 		var err error
 		vecs = make([][]float32, len(parts))
 		for i, p := range parts {
@@ -545,17 +536,17 @@ func (e *OllamaEmbedder) embedQuery(ctx context.Context, query string) ([]float3
 }
 
 // checkDim fixes the dimension on first use and holds every vector to it.
-func (e *OllamaEmbedder) checkDim(n int) error {
+func (e *Embedder) checkDim(n int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if n == 0 {
-		return &DimensionError{Model: e.model, Want: e.dim, Got: 0}
+		return &llm.DimensionError{Model: e.model, Want: e.dim, Got: 0}
 	}
 	if e.dim == 0 {
 		e.dim = n
 	}
 	if n != e.dim {
-		return &DimensionError{Model: e.model, Want: e.dim, Got: n}
+		return &llm.DimensionError{Model: e.model, Want: e.dim, Got: n}
 	}
 	return nil
 }

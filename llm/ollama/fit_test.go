@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 func TestOllamaEmbedSplitsOverContext(t *testing.T) {
 	for _, checked := range []bool{true, false} {
 		ol := ollamatest.New(t, ollamatest.Model{Name: "fit", Dim: 64, Context: 40})
-		e, err := NewOllamaEmbedder(OllamaConfig{URL: ol.URL, EmbedModel: "fit", BatchSize: 8})
+		e, err := NewEmbedder(Config{URL: ol.URL, EmbedModel: "fit", BatchSize: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestOllamaEmbedSplitsOverContext(t *testing.T) {
 // over-long chunk is cut before it is sent, so the server refuses nothing.
 func TestOllamaEmbedSplitsSeldomWhenChecked(t *testing.T) {
 	ol := ollamatest.New(t, ollamatest.Model{Name: "fit", Dim: 16, Context: 100, NumCtx: 60})
-	e, err := NewOllamaEmbedder(OllamaConfig{URL: ol.URL, EmbedModel: "fit"})
+	e, err := NewEmbedder(Config{URL: ol.URL, EmbedModel: "fit"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestOllamaEmbedSplitsSeldomWhenChecked(t *testing.T) {
 // server still refuses is embedded truncated, rather than failing.
 func TestOllamaEmbedShortTextOverContext(t *testing.T) {
 	ol := ollamatest.New(t, ollamatest.Model{Name: "fit", Dim: 16, Context: 4})
-	e, err := NewOllamaEmbedder(OllamaConfig{URL: ol.URL, EmbedModel: "fit"})
+	e, err := NewEmbedder(Config{URL: ol.URL, EmbedModel: "fit"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/internal/redact"
+	"github.com/docsift/docsift/llm"
 	"github.com/ollama/ollama/api"
 )
 
@@ -28,17 +29,17 @@ const (
 	maxBackoff   = 30 * time.Second
 )
 
-// parseOllamaURLs parses a comma-separated list of servers, each as
-// parseOllamaURL accepts it. A server named twice is an error: it would get
+// parseURLs parses a comma-separated list of servers, each as
+// parseURL accepts it. A server named twice is an error: it would get
 // two ingest batches at once.
-func parseOllamaURLs(s string) ([]*url.URL, error) {
+func parseURLs(s string) ([]*url.URL, error) {
 	var out []*url.URL
 	seen := map[string]bool{}
 	for part := range strings.SplitSeq(s, ",") {
 		if strings.TrimSpace(part) == "" {
 			return nil, fmt.Errorf("llm: ollama url %q: an empty server in the list", redact.Text(s))
 		}
-		u, err := parseOllamaURL(part)
+		u, err := parseURL(part)
 		if err != nil {
 			return nil, err
 		}
@@ -88,16 +89,16 @@ func (h *endpointHealth) due(now time.Time) time.Time {
 // endpointDown reports whether err says the server, rather than the
 // request, is the problem, so that another server should be tried.
 func endpointDown(err error) bool {
-	return IsTransient(err) && !errors.Is(err, context.Canceled)
+	return llm.IsTransient(err) && !errors.Is(err, context.Canceled)
 }
 
 // byPreference orders clients for one request: usable servers first, least
 // busy first (ties in list order), then the backing-off ones by when they
 // are due.
-func byPreference(clients []*OllamaClient) []*OllamaClient {
+func byPreference(clients []*Client) []*Client {
 	now := time.Now()
 	type ranked struct {
-		c    *OllamaClient
+		c    *Client
 		due  time.Time
 		busy int32
 	}
@@ -111,7 +112,7 @@ func byPreference(clients []*OllamaClient) []*OllamaClient {
 		}
 		return int(a.busy - b.busy)
 	})
-	out := make([]*OllamaClient, len(rs))
+	out := make([]*Client, len(rs))
 	for i, r := range rs {
 		out[i] = r.c
 	}
@@ -122,7 +123,7 @@ func byPreference(clients []*OllamaClient) []*OllamaClient {
 // not fail for a reason of its server's. It returns the last error when
 // every server failed. call's requests go through callOn, which keeps each
 // server's health and load up to date.
-func onEach(ctx context.Context, clients []*OllamaClient, call func(*OllamaClient) error) error {
+func onEach(ctx context.Context, clients []*Client, call func(*Client) error) error {
 	var err error
 	for _, c := range byPreference(clients) {
 		if err = call(c); !endpointDown(err) || ctx.Err() != nil {
@@ -134,7 +135,7 @@ func onEach(ctx context.Context, clients []*OllamaClient, call func(*OllamaClien
 
 // callOn runs call on c, counting it as in flight and recording whether
 // the server answered.
-func callOn(c *OllamaClient, call func(*OllamaClient) error) error {
+func callOn(c *Client, call func(*Client) error) error {
 	c.health.busy.Add(1)
 	defer c.health.busy.Add(-1)
 	err := call(c)
@@ -179,8 +180,8 @@ func (f *ModelFacts) Can(capability string) bool { return slices.Contains(f.Capa
 
 // ModelFacts asks the server about model: /api/show for its context and
 // capabilities, /api/tags for its digest. A missing model is a
-// *ModelNotFoundError.
-func (c *OllamaClient) ModelFacts(ctx context.Context, model string) (*ModelFacts, error) {
+// *llm.ModelNotFoundError.
+func (c *Client) ModelFacts(ctx context.Context, model string) (*ModelFacts, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	show, err := c.api.Show(ctx, &api.ShowRequest{Model: model})
@@ -205,7 +206,7 @@ func (c *OllamaClient) ModelFacts(ctx context.Context, model string) (*ModelFact
 }
 
 // contextLength reads a model's effective context from /api/show: the
-// trained length in model_info ("<architecture>.context_length"), cut to
+// trained length in model_info ("<architecture>.context_length"), capped at
 // the num_ctx parameter when the Modelfile sets one.
 func contextLength(show *api.ShowResponse) int {
 	n := 0
@@ -239,13 +240,13 @@ func jsonInt(v any) int {
 // one says of it. An unreachable server is not an error while another
 // answers (it is skipped until it comes back); a server that lacks the
 // model, or has another model under its name, is.
-func checkModelOn(ctx context.Context, clients []*OllamaClient, model, capability string) (*ModelFacts, error) {
+func checkModelOn(ctx context.Context, clients []*Client, model, capability string) (*ModelFacts, error) {
 	var first *ModelFacts
 	var firstURL string
 	var down error
 	for _, c := range clients {
 		var f *ModelFacts
-		err := callOn(c, func(c *OllamaClient) (err error) {
+		err := callOn(c, func(c *Client) (err error) {
 			if _, err = c.Version(ctx); err == nil {
 				f, err = c.ModelFacts(ctx, model)
 			}
@@ -259,14 +260,14 @@ func checkModelOn(ctx context.Context, clients []*OllamaClient, model, capabilit
 			return nil, err
 		}
 		if capability != "" && len(f.Capabilities) > 0 && !f.Can(capability) {
-			return nil, &ModelConfigError{fmt.Sprintf("model %s on the Ollama server at %s cannot do %s (it can: %s): choose a model that can", model, c.shown, capabilityWord(capability), strings.Join(f.Capabilities, ", "))}
+			return nil, &llm.ModelConfigError{Msg: fmt.Sprintf("model %s on the Ollama server at %s cannot do %s (it can: %s): choose a model that can", model, c.shown, capabilityWord(capability), strings.Join(f.Capabilities, ", "))}
 		}
 		if first == nil {
 			first, firstURL = f, c.shown
 			continue
 		}
 		if f.Digest != first.Digest {
-			return nil, &ModelConfigError{fmt.Sprintf("model %s differs between the Ollama servers at %s (digest %s) and %s (digest %s): every server must serve the same models", model, firstURL, shortDigest(first.Digest), c.shown, shortDigest(f.Digest))}
+			return nil, &llm.ModelConfigError{Msg: fmt.Sprintf("model %s differs between the Ollama servers at %s (digest %s) and %s (digest %s): every server must serve the same models", model, firstURL, llm.ShortDigest(first.Digest), c.shown, llm.ShortDigest(f.Digest))}
 		}
 	}
 	if first == nil {
@@ -274,14 +275,6 @@ func checkModelOn(ctx context.Context, clients []*OllamaClient, model, capabilit
 	}
 	return first, nil
 }
-
-// ModelConfigError is a configured model that cannot serve its purpose: a
-// chat model that cannot chat, an embedding model that cannot embed, or
-// servers that hold different models under the name. Waiting does not fix
-// it, so it stops the start-up whatever the mode.
-type ModelConfigError struct{ Msg string }
-
-func (e *ModelConfigError) Error() string { return "llm: " + e.Msg }
 
 // capabilityWord says what a capability is for, in messages.
 func capabilityWord(capability string) string {
@@ -294,17 +287,8 @@ func capabilityWord(capability string) string {
 	return capability
 }
 
-// shortDigest is the start of a digest, enough to tell two apart.
-func shortDigest(d string) string {
-	d = strings.TrimPrefix(d, "sha256:")
-	if len(d) > 12 {
-		return d[:12]
-	}
-	return d
-}
-
 // urlList joins the clients' URLs for messages.
-func urlList(clients []*OllamaClient) string {
+func urlList(clients []*Client) string {
 	urls := make([]string, len(clients))
 	for i, c := range clients {
 		urls[i] = c.shown

@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 	"unicode"
 
 	"github.com/docsift/docsift/internal/ollamareal"
+	"github.com/docsift/docsift/llm"
 	"github.com/ollama/ollama/api"
 )
 
-// Answers against the real Ollama server: see ollama_real_test.go.
+// Answers against the real Ollama server: see real_test.go.
 
 func TestRealOllamaAnswerStreams(t *testing.T) {
 	_, cfg := newRealOllama(t)
@@ -24,12 +25,12 @@ func TestRealOllamaAnswerStreams(t *testing.T) {
 	}
 	var deltas []string
 	got, err := a.Answer(ctx, "what is docsift?",
-		[]Source{{Title: "readme", Text: "docsift is a search service."}},
+		[]llm.Source{{Title: "readme", Text: "docsift is a search service."}},
 		func(d string) { deltas = append(deltas, d) })
 	// tinychat never emits a stop token: every answer runs to num_predict.
-	var cut *CutAnswerError
+	var cut *llm.TruncatedAnswerError
 	if !errors.As(err, &cut) {
-		t.Fatalf("an answer run to num_predict: %v, want a CutAnswerError", err)
+		t.Fatalf("an answer run to num_predict: %v, want a llm.TruncatedAnswerError", err)
 	}
 	if strings.TrimSpace(got) == "" {
 		t.Fatal("empty answer")
@@ -99,18 +100,18 @@ func TestRealOllamaAnswerCancel(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pieces := 0
-	_, err := a.Answer(cctx, "q", []Source{{Text: ollamareal.Text(0, 100)}}, func(string) {
+	_, err := a.Answer(cctx, "q", []llm.Source{{Text: ollamareal.Text(0, 100)}}, func(string) {
 		pieces++
 		cancel()
 	})
-	if !errors.Is(err, context.Canceled) || IsTransient(err) {
+	if !errors.Is(err, context.Canceled) || llm.IsTransient(err) {
 		t.Fatalf("cancelled answer: %v, want a permanent context.Canceled", err)
 	}
 	if pieces == 0 {
 		t.Error("cancelled before any piece")
 	}
 	start := time.Now()
-	if _, err := a.Answer(ctx, "q", []Source{{Text: "t"}}, nil); answered(err) != nil {
+	if _, err := a.Answer(ctx, "q", []llm.Source{{Text: "t"}}, nil); answered(err) != nil {
 		t.Fatalf("answer after a cancel: %v", err)
 	}
 	t.Logf("next answer (512 tokens) took %s", time.Since(start))
@@ -125,9 +126,9 @@ func TestRealOllamaAnswerCancel(t *testing.T) {
 func TestRealOllamaPromptOverContext(t *testing.T) {
 	srv, cfg := newRealOllama(t)
 	ctx := realCtx(t)
-	var sources []Source
+	var sources []llm.Source
 	for i := 0; i < 12; i++ {
-		sources = append(sources, Source{Title: "doc", Text: strings.Repeat("文档搜索服务把文件切成块并计算向量。", 250)})
+		sources = append(sources, llm.Source{Title: "doc", Text: strings.Repeat("文档搜索服务把文件切成块并计算向量。", 250)})
 	}
 	system, user := GroundedPrompt("这是什么？", sources)
 	if n := strings.Count(user, "<source id="); n == 0 || n == len(sources) {
@@ -148,10 +149,10 @@ func TestRealOllamaPromptOverContext(t *testing.T) {
 	if resp.DoneReason != "length" {
 		t.Errorf("done_reason %q after num_predict 4, want length", resp.DoneReason)
 	}
-	var cut *CutAnswerError
+	var cut *llm.TruncatedAnswerError
 	text, err := mustAnswerer(t, cfg).Answer(ctx, "这是什么？", sources, nil)
 	if !errors.As(err, &cut) || text == "" || cut.Tokens != ollamaMaxAnswerTokens {
-		t.Errorf("Answer that ran to num_predict: %q, %v; want the text and a CutAnswerError", text, err)
+		t.Errorf("Answer that ran to num_predict: %q, %v; want the text and a llm.TruncatedAnswerError", text, err)
 	}
 }
 
@@ -165,12 +166,12 @@ func TestRealOllamaEmbedModelAsChat(t *testing.T) {
 	chat := cfg
 	chat.ChatModel = realEmbedModel
 	a := mustAnswerer(t, chat)
-	var mce *ModelConfigError
+	var mce *llm.ModelConfigError
 	if err := a.Check(ctx); !errors.As(err, &mce) || !strings.Contains(err.Error(), "tinyembed") || !strings.Contains(err.Error(), "cannot do completion") {
 		t.Errorf("Check of an embedding model as the chat model: %v", err)
 	}
-	_, err := a.Answer(ctx, "q", []Source{{Text: "t"}}, nil)
-	if err == nil || IsTransient(err) || !strings.Contains(err.Error(), `"tinyembed" does not support chat`) {
+	_, err := a.Answer(ctx, "q", []llm.Source{{Text: "t"}}, nil)
+	if err == nil || llm.IsTransient(err) || !strings.Contains(err.Error(), `"tinyembed" does not support chat`) {
 		t.Errorf("Answer with an embedding model: %v", err)
 	}
 	emb := cfg
@@ -192,20 +193,20 @@ func TestRealOllamaRunnerKilled(t *testing.T) {
 	a := mustAnswerer(t, cfg)
 	var once sync.Once
 	start := time.Now()
-	_, err := a.Answer(ctx, "q", []Source{{Text: "t"}}, func(string) {
+	_, err := a.Answer(ctx, "q", []llm.Source{{Text: "t"}}, func(string) {
 		once.Do(func() {
 			if n, err := srv.KillRunners(); err != nil || n == 0 {
 				t.Errorf("KillRunners: %d, %v", n, err)
 			}
 		})
 	})
-	t.Logf("answer with its runner killed, after %s: %v (transient %v)", time.Since(start), err, IsTransient(err))
+	t.Logf("answer with its runner killed, after %s: %v (transient %v)", time.Since(start), err, llm.IsTransient(err))
 	if err == nil {
 		t.Fatal("the answer survived its runner")
 	}
 	// The server starts a new runner for the next request.
 	start = time.Now()
-	if _, err := a.Answer(ctx, "q", []Source{{Text: "t"}}, nil); answered(err) != nil {
+	if _, err := a.Answer(ctx, "q", []llm.Source{{Text: "t"}}, nil); answered(err) != nil {
 		t.Errorf("answer after the runner died: %v", err)
 	}
 	t.Logf("next answer after %s", time.Since(start))
@@ -214,7 +215,7 @@ func TestRealOllamaRunnerKilled(t *testing.T) {
 // answered is err unless it only says the answer was cut at its length
 // limit, as every answer of tinychat is.
 func answered(err error) error {
-	var cut *CutAnswerError
+	var cut *llm.TruncatedAnswerError
 	if errors.As(err, &cut) {
 		return nil
 	}
