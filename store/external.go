@@ -1,35 +1,12 @@
 package store
 
 import (
-	"errors"
-	"fmt"
-
 	bolt "go.etcd.io/bbolt"
 )
 
-// External ids. A caller may name a document with an id of its own
-// (external_id), unique per owner, and upload it again under the same id
-// to replace it. Each external id has at most one holder: the document
-// that GET /documents?external_id= finds, and whose chunks are searched.
-//
-//   - A new upload takes a free external id at once, so that it can be
-//     found while its job runs; otherwise it waits as a candidate.
-//   - A candidate takes over in the transaction that gives the last of
-//     its chunks a vector (ReplaceChunks or AddVectors): the holder's record, chunks,
-//     vectors, queued job and file reference go, and the external id
-//     points at the candidate. Its owner's index drops the old chunks and
-//     adds the new ones in the same commit, so searches see one version
-//     or the other.
-//   - Of two uploads, the later created wins, whatever order their jobs
-//     end in: a candidate older than the holder is refused
-//     (ErrSuperseded) and its job fails, leaving the holder in place. So
-//     does a failed candidate, by never reaching ReplaceChunks.
-//   - Deleting the holder frees the external id.
+// External ids (see OtherHolder for the rule): this bucket points each
+// at its holder.
 var bucketExternalIDs = []byte("externalids") // owner \x00 external id → id of the document holding it
-
-// ErrSuperseded is returned by ReplaceChunks for a document whose external
-// id is held by a document created after it.
-var ErrSuperseded = errors.New("a newer upload with the same external_id holds it")
 
 func externalKey(d *Document) []byte { return ownerKey(d.OwnerID, []byte(d.ExternalID)) }
 
@@ -78,41 +55,20 @@ func (s *Store) takeOverExternalID(tx *bolt.Tx, d *Document) (removed []uint64, 
 }
 
 // otherHolder returns the document d would take its external id over
-// from: nil when d has none, holds it already, or it is free. A holder
-// created after d is ErrSuperseded. A document whose chunks are written
-// before they all have vectors asks early, so that an upload that cannot
-// win is not searchable meanwhile.
+// from (see OtherHolder). A document whose chunks are written before they
+// all have vectors asks early, so that an upload that cannot win is not
+// searchable meanwhile.
 func otherHolder(tx *bolt.Tx, d *Document) (*Document, error) {
-	if d.ExternalID == "" {
-		return nil, nil
-	}
-	holderID := string(tx.Bucket(bucketExternalIDs).Get(externalKey(d)))
-	if holderID == "" || holderID == d.ID {
-		return nil, nil
-	}
-	h, err := getDoc(tx, holderID)
-	switch {
-	case errors.Is(err, ErrNotFound): // a dangling entry: take it
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case createdBefore(d, h):
-		return nil, fmt.Errorf("%w (document %s)", ErrSuperseded, h.ID)
-	}
-	return h, nil
-}
-
-// createdBefore reports whether a was created before b: by creation
-// sequence, then (for documents older than it) by time, then by id, so
-// that any two documents are ordered the same way every time.
-func createdBefore(a, b *Document) bool {
-	switch {
-	case a.Seq != b.Seq:
-		return a.Seq < b.Seq
-	case !a.CreatedAt.Equal(b.CreatedAt):
-		return a.CreatedAt.Before(b.CreatedAt)
-	}
-	return a.ID < b.ID
+	return OtherHolder(d, func() (*Document, error) {
+		holderID := string(tx.Bucket(bucketExternalIDs).Get(externalKey(d)))
+		switch holderID {
+		case "":
+			return nil, ErrNotFound
+		case d.ID:
+			return d, nil
+		}
+		return getDoc(tx, holderID)
+	})
 }
 
 // DocumentByExternalID returns the document of owner that holds externalID,

@@ -179,10 +179,7 @@ func (s *Store) NextDue() (time.Time, bool) {
 // document with it, and queues the event for the project's webhooks in the
 // same transaction: an ended job is never without its deliveries.
 func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error {
-	status := StatusSucceeded
-	if errMsg != "" {
-		status = StatusFailed
-	}
+	status := JobOutcome(errMsg)
 	return s.updateJob(jobID, func(tx *bolt.Tx, j *Job, d *Document) error {
 		if err := chargeRun(tx, j, s.now()); err != nil {
 			return err

@@ -48,10 +48,6 @@ func (c *Customer) Matches(find string) bool {
 // FoldFind is text as Customer.Matches compares it: in lower case.
 func FoldFind(text string) string { return strings.ToLower(text) }
 
-// keyHintLen is how much of a key's secret is kept in clear to tell keys
-// apart in listings: the prefix plus 4 random characters, 20 bits.
-const keyHintLen = len(PrefixAPIKey) + 4
-
 // storedKey is APIKey as written, with its hash.
 type storedKey struct {
 	APIKey
@@ -61,7 +57,7 @@ type storedKey struct {
 // CreateProject creates a project and its first API key in one transaction
 // and returns the key's secret, which is not stored.
 func (s *Store) CreateProject(name string) (*Project, string, error) {
-	p := &Project{ID: NewID(PrefixProject), Name: name, CreatedAt: s.now().UTC()}
+	p := NewProject(name, s.now())
 	var secret string
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := put(tx.Bucket(bucketProjects), p.ID, p); err != nil {
@@ -118,13 +114,8 @@ func (s *Store) CreateKey(projectID string) (string, *APIKey, error) {
 }
 
 func (s *Store) createKey(tx *bolt.Tx, projectID string) (string, *APIKey, error) {
-	secret := NewSecret(PrefixAPIKey)
-	k := storedKey{APIKey: APIKey{
-		ID:        NewID(PrefixKey),
-		ProjectID: projectID,
-		Hint:      secret[:keyHintLen],
-		CreatedAt: s.now().UTC(),
-	}, Hash: hashSecret(secret)}
+	secret, key := NewAPIKey(projectID, s.now())
+	k := storedKey{APIKey: *key, Hash: HashSecret(secret)}
 	return secret, &k.APIKey, put(tx.Bucket(bucketKeys), k.Hash, k)
 }
 
@@ -215,7 +206,7 @@ func (s *Store) keyRevoked(tx *bolt.Tx, keyID string) (bool, error) {
 // The lookup is by the secret's hash, so timing reveals nothing about the
 // secret; the final comparison is constant-time all the same.
 func (s *Store) Authenticate(secret string) (*Project, string, error) {
-	h := hashSecret(secret)
+	h := HashSecret(secret)
 	var p *Project
 	var keyID string
 	err := s.db.View(func(tx *bolt.Tx) error {

@@ -44,10 +44,7 @@ func (s *Session) Expired(t time.Time) bool { return !t.Before(s.ExpiresAt) }
 // session that would take its project past limits.Sessions alive is
 // ErrSessionQuota.
 func (s *Store) CreateSession(sess Session, ttl time.Duration, limits ProjectLimits) (*Session, string, error) {
-	token := NewSecret("")
-	sess.ID = NewID(PrefixSession)
-	sess.CreatedAt = s.now().UTC()
-	sess.ExpiresAt = sess.CreatedAt.Add(ttl)
+	sess, token := NewSession(sess, ttl, s.now())
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		// The key was good when the request came in, but a session it
 		// asks for after its revocation would outlive it, as none of
@@ -69,7 +66,7 @@ func (s *Store) CreateSession(sess Session, ttl time.Duration, limits ProjectLim
 				return err
 			}
 		}
-		return putSession(tx, hashSecret(token), nil, &sess)
+		return putSession(tx, HashSecret(token), nil, &sess)
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("store: create session: %w", err)
@@ -82,7 +79,7 @@ func (s *Store) CreateSession(sess Session, ttl time.Duration, limits ProjectLim
 func (s *Store) SessionByToken(token string) (*Session, error) {
 	var sess *Session
 	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		sess, err = get[Session](tx.Bucket(bucketSessions), hashSecret(token))
+		sess, err = get[Session](tx.Bucket(bucketSessions), HashSecret(token))
 		return err
 	})
 	return sess, err
@@ -95,13 +92,13 @@ func (s *Store) CloseSession(token, how string) (*Session, error) {
 	var sess *Session
 	err := s.update(func(tx *bolt.Tx) (err error) {
 		b := tx.Bucket(bucketSessions)
-		if sess, err = get[Session](b, hashSecret(token)); err != nil {
+		if sess, err = get[Session](b, HashSecret(token)); err != nil {
 			return err
 		}
 		if now := s.now().UTC(); !sess.Expired(now) {
 			was := *sess
 			sess.ExpiresAt, sess.Closed = now, how
-			return putSession(tx, hashSecret(token), &was, sess)
+			return putSession(tx, HashSecret(token), &was, sess)
 		}
 		return nil
 	})

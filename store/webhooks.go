@@ -83,8 +83,7 @@ func JobEvent(j *Job, at time.Time) Event {
 // CreateWebhook registers url for a project's events and returns it with
 // its signing secret.
 func (s *Store) CreateWebhook(projectID, url string, events []string) (*Webhook, error) {
-	w := &Webhook{ID: NewID(PrefixWebhook), ProjectID: projectID, URL: url, Events: events,
-		Secret: NewSecret(PrefixWebhookSecret), CreatedAt: s.now().UTC()}
+	w := NewWebhook(projectID, url, events, s.now())
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
 			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
@@ -162,18 +161,14 @@ func (s *Store) DeleteWebhook(id string) error {
 	return nil
 }
 
-// queueEvent creates a pending delivery of ev, due now, for every webhook
-// of the project that listens for its type.
+// queueEvent creates the deliveries of ev (EventDeliveries) among the
+// project's webhooks, due at ev.At.
 func (s *Store) queueEvent(tx *bolt.Tx, projectID string, ev Event) error {
-	for _, w := range projectWebhooks(tx, projectID) {
-		if !slices.Contains(w.Events, ev.Type) {
-			continue
-		}
-		d := &Delivery{ID: NewID(PrefixDelivery), WebhookID: w.ID, Event: ev, Status: DeliveryPending, CreatedAt: ev.At}
-		if err := s.scheduleDelivery(tx, projectID, d, ev.At); err != nil {
+	for _, d := range EventDeliveries(projectWebhooks(tx, projectID), ev) {
+		if err := s.scheduleDelivery(tx, projectID, &d, ev.At); err != nil {
 			return err
 		}
-		logKey := ownerKey(w.ID, append(u64(uint64(ev.At.UnixNano())), d.ID...))
+		logKey := ownerKey(d.WebhookID, append(u64(uint64(ev.At.UnixNano())), d.ID...))
 		if err := tx.Bucket(bucketWebhookLog).Put(logKey, nil); err != nil {
 			return err
 		}
@@ -414,10 +409,7 @@ func (s *Store) DeliveryAttempted(id string, status int, errMsg string, retryAt 
 			return err
 		}
 		d.QueueKey, d.NextAttempt = nil, time.Time{}
-		d.Status = DeliveryDelivered
-		if errMsg != "" {
-			d.Status = DeliveryFailed
-		} else {
+		if d.Status = DeliveryOutcome(errMsg); d.Status == DeliveryDelivered {
 			d.DeliveredAt = s.now().UTC()
 		}
 		return put(tx.Bucket(bucketDeliveries), d.ID, d)

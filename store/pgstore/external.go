@@ -54,35 +54,23 @@ func (s *Store) takeOverExternalID(ctx context.Context, tx pgx.Tx, d *store.Docu
 }
 
 // otherHolder returns, locked, the document d would take its external id
-// over from: nil when d has none, holds it already, or it is free. A holder
-// created after d is store.ErrSuperseded. The caller holds
-// lockExternalID (lockDocument took it).
+// over from (see store.OtherHolder). The caller holds lockExternalID
+// (lockDocument took it).
 func otherHolder(ctx context.Context, tx pgx.Tx, d *store.Document) (*store.Document, error) {
-	if d.ExternalID == "" {
-		return nil, nil
-	}
-	var holderID, jobID string
-	err := tx.QueryRow(ctx, `SELECT e.document_id, d.job_id FROM external_ids e JOIN documents d ON d.id = e.document_id
-		WHERE e.owner_id = $1 AND e.external_id = $2`, d.OwnerID, d.ExternalID).Scan(&holderID, &jobID)
-	if errors.Is(err, pgx.ErrNoRows) || holderID == d.ID { // free, or a dangling entry: take it
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read holder of external id: %w", err)
-	}
-	h, err := lockJobAndDocument(ctx, tx, jobID, holderID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Documents' seqs number them in creation order (the bbolt store
-	// falls back to times and ids only for records from before seqs).
-	if d.Seq < h.Seq {
-		return nil, fmt.Errorf("%w (document %s)", store.ErrSuperseded, h.ID)
-	}
-	return h, nil
+	return store.OtherHolder(d, func() (*store.Document, error) {
+		var holderID, jobID string
+		err := tx.QueryRow(ctx, `SELECT e.document_id, d.job_id FROM external_ids e JOIN documents d ON d.id = e.document_id
+			WHERE e.owner_id = $1 AND e.external_id = $2`, d.OwnerID, d.ExternalID).Scan(&holderID, &jobID)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows): // free, or a dangling entry
+			return nil, store.ErrNotFound
+		case err != nil:
+			return nil, fmt.Errorf("read holder of external id: %w", err)
+		case holderID == d.ID:
+			return d, nil
+		}
+		return lockJobAndDocument(ctx, tx, jobID, holderID)
+	})
 }
 
 // DocumentByExternalID returns the document of owner that holds

@@ -171,10 +171,7 @@ func (s *Store) nextDueHere(ctx context.Context) (time.Time, bool) {
 // document with it, and queues the event for the project's webhooks in the
 // same transaction: an ended job is never without its deliveries.
 func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error {
-	status := store.StatusSucceeded
-	if errMsg != "" {
-		status = store.StatusFailed
-	}
+	status := store.JobOutcome(errMsg)
 	ctx, cancel := opContext()
 	defer cancel()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

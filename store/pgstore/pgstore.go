@@ -14,8 +14,6 @@ package pgstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -94,14 +92,6 @@ func (s *Store) timestamp() time.Time { return s.now().UTC().Truncate(time.Micro
 
 func opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), opTimeout)
-}
-
-// keyHintLen matches the bbolt store's: the prefix plus 4 characters.
-const keyHintLen = len(store.PrefixAPIKey) + 4
-
-func hashSecret(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
 }
 
 // isForeignKeyViolation reports whether err is PostgreSQL refusing a row

@@ -16,7 +16,7 @@ import (
 func (s *Store) CreateProject(name string) (*store.Project, string, error) {
 	ctx, cancel := opContext()
 	defer cancel()
-	p := &store.Project{ID: store.NewID(store.PrefixProject), Name: name, CreatedAt: s.timestamp()}
+	p := store.NewProject(name, s.timestamp())
 	var secret string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO projects (id, name, created_at) VALUES ($1, $2, $3)",
@@ -90,15 +90,9 @@ func (s *Store) CreateKey(projectID string) (string, *store.APIKey, error) {
 }
 
 func (s *Store) createKey(ctx context.Context, tx pgx.Tx, projectID string) (string, *store.APIKey, error) {
-	secret := store.NewSecret(store.PrefixAPIKey)
-	k := &store.APIKey{
-		ID:        store.NewID(store.PrefixKey),
-		ProjectID: projectID,
-		Hint:      secret[:keyHintLen],
-		CreatedAt: s.timestamp(),
-	}
+	secret, k := store.NewAPIKey(projectID, s.timestamp())
 	_, err := tx.Exec(ctx, `INSERT INTO api_keys (hash, id, project_id, hint, created_at)
-		VALUES ($1, $2, $3, $4, $5)`, hashSecret(secret), k.ID, k.ProjectID, k.Hint, k.CreatedAt)
+		VALUES ($1, $2, $3, $4, $5)`, store.HashSecret(secret), k.ID, k.ProjectID, k.Hint, k.CreatedAt)
 	return secret, k, err
 }
 
@@ -178,7 +172,7 @@ func (s *Store) Authenticate(secret string) (*store.Project, string, error) {
 	var keyID string
 	err := s.pool.QueryRow(ctx, `SELECT k.id, p.id, p.name, p.created_at
 		FROM api_keys k JOIN projects p ON p.id = k.project_id
-		WHERE k.hash = $1 AND k.revoked_at IS NULL`, hashSecret(secret)).
+		WHERE k.hash = $1 AND k.revoked_at IS NULL`, store.HashSecret(secret)).
 		Scan(&keyID, &p.ID, &p.Name, &p.CreatedAt)
 	if err != nil {
 		return nil, "", notFound(err)
@@ -283,10 +277,8 @@ func (s *Store) Customers(projectID, find, after string, limit int) ([]store.Cus
 func (s *Store) CreateSession(sess store.Session, ttl time.Duration, limits store.ProjectLimits) (*store.Session, string, error) {
 	ctx, cancel := opContext()
 	defer cancel()
-	token := store.NewSecret("")
-	sess.ID = store.NewID(store.PrefixSession)
-	sess.CreatedAt = s.timestamp()
-	sess.ExpiresAt = sess.CreatedAt.Add(ttl).Truncate(time.Microsecond)
+	sess, token := store.NewSession(sess, ttl, s.timestamp())
+	sess.ExpiresAt = sess.ExpiresAt.Truncate(time.Microsecond)
 	services := sess.Services
 	if services == nil {
 		services = []string{}
@@ -325,7 +317,7 @@ func (s *Store) CreateSession(sess store.Session, ttl time.Duration, limits stor
 		_, err := tx.Exec(ctx, `INSERT INTO sessions (token_hash, id, project_id, owner_id, customer_id,
 			key_id, services, success_url, cancel_url, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			hashSecret(token), sess.ID, sess.ProjectID, sess.OwnerID, sess.CustomerID,
+			store.HashSecret(token), sess.ID, sess.ProjectID, sess.OwnerID, sess.CustomerID,
 			sess.KeyID, services, sess.SuccessURL, sess.CancelURL, sess.CreatedAt, sess.ExpiresAt)
 		return err
 	})
@@ -345,7 +337,7 @@ func (s *Store) CloseSession(token, how string) (*store.Session, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	if _, err := s.pool.Exec(ctx, `UPDATE sessions SET expires_at = $2, closed = $3
-		WHERE token_hash = $1 AND expires_at > $2`, hashSecret(token), s.timestamp(), how); err != nil {
+		WHERE token_hash = $1 AND expires_at > $2`, store.HashSecret(token), s.timestamp(), how); err != nil {
 		return nil, fmt.Errorf("store: close session: %w", err)
 	}
 	return s.SessionByToken(token)
@@ -357,7 +349,7 @@ func (s *Store) SessionByToken(token string) (*store.Session, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	var sess store.Session
-	err := s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE token_hash = $1`, hashSecret(token)).
+	err := s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE token_hash = $1`, store.HashSecret(token)).
 		Scan(&sess.ID, &sess.ProjectID, &sess.OwnerID, &sess.CustomerID, &sess.KeyID, &sess.Services,
 			&sess.SuccessURL, &sess.CancelURL, &sess.CreatedAt, &sess.ExpiresAt, &sess.Closed)
 	if err != nil {

@@ -33,8 +33,7 @@ func scanWebhook(row pgx.Row) (*store.Webhook, error) {
 func (s *Store) CreateWebhook(projectID, url string, events []string) (*store.Webhook, error) {
 	ctx, cancel := opContext()
 	defer cancel()
-	w := &store.Webhook{ID: store.NewID(store.PrefixWebhook), ProjectID: projectID, URL: url, Events: events,
-		Secret: store.NewSecret(store.PrefixWebhookSecret), CreatedAt: s.timestamp()}
+	w := store.NewWebhook(projectID, url, events, s.timestamp())
 	_, err := s.pool.Exec(ctx, "INSERT INTO webhooks ("+webhookColumns+") VALUES ($1, $2, $3, $4, $5, $6)",
 		w.ID, w.ProjectID, w.URL, w.Events, w.Secret, w.CreatedAt)
 	if isForeignKeyViolation(err) {
@@ -107,27 +106,36 @@ func (s *Store) queueJobEvent(ctx context.Context, tx pgx.Tx, jobID string, at t
 	return s.queueEvent(ctx, tx, j.ProjectID, store.JobEvent(j, at))
 }
 
-// queueEvent creates a pending delivery of ev, due at ev.At, for every
-// webhook of the project that listens for its type, in the order the
-// webhooks were created.
+// queueEvent creates the deliveries of ev (store.EventDeliveries) among
+// the project's webhooks, due at ev.At.
 func (s *Store) queueEvent(ctx context.Context, tx pgx.Tx, projectID string, ev store.Event) error {
-	rows, err := tx.Query(ctx, "SELECT id FROM webhooks WHERE project_id = $1 AND $2 = ANY (events) ORDER BY created_at, id",
-		projectID, ev.Type)
+	rows, err := tx.Query(ctx, "SELECT "+webhookColumns+" FROM webhooks WHERE project_id = $1 ORDER BY created_at, id",
+		projectID)
 	if err != nil {
 		return err
 	}
-	hooks, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(hooks) == 0 {
+	hooks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Webhook, error) {
+		w, err := scanWebhook(row)
+		if err != nil {
+			return store.Webhook{}, err
+		}
+		return *w, nil
+	})
+	if err != nil {
 		return err
+	}
+	deliveries := store.EventDeliveries(hooks, ev)
+	if len(deliveries) == 0 {
+		return nil
 	}
 	event, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", ev.ID, err)
 	}
-	for _, hook := range hooks {
+	for _, d := range deliveries {
 		if _, err := tx.Exec(ctx, `INSERT INTO deliveries (id, webhook_id, event, status, created_at, due_at, queue_seq)
-			VALUES ($1, $2, $3, $4, $5, $5, nextval('delivery_queue_seq'))`,
-			store.NewID(store.PrefixDelivery), hook, event, store.DeliveryPending, ev.At); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, nextval('delivery_queue_seq'))`,
+			d.ID, d.WebhookID, event, d.Status, d.CreatedAt, d.NextAttempt); err != nil {
 			return err
 		}
 	}
@@ -260,9 +268,9 @@ func (s *Store) DeliveryAttempted(id string, status int, errMsg string, retryAt 
 			claimed_by = NULL, due_at = $4, queue_seq = nextval('delivery_queue_seq') WHERE id = $1`,
 			id, status, errMsg, retryAt.UTC().Truncate(time.Microsecond))
 	default:
-		outcome, delivered := store.DeliveryDelivered, &now
-		if errMsg != "" {
-			outcome, delivered = store.DeliveryFailed, nil
+		outcome, delivered := store.DeliveryOutcome(errMsg), &now
+		if outcome != store.DeliveryDelivered {
+			delivered = nil
 		}
 		_, err = s.pool.Exec(ctx, `UPDATE deliveries SET attempts = attempts + 1, last_status = $2, last_error = $3,
 			claimed_by = NULL, due_at = NULL, queue_seq = NULL, status = $4, delivered_at = $5 WHERE id = $1`,
