@@ -42,6 +42,13 @@ type Store interface {
 	DeleteWebhook(id string) error
 }
 
+// Served is what the socket serves from: the admin commands' store and
+// the owners' models (a server's store.Backend).
+type Served interface {
+	Store
+	Owners() (map[string]store.OwnerModel, error)
+}
+
 // errorReply is the socket's error shape.
 type errorReply struct {
 	Error string `json:"error"`
@@ -59,7 +66,7 @@ type CreatedKey struct {
 // dataDir/docsift.sock, to the server's user and root (see peer.go).
 // checkEndpoint, when set, says whether a webhook may be registered for a
 // URL (its address), as the API's does. The returned function stops it.
-func Listen(dataDir string, st store.Backend, reindexer Reindexer, checkEndpoint func(ctx context.Context, url string) error) (func(), error) {
+func Listen(dataDir string, st Served, reindexer Reindexer, checkEndpoint func(ctx context.Context, url string) error) (func(), error) {
 	return listen(dataDir, handler(st, dataDir, reindexer, checkEndpoint), serverUIDs())
 }
 
@@ -82,7 +89,7 @@ func listen(dataDir string, h http.Handler, uids []int) (func(), error) {
 	return func() { srv.Close(); os.Remove(path) }, nil
 }
 
-func handler(st store.Backend, dataDir string, reindexer Reindexer, checkEndpoint func(context.Context, string) error) http.Handler {
+func handler(st Served, dataDir string, reindexer Reindexer, checkEndpoint func(context.Context, string) error) http.Handler {
 	var admin Store = st
 	mux := http.NewServeMux()
 	mux.Handle("POST /reindex", reindexHandler(reindexer))

@@ -39,7 +39,7 @@ func (o *modelOptions) register(f *pflag.FlagSet, withAnswerer bool, embedder st
 // chooseEmbedder picks the embedder and logs which and why, once. When
 // Ollama was down at start, the dimension its model has in the store is
 // told to the embedder, so a changed model is still refused.
-func (o *modelOptions) chooseEmbedder(ctx context.Context, st store.Backend, log *slog.Logger) (llm.Embedder, error) {
+func (o *modelOptions) chooseEmbedder(ctx context.Context, st store.ModelStore, log *slog.Logger) (llm.Embedder, error) {
 	em, why, err := llm.ChooseEmbedder(ctx, o.embedder, o.ollama)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (o *modelOptions) chooseEmbedder(ctx context.Context, st store.Backend, log
 
 // standbyEmbedder is the Ollama embedder for owners indexed with it when
 // Ollama was not usable at start, named as those owners' vectors are.
-func (o *modelOptions) standbyEmbedder(st store.Backend, log *slog.Logger) (*llm.OllamaEmbedder, error) {
+func (o *modelOptions) standbyEmbedder(st store.ModelStore, log *slog.Logger) (*llm.OllamaEmbedder, error) {
 	oe, err := llm.NewOllamaEmbedder(o.ollama)
 	if err != nil {
 		return nil, err

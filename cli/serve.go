@@ -509,7 +509,7 @@ func defaultBaseURL(addr string) string {
 // firstStart creates the "default" project on an empty data dir and prints
 // its key once, in a line that puts it in a shell variable: the commands
 // after it use the variable, so the key appears once in a service's log.
-func firstStart(st store.Backend, baseURL string, w io.Writer) error {
+func firstStart(st store.ProjectStore, baseURL string, w io.Writer) error {
 	ps, err := st.Projects()
 	if err != nil || len(ps) > 0 {
 		return err

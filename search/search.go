@@ -57,10 +57,17 @@ type WebSearcher interface {
 // configured.
 var ErrWebNotConfigured = errors.New("internet search is not configured: set --searxng-url")
 
+// Store is what a query reads of the store: the chunks the indexes found
+// and their documents' names.
+type Store interface {
+	ChunksBySeq(seqs []uint64) ([]store.Chunk, error)
+	DocumentNames(chunks []store.Chunk) (map[string]string, error)
+}
+
 // Service runs queries.
 type Service struct {
 	indexes  Indexes
-	store    store.Backend
+	store    Store
 	answerer llm.Answerer
 	fallback llm.Answerer // answers when answerer fails
 	web      WebSearcher  // nil: internet search is off
@@ -76,7 +83,7 @@ type Service struct {
 }
 
 // New returns a query service. web may be nil.
-func New(indexes Indexes, st store.Backend, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
+func New(indexes Indexes, st Store, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
 	return &Service{indexes: indexes, store: st, answerer: answerer, fallback: llm.NewExtractive(), web: web, log: log,
 		searching: make(chan struct{}, DefaultMaxSearches())}
 }
