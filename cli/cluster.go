@@ -17,7 +17,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/store"
-	"github.com/docsift/docsift/store/pgstore"
+	"github.com/docsift/docsift/store/postgres"
 )
 
 // isDatabaseURL reports whether a --store value names a PostgreSQL
@@ -30,7 +30,7 @@ func isDatabaseURL(s string) bool {
 // file in the data dir, or with a postgres:// URL the database a cluster
 // of nodes shares. The data dir then holds only this node's index
 // snapshots and admin socket, so it is locked here instead of by bbolt.
-func openStore(storeURL, data string) (st store.Backend, pg *pgstore.Store, err error) {
+func openStore(storeURL, data string) (st store.Backend, pg *postgres.Store, err error) {
 	switch {
 	case storeURL == "":
 		if isClusterDir(data) {
@@ -50,7 +50,7 @@ func openStore(storeURL, data string) (st store.Backend, pg *pgstore.Store, err 
 		if err != nil {
 			return nil, nil, err
 		}
-		pg, err := pgstore.Open(storeURL)
+		pg, err := postgres.Open(storeURL)
 		if err != nil {
 			unlock()
 			return nil, nil, err
@@ -62,7 +62,7 @@ func openStore(storeURL, data string) (st store.Backend, pg *pgstore.Store, err 
 
 // closing is a store that also releases the data dir when closed.
 type closing struct {
-	*pgstore.Store
+	*postgres.Store
 	unlock func()
 }
 
@@ -128,14 +128,14 @@ const catchUpRetry = time.Second
 // and is tied to the engine once there is one.
 type clusterMember struct {
 	node   *cluster.Node
-	pg     *pgstore.Store
+	pg     *postgres.Store
 	engine atomic.Pointer[ingest.Engine]
 	log    *slog.Logger
 }
 
-func joinCluster(pg *pgstore.Store, url string, log *slog.Logger) (*clusterMember, error) {
+func joinCluster(pg *postgres.Store, url string, log *slog.Logger) (*clusterMember, error) {
 	m := &clusterMember{pg: pg, log: log}
-	node, err := cluster.Join(pg, url, pgstore.HeartbeatInterval, m.placementChanged, log)
+	node, err := cluster.Join(pg, url, postgres.HeartbeatInterval, m.placementChanged, log)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/docsift/docsift/store/pgstore"
+	"github.com/docsift/docsift/store/postgres"
 	"github.com/spf13/pflag"
 
 	"github.com/docsift/docsift/admin"
@@ -47,7 +47,7 @@ func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool
 		return c, func() {}, false, nil
 	}
 	if isDatabaseURL(a.store) {
-		pg, err := pgstore.Open(a.store)
+		pg, err := postgres.Open(a.store)
 		if err != nil {
 			return nil, nil, false, err
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // The bbolt store passes the conformance suite the PostgreSQL store
-// (store/pgstore) passes too.
+// (store/postgres) passes too.
 func TestConformanceProjects(t *testing.T) {
 	storetest.RunProjects(t, func(t *testing.T) storetest.Projects {
 		s, err := store.Open(t.TempDir())

@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite of docsift's stores: the same
 // tests run against the bbolt store (package store) and the PostgreSQL one
-// (package pgstore), so that the two behave alike wherever the server can
+// (package postgres), so that the two behave alike wherever the server can
 // tell. Each suite takes a function that opens a new, empty store.
 //
 // Times are compared with Equal, not ==: PostgreSQL keeps microseconds.

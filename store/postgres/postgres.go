@@ -1,4 +1,4 @@
-// Package pgstore keeps docsift's durable state in PostgreSQL, for the
+// Package postgres keeps docsift's durable state in PostgreSQL, for the
 // cluster mode where several docsift nodes share one database (see
 // docs/cluster.md). It implements store.Backend with the bbolt store's
 // records (store.Project, store.APIKey, …) and errors (store.ErrNotFound),
@@ -10,7 +10,7 @@
 // It lives under store/ because it is a second implementation of that
 // package's contract, not a layer above it: it reuses store's record types
 // and id helpers, while store itself stays free of the PostgreSQL driver.
-package pgstore
+package postgres
 
 import (
 	"context"
@@ -52,13 +52,13 @@ type Store struct {
 func Open(url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: parse database URL: %w", err)
+		return nil, fmt.Errorf("postgres: parse database URL: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: connect: %w", err)
+		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
@@ -67,7 +67,7 @@ func Open(url string) (*Store, error) {
 			// the command: say what failed in an operator's words.
 			return nil, fmt.Errorf("the database %s on %s:%d is unreachable (is PostgreSQL running there, and the URL right?): %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 		}
-		return nil, fmt.Errorf("pgstore: migrate %s: %w", cfg.ConnConfig.Database, err)
+		return nil, fmt.Errorf("postgres: migrate %s: %w", cfg.ConnConfig.Database, err)
 	}
 	s := &Store{pool: pool, now: time.Now}
 	s.maxInterrupted.Store(store.DefaultMaxInterrupted)

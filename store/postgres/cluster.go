@@ -1,4 +1,4 @@
-package pgstore
+package postgres
 
 import (
 	"context"
@@ -118,7 +118,7 @@ var ErrLeaseLost = errors.New("the job was taken over by another node after its 
 // they pass to one another; the first node to join makes it.
 func (s *Store) Join(url string) (id, secret string, err error) {
 	if s.node != "" {
-		return "", "", fmt.Errorf("pgstore: already joined as %s", s.node)
+		return "", "", fmt.Errorf("postgres: already joined as %s", s.node)
 	}
 	id = store.NewID("node_")
 	ctx, cancel := opContext()
@@ -135,7 +135,7 @@ func (s *Store) Join(url string) (id, secret string, err error) {
 		return err
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("pgstore: join the cluster: %w", err)
+		return "", "", fmt.Errorf("postgres: join the cluster: %w", err)
 	}
 	s.node, s.url = id, url
 	return id, secret, nil
@@ -166,7 +166,7 @@ func (s *Store) Heartbeat() error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: heartbeat: %w", err)
+		return fmt.Errorf("postgres: heartbeat: %w", err)
 	}
 	return nil
 }
@@ -177,14 +177,14 @@ func (s *Store) LiveNodes() ([]store.Node, error) {
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT id, url FROM nodes WHERE heartbeat_at > now() - make_interval(secs => $1) ORDER BY id`, liveFor.Seconds())
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: live nodes: %w", err)
+		return nil, fmt.Errorf("postgres: live nodes: %w", err)
 	}
 	nodes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Node, error) {
 		var n store.Node
 		return n, r.Scan(&n.ID, &n.URL)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: live nodes: %w", err)
+		return nil, fmt.Errorf("postgres: live nodes: %w", err)
 	}
 	return nodes, nil
 }
@@ -212,7 +212,7 @@ func (s *Store) Leave() error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: leave the cluster: %w", err)
+		return fmt.Errorf("postgres: leave the cluster: %w", err)
 	}
 	return nil
 }

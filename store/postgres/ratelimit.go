@@ -1,4 +1,4 @@
-package pgstore
+package postgres
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ func (s *Store) TakeToken(key string, perSecond float64, burst int) (time.Durati
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("pgstore: rate limit: %w", err)
+		return 0, fmt.Errorf("postgres: rate limit: %w", err)
 	}
 	return wait, nil
 }
@@ -49,7 +49,7 @@ func (s *Store) SweepRateBuckets(idle time.Duration) (int, error) {
 	defer cancel()
 	tag, err := s.pool.Exec(ctx, "DELETE FROM rate_buckets WHERE at < clock_timestamp() - make_interval(secs => $1)", idle.Seconds())
 	if err != nil {
-		return 0, fmt.Errorf("pgstore: sweep rate limits: %w", err)
+		return 0, fmt.Errorf("postgres: sweep rate limits: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
 }
