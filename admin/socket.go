@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // bbolt lets one process open the data file. So that `docsift project
@@ -29,7 +30,7 @@ import (
 // SocketName is the admin socket's file name in the data dir.
 const SocketName = "docsift.sock"
 
-// Store is what the admin commands need; *store.Store is one, Client (the
+// Store is what the admin commands need; *bolt.Store is one, Client (the
 // running server's socket) the other.
 type Store interface {
 	CreateProject(name string) (*store.Project, string, error)
@@ -110,10 +111,10 @@ func handler(st Served, dataDir string, reindexer Reindexer, checkEndpoint func(
 	}
 	// Backup and doctor read the bbolt file and the files beside it in the
 	// data dir; a store kept elsewhere has neither.
-	if bolt, ok := st.(*store.Store); ok {
-		mux.Handle("GET /backup", backupHandler(bolt, dataDir))
+	if file, ok := st.(*bolt.Store); ok {
+		mux.Handle("GET /backup", backupHandler(file, dataDir))
 		mux.HandleFunc("GET /doctor", func(w http.ResponseWriter, r *http.Request) {
-			reply(w, Doctor(bolt, dataDir, true), nil)
+			reply(w, Doctor(file, dataDir, true), nil)
 		})
 	} else {
 		elsewhere := func(w http.ResponseWriter, r *http.Request) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/admin"
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 	"github.com/spf13/cobra"
 )
 
@@ -172,15 +172,15 @@ func sizeLabel(n int64) string {
 	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
-// openExisting opens the store of a data dir that has one. store.Open
+// openExisting opens the store of a data dir that has one. bolt.Open
 // would create an empty one: a mistyped --data must not make a backup or a
 // health report of nothing. Data of an older docsift is upgraded only when
 // upgrade is set (see openAsIs).
-func openExisting(data string, upgrade bool) (*store.Store, error) {
+func openExisting(data string, upgrade bool) (*bolt.Store, error) {
 	if isClusterDir(data) {
 		return nil, fmt.Errorf("%s is a cluster node's data directory: its records are in PostgreSQL; back them up and check them with PostgreSQL's own tools (pg_dump, a streaming replica), see docs/cluster.md", data)
 	}
-	if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(data, bolt.DBFileName)); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, permissionDenied(data)
 		}
@@ -190,7 +190,7 @@ func openExisting(data string, upgrade bool) (*store.Store, error) {
 		return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
 	}
 	if upgrade {
-		return store.Open(data)
+		return bolt.Open(data)
 	}
 	return openAsIs(data)
 }
@@ -199,9 +199,9 @@ func openExisting(data string, upgrade bool) (*store.Store, error) {
 // docsift, which older versions would then refuse: a backup taken to go
 // back to the older version with, or a look at its health, must leave it
 // as it is.
-func openAsIs(data string) (*store.Store, error) {
-	st, err := store.OpenAsIs(data)
-	if errors.Is(err, store.ErrOlderData) {
+func openAsIs(data string) (*bolt.Store, error) {
+	st, err := bolt.OpenAsIs(data)
+	if errors.Is(err, bolt.ErrOlderData) {
 		return nil, fmt.Errorf("%s holds data of an older docsift (%v): use that version for this, or start `docsift serve --data %s` once to upgrade the data (older versions then refuse it)", data, err, data)
 	}
 	return st, err

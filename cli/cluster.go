@@ -17,6 +17,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 	"github.com/docsift/docsift/store/postgres"
 )
 
@@ -36,15 +37,15 @@ func openStore(storeURL, data string) (st store.Backend, pg *postgres.Store, err
 		if isClusterDir(data) {
 			return nil, nil, fmt.Errorf("%s is a cluster node's data directory, whose records are in PostgreSQL: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE), or give this server a data directory of its own", data)
 		}
-		s, err := store.Open(data)
+		s, err := bolt.Open(data)
 		if err != nil {
 			return nil, nil, err // not s: a nil *Store would be a non-nil Backend
 		}
 		return s, nil, nil
 	case isDatabaseURL(storeURL):
-		if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err == nil {
+		if _, err := os.Stat(filepath.Join(data, bolt.DBFileName)); err == nil {
 			// Its records would sit unused beside a node's snapshots.
-			return nil, nil, fmt.Errorf("%s holds a single server's records (%s), which a cluster node does not read: give the node a data directory of its own (moving a single server's records into PostgreSQL is not supported yet: see docs/cluster.md)", data, store.DBFileName)
+			return nil, nil, fmt.Errorf("%s holds a single server's records (%s), which a cluster node does not read: give the node a data directory of its own (moving a single server's records into PostgreSQL is not supported yet: see docs/cluster.md)", data, bolt.DBFileName)
 		}
 		unlock, err := lockDataDir(data)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/docsift/docsift/internal/ollamatest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 const (
@@ -68,7 +69,7 @@ func TestModelsPullSkipsPresent(t *testing.T) {
 // the built-in embedder, and returns the project id.
 func indexWithBuiltin(t *testing.T, dir string) string {
 	t.Helper()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func indexWithBuiltin(t *testing.T, dir string) string {
 
 func ownerModel(t *testing.T, dir, owner string) string {
 	t.Helper()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/docsift/docsift/admin"
 	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 	"github.com/spf13/cobra"
 )
 
@@ -56,7 +57,7 @@ func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool
 	if isClusterDir(a.data) {
 		return nil, nil, false, fmt.Errorf("%s is a cluster node's data directory and its node is not running: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE)", a.data)
 	}
-	_, err = os.Stat(filepath.Join(a.data, store.DBFileName))
+	_, err = os.Stat(filepath.Join(a.data, bolt.DBFileName))
 	if errors.Is(err, fs.ErrPermission) {
 		return nil, nil, false, permissionDenied(a.data)
 	}
@@ -66,7 +67,7 @@ func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool
 	}
 	opener := openAsIs // a command does not upgrade data it did not make
 	if made {
-		opener = store.Open
+		opener = bolt.Open
 	}
 	bolt, err := opener(a.data)
 	if err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 	"github.com/spf13/cobra"
 )
 
@@ -324,7 +325,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return err
 	}
 	defer st.Close()
-	if s, ok := st.(*store.Store); ok && s.UpgradedFrom() > 0 {
+	if s, ok := st.(*bolt.Store); ok && s.UpgradedFrom() > 0 {
 		log.Info("data upgraded from an older docsift: older versions now refuse it (restore a backup taken before to go back)", "data", o.data, "from_schema", s.UpgradedFrom())
 	}
 	// Bound before the first start prints its key and the curl lines that

@@ -15,6 +15,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // TestLoadSearchableBeforeCatchUp: an owner whose snapshot lacks many of
@@ -23,7 +24,7 @@ import (
 // and finds them once the catch-up is done.
 func TestLoadSearchableBeforeCatchUp(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestSnapshotWhenOwnersGrown(t *testing.T) {
 // snapshot.
 func TestRestartReadsSegment(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	must(t, err)
 	p, _, err := st.CreateProject("segment")
 	must(t, err)

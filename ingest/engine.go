@@ -493,7 +493,7 @@ func (e *Engine) work(ctx context.Context) {
 }
 
 // batchClaimer is a store that claims several jobs in one transaction
-// (the bbolt store; see store.Store.ClaimJobs).
+// (the bbolt store; see bolt.Store.ClaimJobs).
 type batchClaimer interface {
 	ClaimJobs(n int, also func(*store.Document) bool, skip []string) ([]*store.Job, []*store.Document, error)
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/index"
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // stuckLimit is how long a test lets a search run before calling it stuck
@@ -22,7 +22,7 @@ const stuckLimit = 10 * time.Second
 func testIndexes(t *testing.T) *Indexes {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

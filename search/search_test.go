@@ -11,7 +11,7 @@ import (
 
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // oneIndex serves one owner's index, without an embedder: searches are
@@ -24,7 +24,7 @@ func (oneIndex) Waiting(string) int                        { return 0 }
 func (oneIndex) CatchingUp(string) int                     { return 0 }
 
 func TestSearchesWaitForASlot(t *testing.T) {
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

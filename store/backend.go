@@ -153,5 +153,3 @@ type DeliveryQueue interface {
 	NextDeliveryDue() (time.Time, bool)
 	DeliveryAttempted(id string, status int, errMsg string, retryAt time.Time) error
 }
-
-var _ Backend = (*Store)(nil)

@@ -108,8 +108,3 @@ func NewSecret(prefix string) string {
 func ChunkID(documentID string, position int) string {
 	return fmt.Sprintf("%s%s-%04d", PrefixChunk, strings.TrimPrefix(documentID, PrefixDocument), position)
 }
-
-// chunkPrefix is the common prefix of every ChunkID of a document.
-func chunkPrefix(documentID string) string {
-	return PrefixChunk + strings.TrimPrefix(documentID, PrefixDocument) + "-"
-}

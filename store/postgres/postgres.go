@@ -1,15 +1,16 @@
 // Package postgres keeps docsift's durable state in PostgreSQL, for the
 // cluster mode where several docsift nodes share one database (see
-// docs/cluster.md). It implements store.Backend with the bbolt store's
+// docs/cluster.md). It implements store.Backend with store's
 // records (store.Project, store.APIKey, …) and errors (store.ErrNotFound),
 // and a shared conformance suite (store/storetest) holds both to the same
 // behaviour. Beyond that it has what a cluster needs (cluster.go): nodes
 // and their heartbeats, job leases, notifications of changed chunks and
 // jobs, and rate-limit buckets shared by the nodes (ratelimit.go).
 //
-// It lives under store/ because it is a second implementation of that
-// package's contract, not a layer above it: it reuses store's record types
-// and id helpers, while store itself stays free of the PostgreSQL driver.
+// It lives under store/ beside store/bolt because both implement that
+// package's contract: they reuse store's records, id helpers and the
+// rules written once there (store/rules.go), while store itself stays
+// free of either driver.
 package postgres
 
 import (
@@ -29,6 +30,8 @@ import (
 // opTimeout bounds one store call, so that a request made while
 // PostgreSQL is unreachable fails with an error instead of hanging.
 const opTimeout = 10 * time.Second
+
+var _ store.Backend = (*Store)(nil)
 
 // Store is docsift's state in PostgreSQL. It is safe for concurrent use,
 // also by several processes on one database.

@@ -1,9 +1,7 @@
-package store
+package bolt
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // Original files live on disk, not in bbolt: a 64 MiB PDF would bloat the
@@ -42,28 +42,22 @@ import (
 // inlineOriginalMax is the size up to which an original is kept in bbolt.
 const inlineOriginalMax = 64 << 10
 
-// contentHash is the name of an original: its SHA-256 in hex.
-func contentHash(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
-}
-
 // putInline keeps d's small original in the transaction.
-func putInline(tx *bolt.Tx, d *Document, data []byte) error {
+func putInline(tx *bbolt.Tx, d *store.Document, data []byte) error {
 	return tx.Bucket(bucketOriginals).Put(ownerKey(d.OwnerID, []byte(d.ID)), data)
 }
 
 // inline returns the small original of owner with hash that a document
 // created by an older docsift shares, or nil when it is a file (or gone).
 // The bytes are valid for the transaction only.
-func inline(tx *bolt.Tx, ownerID, hash string) []byte {
+func inline(tx *bbolt.Tx, ownerID, hash string) []byte {
 	return tx.Bucket(bucketOriginals).Get(ownerKey(ownerID, []byte(hash)))
 }
 
 // inlineOf returns d's own small original, or nil when it has none (a
 // file, or one shared by hash). The bytes are valid for the transaction
 // only.
-func inlineOf(tx *bolt.Tx, d *Document) []byte {
+func inlineOf(tx *bbolt.Tx, d *store.Document) []byte {
 	return tx.Bucket(bucketOriginals).Get(ownerKey(d.OwnerID, []byte(d.ID)))
 }
 
@@ -72,7 +66,7 @@ func inlineOf(tx *bolt.Tx, d *Document) []byte {
 // file system) written to a temporary file, synced and renamed, so a crash
 // never leaves half a file under the final name. A file no document refers
 // to (a crash before the document's transaction) is removed by SweepFiles.
-func (s *Store) putFile(ownerID string, o *Original) error {
+func (s *Store) putFile(ownerID string, o *store.Original) error {
 	path := s.filePath(ownerID, o.Hash())
 	if _, err := os.Stat(path); err == nil {
 		return nil
@@ -80,7 +74,7 @@ func (s *Store) putFile(ownerID string, o *Original) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("store: put file: %w", err)
 	}
-	took, err := o.takeFile(path, !s.noSync)
+	took, err := o.TakeFile(path, !s.noSync)
 	if err == nil && !took {
 		err = writeFileAtomicFrom(path, o.Reader(), !s.noSync)
 	}
@@ -93,7 +87,7 @@ func (s *Store) putFile(ownerID string, o *Original) error {
 // ReadOriginal returns the original bytes of document d: its own small
 // original, or the one it shares by content with documents of an older
 // docsift, or its file.
-func (s *Store) ReadOriginal(d *Document) ([]byte, error) {
+func (s *Store) ReadOriginal(d *store.Document) ([]byte, error) {
 	o, err := s.OpenOriginal(d)
 	if err != nil {
 		return nil, err
@@ -109,9 +103,9 @@ func (s *Store) ReadOriginal(d *Document) ([]byte, error) {
 // OpenOriginal returns document d's original to read, without reading a
 // file into memory: extraction hands it to the worker process as it is.
 // The caller closes it.
-func (s *Store) OpenOriginal(d *Document) (*Original, error) {
+func (s *Store) OpenOriginal(d *store.Document) (*store.Original, error) {
 	var data []byte
-	if err := s.db.View(func(tx *bolt.Tx) error {
+	if err := s.db.View(func(tx *bbolt.Tx) error {
 		if data = inlineOf(tx, d); data == nil {
 			data = inline(tx, d.OwnerID, d.FileHash)
 		}
@@ -121,11 +115,11 @@ func (s *Store) OpenOriginal(d *Document) (*Original, error) {
 		return nil, fmt.Errorf("store: open the original of %s: %w", d.ID, err)
 	}
 	if data != nil {
-		return Bytes(data), nil
+		return store.Bytes(data), nil
 	}
-	o, err := openOriginalFile(s.filePath(d.OwnerID, d.FileHash), d.FileHash)
+	o, err := store.OpenOriginalFile(s.filePath(d.OwnerID, d.FileHash), d.FileHash)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("store: open the original of %s: %w", d.ID, ErrNotFound)
+		return nil, fmt.Errorf("store: open the original of %s: %w", d.ID, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open the original of %s: %w", d.ID, err)
@@ -159,7 +153,7 @@ func (s *Store) SweepFiles() (int, error) {
 		return 0, nil
 	}
 	var orphans [][2]string
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		for _, f := range found {
 			if fileRefs(tx, f[0], f[1]) == 0 {
 				orphans = append(orphans, f)
@@ -209,7 +203,7 @@ func (s *Store) unreferencedFiles() ([][2]string, error) {
 		}
 	}
 	var found [][2]string
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		for _, f := range files {
 			if fileRefs(tx, f[0], f[1]) == 0 {
 				found = append(found, f)
@@ -267,7 +261,7 @@ func (s *Store) filePath(ownerID, hash string) string {
 	return filepath.Join(s.filesDir, filepath.Base(ownerID), filepath.Base(hash))
 }
 
-func fileRefs(tx *bolt.Tx, ownerID, hash string) uint64 {
+func fileRefs(tx *bbolt.Tx, ownerID, hash string) uint64 {
 	v := tx.Bucket(bucketFileRefs).Get(ownerKey(ownerID, []byte(hash)))
 	if v == nil {
 		return 0
@@ -275,7 +269,7 @@ func fileRefs(tx *bolt.Tx, ownerID, hash string) uint64 {
 	return fromU64(v)
 }
 
-func addFileRef(tx *bolt.Tx, ownerID, hash string, delta int) error {
+func addFileRef(tx *bbolt.Tx, ownerID, hash string, delta int) error {
 	b := tx.Bucket(bucketFileRefs)
 	k := ownerKey(ownerID, []byte(hash))
 	n := int64(fileRefs(tx, ownerID, hash)) + int64(delta)

@@ -1,45 +1,33 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
-
-// OwnerModel records which embedder made an owner's vectors. Vectors of two
-// models live in different spaces, so an owner's vectors all come from one
-// model; a reindex stages the next model's vectors (Next) and switches over
-// in one transaction.
-type OwnerModel struct {
-	Model string `json:"model"`
-	Dim   int    `json:"dim"`
-	Next  string `json:"next_model,omitempty"`
-}
-
-// ErrModelMismatch is returned when vectors of another model than the
-// owner's are written.
-var ErrModelMismatch = errors.New("embedding model mismatch")
 
 // OwnerModel returns the model an owner's vectors come from, or ErrNotFound
 // for an owner with no vectors yet.
-func (s *Store) OwnerModel(owner string) (*OwnerModel, error) {
-	return record[OwnerModel](s, bucketOwners, owner)
+func (s *Store) OwnerModel(owner string) (*store.OwnerModel, error) {
+	return record[store.OwnerModel](s, bucketOwners, owner)
 }
 
 // claimOwnerModel records model for an owner without one, and refuses a
 // model other than the recorded one.
-func claimOwnerModel(tx *bolt.Tx, owner, model string, dim int) error {
+func claimOwnerModel(tx *bbolt.Tx, owner, model string, dim int) error {
 	b := tx.Bucket(bucketOwners)
-	om, err := get[OwnerModel](b, owner)
+	om, err := get[store.OwnerModel](b, owner)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return put(b, owner, OwnerModel{Model: model, Dim: dim})
+	case errors.Is(err, store.ErrNotFound):
+		return put(b, owner, store.OwnerModel{Model: model, Dim: dim})
 	case err != nil:
 		return err
 	case om.Model != model || om.Dim != dim:
-		return fmt.Errorf("%w: owner %s has vectors of %s (%d dimensions), not %s (%d)", ErrModelMismatch, owner, om.Model, om.Dim, model, dim)
+		return fmt.Errorf("%w: owner %s has vectors of %s (%d dimensions), not %s (%d)", store.ErrModelMismatch, owner, om.Model, om.Dim, model, dim)
 	}
 	return nil
 }
@@ -52,13 +40,13 @@ func (s *Store) ClaimOwnerModel(owner, model string, dim int) error {
 	// Most calls find the model recorded: a read answers them without a
 	// commit.
 	var recorded bool
-	err := s.db.View(func(tx *bolt.Tx) error {
-		om, err := get[OwnerModel](tx.Bucket(bucketOwners), owner)
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		om, err := get[store.OwnerModel](tx.Bucket(bucketOwners), owner)
 		recorded = err == nil && om.Model == model && om.Dim == dim
 		return nil
 	})
 	if err == nil && !recorded {
-		err = s.update(func(tx *bolt.Tx) error { return claimOwnerModel(tx, owner, model, dim) })
+		err = s.update(func(tx *bbolt.Tx) error { return claimOwnerModel(tx, owner, model, dim) })
 	}
 	if err != nil {
 		return fmt.Errorf("store: claim model of %s: %w", owner, err)
@@ -68,8 +56,8 @@ func (s *Store) ClaimOwnerModel(owner, model string, dim int) error {
 
 // ownerModels lists the models whose vectors an owner may have: its own and
 // the one a reindex is staging.
-func ownerModels(tx *bolt.Tx, owner string) []string {
-	om, err := get[OwnerModel](tx.Bucket(bucketOwners), owner)
+func ownerModels(tx *bbolt.Tx, owner string) []string {
+	om, err := get[store.OwnerModel](tx.Bucket(bucketOwners), owner)
 	if err != nil {
 		return nil
 	}
@@ -82,9 +70,9 @@ func ownerModels(tx *bolt.Tx, owner string) []string {
 // BeginReindex records that vectors of next are being staged for an owner,
 // so deletes remove them too.
 func (s *Store) BeginReindex(owner, next string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketOwners)
-		om, err := get[OwnerModel](b, owner)
+		om, err := get[store.OwnerModel](b, owner)
 		if err != nil {
 			return fmt.Errorf("store: begin reindex of %s: %w", owner, err)
 		}
@@ -96,13 +84,13 @@ func (s *Store) BeginReindex(owner, next string) error {
 // PutVectors stages vectors of model for chunk sequences of an owner that
 // is being reindexed. Sequences whose chunk is gone are skipped.
 func (s *Store) PutVectors(model string, seqs []uint64, vectors [][]float32) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
 		sb, vb := tx.Bucket(bucketSeqs), tx.Bucket(bucketVectors)
 		for i, seq := range seqs {
 			if sb.Get(u64(seq)) == nil {
 				continue
 			}
-			if err := vb.Put(vectorKey(model, seq), EncodeVector(vectors[i])); err != nil {
+			if err := vb.Put(vectorKey(model, seq), store.EncodeVector(vectors[i])); err != nil {
 				return err
 			}
 		}
@@ -117,7 +105,7 @@ func (s *Store) MissingVectors(owner, model string) ([]uint64, error) {
 		return nil, err
 	}
 	var missing []uint64
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		vb := tx.Bucket(bucketVectors)
 		for _, seq := range seqs {
 			if vb.Get(vectorKey(model, seq)) == nil {
@@ -132,9 +120,9 @@ func (s *Store) MissingVectors(owner, model string) ([]uint64, error) {
 // FinishReindex switches an owner to model in one transaction, provided
 // every chunk has a vector of it, and deletes the old model's vectors.
 func (s *Store) FinishReindex(owner, model string, dim int) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketOwners)
-		om, err := get[OwnerModel](b, owner)
+		om, err := get[store.OwnerModel](b, owner)
 		if err != nil {
 			return err
 		}
@@ -152,7 +140,7 @@ func (s *Store) FinishReindex(owner, model string, dim int) error {
 				}
 			}
 		}
-		return put(b, owner, OwnerModel{Model: model, Dim: dim})
+		return put(b, owner, store.OwnerModel{Model: model, Dim: dim})
 	})
 	if err != nil {
 		return fmt.Errorf("store: finish reindex of %s: %w", owner, err)
@@ -161,12 +149,12 @@ func (s *Store) FinishReindex(owner, model string, dim int) error {
 }
 
 // Owners lists every owner that has vectors, with their models.
-func (s *Store) Owners() (map[string]OwnerModel, error) {
-	out := map[string]OwnerModel{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) Owners() (map[string]store.OwnerModel, error) {
+	out := map[string]store.OwnerModel{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketOwners)
 		return b.ForEach(func(k, _ []byte) error {
-			om, err := get[OwnerModel](b, string(k))
+			om, err := get[store.OwnerModel](b, string(k))
 			if err != nil {
 				return err
 			}

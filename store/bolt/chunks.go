@@ -1,36 +1,15 @@
-package store
+package bolt
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
+	"strings"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
-
-// Chunk is a passage of a document, the unit of retrieval. Seq is a number
-// unique across the store, assigned when the chunk is written: the index
-// keys vectors by it, and a snapshot records the highest it covers.
-type Chunk struct {
-	ID         string `json:"chunk_id"`
-	Seq        uint64 `json:"seq"`
-	DocumentID string `json:"document_id"`
-	OwnerID    string `json:"owner_id"`
-	Position   int    `json:"position"`
-	Page       int    `json:"page,omitempty"` // 1-based; 0 when the document has no pages
-	Start      int    `json:"start"`          // character offsets in the extracted text of its page
-	End        int    `json:"end"`
-	Text       string `json:"text"`
-	// TextHash is TextHash of the text its vectors were made from: the
-	// embedding cache's key (see embedcache.go). Empty for chunks written
-	// before the cache, or embedded in process, which are not cached.
-	TextHash string `json:"text_hash,omitempty"`
-	// Sections are the titles of where the chunk's page sits in its
-	// document (pdf.Page.Sections), searched with its headings.
-	Sections []string `json:"sections,omitempty"`
-}
 
 // ReplaceChunks writes a document's chunks and their vectors, embedded by
 // model, in one transaction, replacing whatever a previous run wrote, and
@@ -49,7 +28,7 @@ type Chunk struct {
 // it is removed and its chunks' sequences are returned with the others,
 // so that one index commit swaps the old version for the new. A document
 // created before the holder is ErrSuperseded and writes nothing.
-func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors [][]float32) ([]uint64, error) {
+func (s *Store) ReplaceChunks(documentID, model string, chunks []store.Chunk, vectors [][]float32) ([]uint64, error) {
 	if len(chunks) != len(vectors) {
 		return nil, fmt.Errorf("store: replace chunks: %d chunks but %d vectors", len(chunks), len(vectors))
 	}
@@ -62,7 +41,7 @@ func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors 
 	}
 	var removed, replaced []uint64
 	var owner, orphan string
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		removed, replaced, orphan = nil, nil, "" // from a run rolled back (see update)
 		d, err := getDoc(tx, documentID)
 		if err != nil {
@@ -87,7 +66,7 @@ func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors 
 		cb := tx.Bucket(bucketChunks)
 		for i := range chunks {
 			c := &chunks[i]
-			c.ID, c.DocumentID, c.OwnerID = ChunkID(d.ID, c.Position), d.ID, d.OwnerID
+			c.ID, c.DocumentID, c.OwnerID = store.ChunkID(d.ID, c.Position), d.ID, d.OwnerID
 			if err := writeChunk(tx, c, model, vectors[i]); err != nil {
 				return err
 			}
@@ -115,7 +94,7 @@ func (s *Store) ReplaceChunks(documentID, model string, chunks []Chunk, vectors 
 // names one content: its text and, once it has one, its vector. So a
 // chunk that gets its vector gets a new sequence, and an index snapshot,
 // which covers sequences, is never stale about a vector without knowing it.
-func writeChunk(tx *bolt.Tx, c *Chunk, model string, vec []float32) error {
+func writeChunk(tx *bbolt.Tx, c *store.Chunk, model string, vec []float32) error {
 	var err error
 	if c.Seq, err = tx.Bucket(bucketChunks).NextSequence(); err != nil {
 		return err
@@ -133,7 +112,7 @@ func writeChunk(tx *bolt.Tx, c *Chunk, model string, vec []float32) error {
 	if vec == nil {
 		return nil
 	}
-	return tx.Bucket(bucketVectors).Put(vectorKey(model, c.Seq), EncodeVector(vec))
+	return tx.Bucket(bucketVectors).Put(vectorKey(model, c.Seq), store.EncodeVector(vec))
 }
 
 // AddVectors gives chunks of a document written without vectors (see
@@ -150,7 +129,7 @@ func (s *Store) AddVectors(documentID, model string, seqs []uint64, vectors [][]
 		return nil, nil, false, fmt.Errorf("store: add vectors: %d chunks but %d vectors", len(seqs), len(vectors))
 	}
 	var owner, orphan string
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bbolt.Tx) error {
 		// Reset what a run rolled back left (see update).
 		newSeqs, removed, complete, orphan = make([]uint64, len(seqs)), nil, false, ""
 		d, err := getDoc(tx, documentID)
@@ -169,7 +148,7 @@ func (s *Store) AddVectors(documentID, model string, seqs []uint64, vectors [][]
 			if id == nil || vb.Get(vectorKey(model, seq)) != nil {
 				continue
 			}
-			c, err := get[Chunk](cb, string(id))
+			c, err := get[store.Chunk](cb, string(id))
 			if err != nil {
 				return err
 			}
@@ -222,7 +201,7 @@ func (s *Store) AddVectors(documentID, model string, seqs []uint64, vectors [][]
 }
 
 // countEmbedded counts d's chunks and those of them with a vector of model.
-func countEmbedded(tx *bolt.Tx, d *Document, model string) (total, embedded int, err error) {
+func countEmbedded(tx *bbolt.Tx, d *store.Document, model string) (total, embedded int, err error) {
 	vb := tx.Bucket(bucketVectors)
 	prefix := []byte(chunkPrefix(d.ID))
 	c := tx.Bucket(bucketChunks).Cursor()
@@ -247,7 +226,7 @@ func countEmbedded(tx *bolt.Tx, d *Document, model string) (total, embedded int,
 // deleted document is ErrNotFound.
 func (s *Store) DeleteChunks(documentID string) ([]uint64, error) {
 	var removed []uint64
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		d, err := getDoc(tx, documentID)
 		if err != nil {
 			return err
@@ -263,7 +242,7 @@ func (s *Store) DeleteChunks(documentID string) ([]uint64, error) {
 
 // deleteChunks removes every chunk of d with its sequence entries, vectors
 // and embedding cache entry.
-func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
+func deleteChunks(tx *bbolt.Tx, d *store.Document) ([]uint64, error) {
 	cb, sb, ob, vb := tx.Bucket(bucketChunks), tx.Bucket(bucketSeqs), tx.Bucket(bucketOwnerSeqs), tx.Bucket(bucketVectors)
 	prefix := []byte(chunkPrefix(d.ID))
 	models := ownerModels(tx, d.OwnerID)
@@ -287,7 +266,7 @@ func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
 	for i, id := range ids {
 		seq := u64(seqs[i])
 		for _, del := range []struct {
-			b *bolt.Bucket
+			b *bbolt.Bucket
 			k []byte
 		}{{cb, id}, {sb, seq}, {ob, ownerKey(d.OwnerID, seq)}} {
 			if err := del.b.Delete(del.k); err != nil {
@@ -304,22 +283,22 @@ func deleteChunks(tx *bolt.Tx, d *Document) ([]uint64, error) {
 }
 
 // Chunk returns a chunk by id.
-func (s *Store) Chunk(id string) (*Chunk, error) {
-	return record[Chunk](s, bucketChunks, id)
+func (s *Store) Chunk(id string) (*store.Chunk, error) {
+	return record[store.Chunk](s, bucketChunks, id)
 }
 
 // ChunksBySeq returns the chunks with the given sequences, in that order,
 // skipping any that no longer exist.
-func (s *Store) ChunksBySeq(seqs []uint64) ([]Chunk, error) {
-	out := make([]Chunk, 0, len(seqs))
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) ChunksBySeq(seqs []uint64) ([]store.Chunk, error) {
+	out := make([]store.Chunk, 0, len(seqs))
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		sb, cb := tx.Bucket(bucketSeqs), tx.Bucket(bucketChunks)
 		for _, seq := range seqs {
 			id := sb.Get(u64(seq))
 			if id == nil {
 				continue
 			}
-			c, err := get[Chunk](cb, string(id))
+			c, err := get[store.Chunk](cb, string(id))
 			if err != nil {
 				return err
 			}
@@ -333,7 +312,7 @@ func (s *Store) ChunksBySeq(seqs []uint64) ([]Chunk, error) {
 // OwnerSeqs returns the sequences of every chunk an owner has, ascending.
 func (s *Store) OwnerSeqs(ownerID string) ([]uint64, error) {
 	var seqs []uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		prefix := ownerKey(ownerID, nil)
 		c := tx.Bucket(bucketOwnerSeqs).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -347,12 +326,12 @@ func (s *Store) OwnerSeqs(ownerID string) ([]uint64, error) {
 // Vector returns the vector model made of a chunk, or ErrNotFound.
 func (s *Store) Vector(model string, seq uint64) ([]float32, error) {
 	var vec []float32
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketVectors).Get(vectorKey(model, seq))
 		if v == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
-		vec = DecodeVector(v)
+		vec = store.DecodeVector(v)
 		return nil
 	})
 	return vec, err
@@ -364,32 +343,12 @@ func vectorKey(model string, seq uint64) []byte {
 	return ownerKey(model, u64(seq))
 }
 
-// EncodeVector writes float32s little-endian: 4 bytes each, no framing,
-// the dimension being the length divided by four. Both stores keep vectors
-// so (the PostgreSQL one in a bytea column).
-func EncodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-// DecodeVector reads what EncodeVector wrote.
-func DecodeVector(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
 // DocumentNames returns the name of every document chunks come from, by
 // document id, read in one transaction. A document deleted meanwhile has no
 // entry.
-func (s *Store) DocumentNames(chunks []Chunk) (map[string]string, error) {
+func (s *Store) DocumentNames(chunks []store.Chunk) (map[string]string, error) {
 	names := make(map[string]string)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		for _, c := range chunks {
 			if _, done := names[c.DocumentID]; done {
 				continue
@@ -399,7 +358,7 @@ func (s *Store) DocumentNames(chunks []Chunk) (map[string]string, error) {
 			d, err := get[struct {
 				Name string `json:"name"`
 			}](tx.Bucket(bucketDocuments), c.DocumentID)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -410,4 +369,9 @@ func (s *Store) DocumentNames(chunks []Chunk) (map[string]string, error) {
 		return nil
 	})
 	return names, err
+}
+
+// chunkPrefix is the common prefix of every ChunkID of a document.
+func chunkPrefix(documentID string) string {
+	return store.PrefixChunk + strings.TrimPrefix(documentID, store.PrefixDocument) + "-"
 }

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -7,86 +7,18 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
-
-// Webhook events.
-const (
-	EventJobSucceeded = "job.succeeded"
-	EventJobFailed    = "job.failed"
-)
-
-// Delivery statuses.
-const (
-	DeliveryPending   = "pending"
-	DeliveryDelivered = "delivered"
-	DeliveryFailed    = "failed" // given up on after the retry window
-)
-
-// Prefixes of webhook ids.
-const (
-	PrefixWebhook       = "whk_"
-	PrefixEvent         = "evt_"
-	PrefixDelivery      = "dlv_"
-	PrefixWebhookSecret = "whsec_"
-)
-
-// Webhook is an endpoint a project registered for events.
-type Webhook struct {
-	ID        string    `json:"webhook_id"`
-	ProjectID string    `json:"project_id"`
-	URL       string    `json:"url"`
-	Events    []string  `json:"events"`
-	Secret    string    `json:"secret,omitempty"` // signs deliveries; the receiver holds the same; left out of listings
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// Event is something that happened that webhooks may hear of.
-type Event struct {
-	ID         string    `json:"event_id"`
-	Type       string    `json:"type"`
-	JobID      string    `json:"job_id"`
-	OwnerID    string    `json:"owner_id"`
-	DocumentID string    `json:"document_id"`
-	Status     string    `json:"status"`
-	Error      string    `json:"error,omitempty"`
-	Chunks     int       `json:"chunks"`
-	At         time.Time `json:"at"`
-}
-
-// Delivery is one event on its way to one webhook.
-type Delivery struct {
-	ID          string    `json:"delivery_id"`
-	WebhookID   string    `json:"webhook_id"`
-	Event       Event     `json:"event"`
-	Status      string    `json:"status"`
-	Attempts    int       `json:"attempts"`
-	LastStatus  int       `json:"last_status,omitempty"` // the receiver's HTTP status
-	LastError   string    `json:"last_error,omitempty"`
-	NextAttempt time.Time `json:"next_attempt_at,omitzero"`
-	CreatedAt   time.Time `json:"created_at"`
-	DeliveredAt time.Time `json:"delivered_at,omitzero"`
-	QueueKey    []byte    `json:"queue_key,omitempty"` // its key in the outbox while pending
-	Claimed     bool      `json:"claimed,omitempty"`   // a sender holds it; its due time is the lease's end
-}
-
-// JobEvent is the event of a job that has ended, at time at.
-func JobEvent(j *Job, at time.Time) Event {
-	typ := EventJobSucceeded
-	if j.Status == StatusFailed {
-		typ = EventJobFailed
-	}
-	return Event{ID: NewID(PrefixEvent), Type: typ, JobID: j.ID, OwnerID: j.OwnerID, DocumentID: j.DocumentID,
-		Status: j.Status, Error: j.Error, Chunks: j.Chunks, At: at}
-}
 
 // CreateWebhook registers url for a project's events and returns it with
 // its signing secret.
-func (s *Store) CreateWebhook(projectID, url string, events []string) (*Webhook, error) {
-	w := NewWebhook(projectID, url, events, s.now())
-	err := s.db.Update(func(tx *bolt.Tx) error {
+func (s *Store) CreateWebhook(projectID, url string, events []string) (*store.Webhook, error) {
+	w := store.NewWebhook(projectID, url, events, s.now())
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
-			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+			return fmt.Errorf("project %s: %w", projectID, store.ErrNotFound)
 		}
 		return put(tx.Bucket(bucketWebhooks), w.ID, w)
 	})
@@ -97,14 +29,16 @@ func (s *Store) CreateWebhook(projectID, url string, events []string) (*Webhook,
 }
 
 // Webhook returns a webhook by id.
-func (s *Store) Webhook(id string) (*Webhook, error) { return record[Webhook](s, bucketWebhooks, id) }
+func (s *Store) Webhook(id string) (*store.Webhook, error) {
+	return record[store.Webhook](s, bucketWebhooks, id)
+}
 
 // Webhooks lists a project's webhooks, oldest first.
-func (s *Store) Webhooks(projectID string) ([]Webhook, error) {
-	var out []Webhook
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) Webhooks(projectID string) ([]store.Webhook, error) {
+	var out []store.Webhook
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
-			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+			return fmt.Errorf("project %s: %w", projectID, store.ErrNotFound)
 		}
 		out = projectWebhooks(tx, projectID)
 		return nil
@@ -112,23 +46,23 @@ func (s *Store) Webhooks(projectID string) ([]Webhook, error) {
 	return out, err
 }
 
-func projectWebhooks(tx *bolt.Tx, projectID string) []Webhook {
-	var out []Webhook
+func projectWebhooks(tx *bbolt.Tx, projectID string) []store.Webhook {
+	var out []store.Webhook
 	_ = tx.Bucket(bucketWebhooks).ForEach(func(_, v []byte) error {
-		var w Webhook
+		var w store.Webhook
 		if decode(v, &w) == nil && w.ProjectID == projectID {
 			out = append(out, w)
 		}
 		return nil
 	})
-	slices.SortFunc(out, func(a, b Webhook) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortFunc(out, func(a, b store.Webhook) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out
 }
 
 // DeleteWebhook removes a webhook and every delivery to it, sent or not.
 func (s *Store) DeleteWebhook(id string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		w, err := get[Webhook](tx.Bucket(bucketWebhooks), id)
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		w, err := get[store.Webhook](tx.Bucket(bucketWebhooks), id)
 		if err != nil {
 			return err
 		}
@@ -141,7 +75,7 @@ func (s *Store) DeleteWebhook(id string) error {
 		}
 		for _, k := range keys {
 			dID := k[len(prefix)+8:]
-			if d, err := get[Delivery](deliveries, string(dID)); err == nil {
+			if d, err := get[store.Delivery](deliveries, string(dID)); err == nil {
 				if err := unqueueDelivery(tx, w.ProjectID, d); err != nil {
 					return err
 				}
@@ -163,8 +97,8 @@ func (s *Store) DeleteWebhook(id string) error {
 
 // queueEvent creates the deliveries of ev (EventDeliveries) among the
 // project's webhooks, due at ev.At.
-func (s *Store) queueEvent(tx *bolt.Tx, projectID string, ev Event) error {
-	for _, d := range EventDeliveries(projectWebhooks(tx, projectID), ev) {
+func (s *Store) queueEvent(tx *bbolt.Tx, projectID string, ev store.Event) error {
+	for _, d := range store.EventDeliveries(projectWebhooks(tx, projectID), ev) {
 		if err := s.scheduleDelivery(tx, projectID, &d, ev.At); err != nil {
 			return err
 		}
@@ -180,7 +114,7 @@ func (s *Store) queueEvent(tx *bolt.Tx, projectID string, ev Event) error {
 // the outbox, due at due, and saves it. The outbox is keyed by due time
 // then arrival, like the job queue; the project outbox holds the same keys
 // under the project's id, for ClaimDelivery.
-func (s *Store) scheduleDelivery(tx *bolt.Tx, projectID string, d *Delivery, due time.Time) error {
+func (s *Store) scheduleDelivery(tx *bbolt.Tx, projectID string, d *store.Delivery, due time.Time) error {
 	if err := unqueueDelivery(tx, projectID, d); err != nil {
 		return err
 	}
@@ -202,7 +136,7 @@ func (s *Store) scheduleDelivery(tx *bolt.Tx, projectID string, d *Delivery, due
 
 // unqueueDelivery takes d, a delivery to a webhook of projectID, out of
 // the outboxes, if it is in them; the caller saves d.
-func unqueueDelivery(tx *bolt.Tx, projectID string, d *Delivery) error {
+func unqueueDelivery(tx *bbolt.Tx, projectID string, d *store.Delivery) error {
 	if d.QueueKey == nil {
 		return nil
 	}
@@ -213,8 +147,8 @@ func unqueueDelivery(tx *bolt.Tx, projectID string, d *Delivery) error {
 }
 
 // webhookProject is the project of a webhook.
-func webhookProject(tx *bolt.Tx, webhookID string) (string, error) {
-	w, err := get[Webhook](tx.Bucket(bucketWebhooks), webhookID)
+func webhookProject(tx *bbolt.Tx, webhookID string) (string, error) {
+	w, err := get[store.Webhook](tx.Bucket(bucketWebhooks), webhookID)
 	if err != nil {
 		return "", err
 	}
@@ -225,12 +159,12 @@ func webhookProject(tx *bolt.Tx, webhookID string) (string, error) {
 // file of schema 6 or older, which had none. An entry whose delivery or
 // webhook is gone could never be sent: it is dropped, not left to stop
 // the start.
-func indexProjectOutboxes(tx *bolt.Tx) error {
+func indexProjectOutboxes(tx *bbolt.Tx) error {
 	outbox, index := tx.Bucket(bucketOutbox), tx.Bucket(bucketProjectOutbox)
 	var orphans [][]byte
 	err := outbox.ForEach(func(k, id []byte) error {
-		d, err := get[Delivery](tx.Bucket(bucketDeliveries), string(id))
-		if errors.Is(err, ErrNotFound) {
+		d, err := get[store.Delivery](tx.Bucket(bucketDeliveries), string(id))
+		if errors.Is(err, store.ErrNotFound) {
 			orphans = append(orphans, bytes.Clone(k))
 			return nil
 		}
@@ -238,7 +172,7 @@ func indexProjectOutboxes(tx *bolt.Tx) error {
 			return fmt.Errorf("%w (delivery %s)", err, id)
 		}
 		project, err := webhookProject(tx, d.WebhookID)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			orphans = append(orphans, bytes.Clone(k))
 			return nil
 		}
@@ -263,9 +197,6 @@ func indexProjectOutboxes(tx *bolt.Tx) error {
 // wait for its attempts to end, which costs that project alone.
 const maxBusySkipped = 1000
 
-// ErrNoDelivery is returned by ClaimDelivery when none is due.
-var ErrNoDelivery = errors.New("no delivery is due")
-
 // ClaimDelivery takes the next due delivery and its webhook, and moves it
 // lease into the future, so that no other sender takes it meanwhile and a
 // sender that dies mid-attempt leaves it to be tried again. Deliveries are
@@ -280,20 +211,20 @@ var ErrNoDelivery = errors.New("no delivery is due")
 // busy project at once: its backlog, however long, costs the other
 // projects one seek, where a walk of the whole outbox in due order would
 // read all of it before their deliveries.
-func (s *Store) ClaimDelivery(lease time.Duration, busyWebhooks, busyProjects []string) (*Delivery, *Webhook, error) {
-	var d *Delivery
-	var w *Webhook
+func (s *Store) ClaimDelivery(lease time.Duration, busyWebhooks, busyProjects []string) (*store.Delivery, *store.Webhook, error) {
+	var d *store.Delivery
+	var w *store.Webhook
 	now := s.now().UTC()
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		id := nextDelivery(tx.Bucket(bucketProjectOutbox), now, busyWebhooks, busyProjects)
 		if id == nil {
-			return ErrNoDelivery
+			return store.ErrNoDelivery
 		}
 		var err error
-		if d, err = get[Delivery](tx.Bucket(bucketDeliveries), string(id)); err != nil {
+		if d, err = get[store.Delivery](tx.Bucket(bucketDeliveries), string(id)); err != nil {
 			return err
 		}
-		if w, err = get[Webhook](tx.Bucket(bucketWebhooks), d.WebhookID); err != nil {
+		if w, err = get[store.Webhook](tx.Bucket(bucketWebhooks), d.WebhookID); err != nil {
 			return err
 		}
 		d.Claimed = true
@@ -307,7 +238,7 @@ func (s *Store) ClaimDelivery(lease time.Duration, busyWebhooks, busyProjects []
 
 // nextDelivery returns the id of the earliest delivery due at now in the
 // project outbox po that is of no busy webhook or project, or nil.
-func nextDelivery(po *bolt.Bucket, now time.Time, busyWebhooks, busyProjects []string) []byte {
+func nextDelivery(po *bbolt.Bucket, now time.Time, busyWebhooks, busyProjects []string) []byte {
 	var bestKey, bestID []byte // outbox key and delivery id of the earliest so far
 	c := po.Cursor()
 	for k, v := c.First(); k != nil; {
@@ -339,10 +270,10 @@ func nextDelivery(po *bolt.Bucket, now time.Time, busyWebhooks, busyProjects []s
 // holds any, and their attempts may never have gone out.
 func (s *Store) ReleaseDeliveries() (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		var claimed []*Delivery
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		var claimed []*store.Delivery
 		err := tx.Bucket(bucketOutbox).ForEach(func(_, id []byte) error {
-			d, err := get[Delivery](tx.Bucket(bucketDeliveries), string(id))
+			d, err := get[store.Delivery](tx.Bucket(bucketDeliveries), string(id))
 			if err != nil {
 				return err
 			}
@@ -378,7 +309,7 @@ func (s *Store) ReleaseDeliveries() (int, error) {
 func (s *Store) NextDeliveryDue() (time.Time, bool) {
 	var next time.Time
 	var found bool
-	_ = s.db.View(func(tx *bolt.Tx) error {
+	_ = s.db.View(func(tx *bbolt.Tx) error {
 		if k, _ := tx.Bucket(bucketOutbox).Cursor().First(); k != nil {
 			next, found = dueOf(k), true
 		}
@@ -391,8 +322,8 @@ func (s *Store) NextDeliveryDue() (time.Time, bool) {
 // and errMsg empty), to be retried at retryAt, or given up on (retryAt
 // zero, errMsg set).
 func (s *Store) DeliveryAttempted(id string, status int, errMsg string, retryAt time.Time) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		d, err := get[Delivery](tx.Bucket(bucketDeliveries), id)
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		d, err := get[store.Delivery](tx.Bucket(bucketDeliveries), id)
 		if err != nil {
 			return err
 		}
@@ -409,12 +340,12 @@ func (s *Store) DeliveryAttempted(id string, status int, errMsg string, retryAt 
 			return err
 		}
 		d.QueueKey, d.NextAttempt = nil, time.Time{}
-		if d.Status = DeliveryOutcome(errMsg); d.Status == DeliveryDelivered {
+		if d.Status = store.DeliveryOutcome(errMsg); d.Status == store.DeliveryDelivered {
 			d.DeliveredAt = s.now().UTC()
 		}
 		return put(tx.Bucket(bucketDeliveries), d.ID, d)
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil // its webhook was deleted meanwhile
 	}
 	if err != nil {
@@ -425,9 +356,9 @@ func (s *Store) DeliveryAttempted(id string, status int, errMsg string, retryAt 
 
 // Deliveries returns a webhook's most recent deliveries, newest first, at
 // most limit.
-func (s *Store) Deliveries(webhookID string, limit int) ([]Delivery, error) {
-	var out []Delivery
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) Deliveries(webhookID string, limit int) ([]store.Delivery, error) {
+	var out []store.Delivery
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		prefix := ownerKey(webhookID, nil)
 		c := tx.Bucket(bucketWebhookLog).Cursor()
 		// Seek past the prefix's last key, then walk back.
@@ -438,7 +369,7 @@ func (s *Store) Deliveries(webhookID string, limit int) ([]Delivery, error) {
 			k, _ = c.Prev()
 		}
 		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, _ = c.Prev() {
-			d, err := get[Delivery](tx.Bucket(bucketDeliveries), string(k[len(prefix)+8:]))
+			d, err := get[store.Delivery](tx.Bucket(bucketDeliveries), string(k[len(prefix)+8:]))
 			if err != nil {
 				return err
 			}

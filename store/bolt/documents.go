@@ -1,100 +1,33 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
-// Job and document statuses. A job moves PENDING → PROCESSING → SUCCEEDED or
-// FAILED; a PROCESSING job found at start-up was interrupted and goes back to
-// PENDING. A document carries its job's status.
-const (
-	StatusPending    = "PENDING"
-	StatusProcessing = "PROCESSING"
-	StatusSucceeded  = "SUCCEEDED"
-	StatusFailed     = "FAILED"
-)
-
-// Document is one upload: a file or a text, owned by a project or customer.
-type Document struct {
-	ID        string            `json:"document_id"`
-	ProjectID string            `json:"project_id"`
-	OwnerID   string            `json:"owner_id"`
-	Name      string            `json:"name"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	Format    string            `json:"format"`
-	FileHash  string            `json:"file_hash"`
-	Size      int64             `json:"size"`
-	Pages     int               `json:"pages,omitempty"`
-	JobID     string            `json:"job_id"`
-	Status    string            `json:"status"`
-	Error     string            `json:"error,omitempty"`
-	Chunks    int               `json:"chunks"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
-	// ExternalID is the caller's own id for the document, unique per
-	// owner among the documents that hold it (see external.go).
-	ExternalID string `json:"external_id,omitempty"`
-	// Seq numbers documents in the order they were created: of two
-	// uploads with one external id, the later one wins. 0 for documents
-	// created before it was recorded, which are older than any other.
-	Seq uint64 `json:"seq,omitempty"`
+func getDoc(tx *bbolt.Tx, id string) (*store.Document, error) {
+	return get[store.Document](tx.Bucket(bucketDocuments), id)
 }
 
-// Job is the durable record of the work of indexing one document.
-type Job struct {
-	ID         string `json:"job_id"`
-	ProjectID  string `json:"project_id"`
-	OwnerID    string `json:"owner_id"`
-	DocumentID string `json:"document_id"`
-	Status     string `json:"status"`
-	Error      string `json:"error,omitempty"`
-	Chunks     int    `json:"chunks"`
-	// ChunksEmbedded is how many of Chunks have their vector: a running
-	// job's chunks are searched by their words from the start, and by
-	// meaning as their vectors come (see ReplaceChunks).
-	ChunksEmbedded int `json:"chunks_embedded"`
-	// SearchableAt is when the job's chunks were first written, and so
-	// searchable by their words: before their vectors, for most jobs.
-	SearchableAt time.Time `json:"searchable_at,omitzero"`
-	Attempts     int       `json:"attempts"`
-	// Interrupted counts the runs that the server (or, in a cluster, its
-	// node) stopped while they were under way, which a crash or the OOM
-	// killer does too: see RequeueInterrupted.
-	Interrupted int       `json:"interrupted,omitempty"`
-	NotBefore   time.Time `json:"next_attempt_at,omitzero"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	QueueKey    []byte    `json:"queue_key,omitempty"` // its key in the queue while PENDING
-	Ready       bool      `json:"ready,omitempty"`     // QueueKey is in the fair queue, not the waiting one (fairqueue.go)
-	// StartedAt is when its latest run was claimed: what the run cost is
-	// charged from (see chargeRun).
-	StartedAt time.Time `json:"started_at,omitzero"`
-	// Progress is how far the running attempt has read the document;
-	// set only while PROCESSING (see SetJobProgress).
-	Progress *JobProgress `json:"progress,omitempty"`
+func putDoc(tx *bbolt.Tx, d *store.Document) error { return put(tx.Bucket(bucketDocuments), d.ID, d) }
+
+func getJob(tx *bbolt.Tx, id string) (*store.Job, error) {
+	return get[store.Job](tx.Bucket(bucketJobs), id)
 }
-
-func getDoc(tx *bolt.Tx, id string) (*Document, error) {
-	return get[Document](tx.Bucket(bucketDocuments), id)
-}
-
-func putDoc(tx *bolt.Tx, d *Document) error { return put(tx.Bucket(bucketDocuments), d.ID, d) }
-
-func getJob(tx *bolt.Tx, id string) (*Job, error) { return get[Job](tx.Bucket(bucketJobs), id) }
 
 // putJob saves j, and keeps the running bucket listing exactly the jobs
 // that are PROCESSING.
-func putJob(tx *bolt.Tx, j *Job) error {
+func putJob(tx *bbolt.Tx, j *store.Job) error {
 	if err := put(tx.Bucket(bucketJobs), j.ID, j); err != nil {
 		return err
 	}
 	running := tx.Bucket(bucketRunning)
-	if j.Status == StatusProcessing {
+	if j.Status == store.StatusProcessing {
 		return running.Put([]byte(j.ID), nil)
 	}
 	return running.Delete([]byte(j.ID))
@@ -114,8 +47,8 @@ func putJob(tx *bolt.Tx, j *Job) error {
 // another document with the same content, or the sweep, could remove the
 // file between the two. A transaction that fails leaves the file with no
 // reference; it is removed then, unless a document refers to it.
-func (s *Store) CreateDocument(d *Document, o *Original, limits ProjectLimits) (*Job, error) {
-	more := ProjectUsage{Documents: 1, StoredBytes: o.Size()}
+func (s *Store) CreateDocument(d *store.Document, o *store.Original, limits store.ProjectLimits) (*store.Job, error) {
+	more := store.ProjectUsage{Documents: 1, StoredBytes: o.Size()}
 	small := o.Size() <= inlineOriginalMax
 	var data []byte // a small original, kept in its record
 	if small {
@@ -137,14 +70,14 @@ func (s *Store) CreateDocument(d *Document, o *Original, limits ProjectLimits) (
 	}
 	d.FileHash, d.Size = o.Hash(), o.Size()
 	now := s.now().UTC()
-	d.ID = NewID(PrefixDocument)
-	d.Status, d.CreatedAt, d.UpdatedAt = StatusPending, now, now
-	job := &Job{
-		ID: NewID(PrefixJob), ProjectID: d.ProjectID, OwnerID: d.OwnerID, DocumentID: d.ID,
-		Status: StatusPending, CreatedAt: now, UpdatedAt: now,
+	d.ID = store.NewID(store.PrefixDocument)
+	d.Status, d.CreatedAt, d.UpdatedAt = store.StatusPending, now, now
+	job := &store.Job{
+		ID: store.NewID(store.PrefixJob), ProjectID: d.ProjectID, OwnerID: d.OwnerID, DocumentID: d.ID,
+		Status: store.StatusPending, CreatedAt: now, UpdatedAt: now,
 	}
 	d.JobID = job.ID
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		job.QueueKey, job.Ready = nil, false // from a run rolled back (see update)
 		u := usageCounters(tx, d.ProjectID)
 		if err := u.Check(limits, more); err != nil {
@@ -200,8 +133,8 @@ func (s *Store) CreateDocument(d *Document, o *Original, limits ProjectLimits) (
 }
 
 // Document returns a document by id.
-func (s *Store) Document(id string) (*Document, error) {
-	return record[Document](s, bucketDocuments, id)
+func (s *Store) Document(id string) (*store.Document, error) {
+	return record[store.Document](s, bucketDocuments, id)
 }
 
 // Documents lists an owner's documents newest first, a page of at most
@@ -211,13 +144,13 @@ func (s *Store) Document(id string) (*Document, error) {
 // NewID), which is the order they were created in (to the millisecond
 // across processes), so a document created or deleted between two pages
 // neither repeats nor hides another.
-func (s *Store) Documents(ownerID, after string, limit int) ([]Document, string, error) {
+func (s *Store) Documents(ownerID, after string, limit int) ([]store.Document, string, error) {
 	if limit <= 0 {
 		return nil, "", fmt.Errorf("store: list documents: limit %d, want at least 1", limit)
 	}
-	var docs []Document
+	var docs []store.Document
 	next := ""
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		prefix := ownerKey(ownerID, nil)
 		c := tx.Bucket(bucketOwnerDocs).Cursor()
 		// Newest first: backwards from after, or from the owner's last key.
@@ -261,7 +194,7 @@ func (s *Store) DeleteDocument(id string) ([]uint64, error) {
 	var removed []uint64
 	var orphan string
 	var owner string
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		d, err := getDoc(tx, id)
 		if err != nil {
 			return err
@@ -289,7 +222,7 @@ func (s *Store) DeleteDocument(id string) ([]uint64, error) {
 // returns the chunk sequences removed and, when d was the last reference
 // to its original file, the file's hash, for the caller to remove once
 // the transaction has committed.
-func (s *Store) removeDocument(tx *bolt.Tx, d *Document, reason string) (removed []uint64, orphan string, err error) {
+func (s *Store) removeDocument(tx *bbolt.Tx, d *store.Document, reason string) (removed []uint64, orphan string, err error) {
 	if removed, err = deleteChunks(tx, d); err != nil {
 		return nil, "", err
 	}
@@ -301,7 +234,7 @@ func (s *Store) removeDocument(tx *bolt.Tx, d *Document, reason string) (removed
 	}
 	// Its room in its project's quotas comes back at once, its file's
 	// bytes too, whether or not another document keeps the file.
-	if err := addUsage(tx, d.ProjectID, ProjectUsage{Documents: -1, StoredBytes: -d.Size}); err != nil {
+	if err := addUsage(tx, d.ProjectID, store.ProjectUsage{Documents: -1, StoredBytes: -d.Size}); err != nil {
 		return nil, "", err
 	}
 	if err := tx.Bucket(bucketOwnerDocs).Delete(ownerKey(d.OwnerID, []byte(d.ID))); err != nil {
@@ -340,32 +273,32 @@ func (s *Store) removeDocument(tx *bolt.Tx, d *Document, reason string) (removed
 // cancelJob takes a removed document's job out of the queue, ending it
 // with reason. A job already running notices the document is gone when it
 // commits.
-func (s *Store) cancelJob(tx *bolt.Tx, jobID, reason string) error {
+func (s *Store) cancelJob(tx *bbolt.Tx, jobID, reason string) error {
 	j, err := getJob(tx, jobID)
 	if err != nil {
 		return err
 	}
-	if j.Status != StatusPending {
+	if j.Status != store.StatusPending {
 		return nil
 	}
 	if err := unqueue(tx, j); err != nil {
 		return err
 	}
-	j.Status, j.Error, j.UpdatedAt = StatusFailed, reason, s.now().UTC()
+	j.Status, j.Error, j.UpdatedAt = store.StatusFailed, reason, s.now().UTC()
 	return putJob(tx, j)
 }
 
 // DocumentsOf returns the document of every chunk, by document id, read in
 // one transaction. A document deleted meanwhile has no entry.
-func (s *Store) DocumentsOf(chunks []Chunk) (map[string]*Document, error) {
-	docs := make(map[string]*Document)
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) DocumentsOf(chunks []store.Chunk) (map[string]*store.Document, error) {
+	docs := make(map[string]*store.Document)
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		for _, c := range chunks {
 			if _, done := docs[c.DocumentID]; done {
 				continue
 			}
 			d, err := getDoc(tx, c.DocumentID)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {

@@ -1,93 +1,19 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-)
+	"go.etcd.io/bbolt"
 
-// Subpage is a small PDF of a run of a document's pages. Every request
-// for the same pages of a document, whatever chunk and varience named
-// them, shares one subpage: a cut is made once. Its id is the capability
-// in its URL, so it is a secret-sized random value.
-type Subpage struct {
-	ID         string    `json:"subpage_id"`
-	ProjectID  string    `json:"project_id"`
-	OwnerID    string    `json:"owner_id"`
-	DocumentID string    `json:"document_id"`
-	FirstPage  int       `json:"first_page"`
-	LastPage   int       `json:"last_page"`
-	Size       int64     `json:"size"` // bytes of its PDF
-	FileName   string    `json:"file_name"`
-	CreatedAt  time.Time `json:"created_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-}
-
-// Expired reports whether the subpage can no longer be fetched at t.
-func (sp *Subpage) Expired(t time.Time) bool { return !t.Before(sp.ExpiresAt) }
-
-// SubpageFile is a subpage's PDF, open for reading a piece at a time: a
-// download never holds the whole file in memory.
-type SubpageFile interface {
-	io.ReadSeeker
-	io.Closer
-}
-
-// SubpageLimits bound the live subpages CreateSubpage keeps; a zero field
-// bounds nothing.
-type SubpageLimits struct {
-	OwnerBytes      int64 // bytes of one owner's live subpages
-	ProjectSubpages int   // live subpages of one project
-}
-
-// SubpageUsage is what a project, and one owner in it, keep in live
-// subpages, and when the first of them expires and so frees its room.
-type SubpageUsage struct {
-	ProjectSubpages   int
-	NextProjectExpiry time.Time // zero when the project has none
-	OwnerBytes        int64
-	NextOwnerExpiry   time.Time // zero when the owner has none
-}
-
-func (u *SubpageUsage) add(owned bool, expires time.Time, size int64) {
-	u.ProjectSubpages++
-	if u.NextProjectExpiry.IsZero() || expires.Before(u.NextProjectExpiry) {
-		u.NextProjectExpiry = expires
-	}
-	if owned {
-		u.OwnerBytes += size
-		if u.NextOwnerExpiry.IsZero() || expires.Before(u.NextOwnerExpiry) {
-			u.NextOwnerExpiry = expires
-		}
-	}
-}
-
-// Check is nil when a subpage of size more bytes fits within limits, and
-// otherwise ErrSubpageQuota or ErrSubpageBudget.
-func (u *SubpageUsage) Check(limits SubpageLimits, size int64) error {
-	if limits.ProjectSubpages > 0 && u.ProjectSubpages >= limits.ProjectSubpages {
-		return ErrSubpageQuota
-	}
-	if limits.OwnerBytes > 0 && u.OwnerBytes+size > limits.OwnerBytes {
-		return ErrSubpageBudget
-	}
-	return nil
-}
-
-// Errors of CreateSubpage over its limits: both pass as live subpages
-// expire.
-var (
-	ErrSubpageBudget = errors.New("the owner's live subpages would take more than its subpage budget")
-	ErrSubpageQuota  = errors.New("the project has as many live subpages as it may keep")
+	"github.com/docsift/docsift/store"
 )
 
 // Subpages live in three buckets: the records by id; subpagecuts, which
@@ -104,21 +30,21 @@ func subpageRange(documentID string, first, last int) []byte {
 	return binary.BigEndian.AppendUint32(k, uint32(last))
 }
 
-func subpageCutKey(sp *Subpage) []byte {
+func subpageCutKey(sp *store.Subpage) []byte {
 	return append(subpageRange(sp.DocumentID, sp.FirstPage, sp.LastPage), sp.ID...)
 }
 
-func projectSubpageKey(sp *Subpage) []byte {
+func projectSubpageKey(sp *store.Subpage) []byte {
 	return ownerKey(sp.ProjectID, ownerKey(sp.OwnerID, []byte(sp.ID)))
 }
 
-func projectSubpageValue(sp *Subpage) []byte {
+func projectSubpageValue(sp *store.Subpage) []byte {
 	v := binary.BigEndian.AppendUint64(nil, uint64(sp.ExpiresAt.UnixNano()))
 	return binary.BigEndian.AppendUint64(v, uint64(sp.Size))
 }
 
 // putSubpage writes a subpage's record and its index entries.
-func putSubpage(tx *bolt.Tx, sp *Subpage) error {
+func putSubpage(tx *bbolt.Tx, sp *store.Subpage) error {
 	if err := put(tx.Bucket(bucketSubpages), sp.ID, sp); err != nil {
 		return err
 	}
@@ -130,7 +56,7 @@ func putSubpage(tx *bolt.Tx, sp *Subpage) error {
 
 // deleteSubpage removes a subpage's record and its index entries; its
 // file is the caller's to remove.
-func deleteSubpage(tx *bolt.Tx, sp *Subpage) error {
+func deleteSubpage(tx *bbolt.Tx, sp *store.Subpage) error {
 	if err := tx.Bucket(bucketSubpages).Delete([]byte(sp.ID)); err != nil {
 		return err
 	}
@@ -142,11 +68,11 @@ func deleteSubpage(tx *bolt.Tx, sp *Subpage) error {
 
 // liveSubpage is the live subpage of a document's pages, or ErrNotFound.
 // Expired ones of the same pages wait for the sweep beside it.
-func liveSubpage(tx *bolt.Tx, documentID string, first, last int, now time.Time) (*Subpage, error) {
+func liveSubpage(tx *bbolt.Tx, documentID string, first, last int, now time.Time) (*store.Subpage, error) {
 	prefix := subpageRange(documentID, first, last)
 	c := tx.Bucket(bucketSubpageCuts).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		sp, err := get[Subpage](tx.Bucket(bucketSubpages), string(k[len(prefix):]))
+		sp, err := get[store.Subpage](tx.Bucket(bucketSubpages), string(k[len(prefix):]))
 		if err != nil {
 			return nil, err
 		}
@@ -154,11 +80,11 @@ func liveSubpage(tx *bolt.Tx, documentID string, first, last int, now time.Time)
 			return sp, nil
 		}
 	}
-	return nil, ErrNotFound
+	return nil, store.ErrNotFound
 }
 
-func subpageUsage(tx *bolt.Tx, projectID, ownerID string, now time.Time) SubpageUsage {
-	var u SubpageUsage
+func subpageUsage(tx *bbolt.Tx, projectID, ownerID string, now time.Time) store.SubpageUsage {
+	var u store.SubpageUsage
 	prefix, owned := ownerKey(projectID, nil), ownerKey(projectID, ownerKey(ownerID, nil))
 	c := tx.Bucket(bucketProjectSubpages).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -169,19 +95,16 @@ func subpageUsage(tx *bolt.Tx, projectID, ownerID string, now time.Time) Subpage
 		if !now.Before(expires) {
 			continue // expired: its room is free, and the sweep takes it
 		}
-		u.add(bytes.HasPrefix(k, owned), expires.UTC(), int64(binary.BigEndian.Uint64(v[8:])))
+		countSubpage(&u, bytes.HasPrefix(k, owned), expires.UTC(), int64(binary.BigEndian.Uint64(v[8:])))
 	}
 	return u
 }
 
-// NewSubpageID returns an unguessable subpage id.
-func NewSubpageID() string { return NewSecret(PrefixSubpage) }
-
 // SubpageFor returns the live subpage of pages first to last of a
 // document, or ErrNotFound.
-func (s *Store) SubpageFor(documentID string, first, last int) (*Subpage, error) {
-	var sp *Subpage
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
+func (s *Store) SubpageFor(documentID string, first, last int) (*store.Subpage, error) {
+	var sp *store.Subpage
+	err := s.db.View(func(tx *bbolt.Tx) (err error) {
 		sp, err = liveSubpage(tx, documentID, first, last, s.now())
 		return err
 	})
@@ -190,9 +113,9 @@ func (s *Store) SubpageFor(documentID string, first, last int) (*Subpage, error)
 
 // SubpageUsage returns what projectID and ownerID, one of its owners,
 // keep in live subpages.
-func (s *Store) SubpageUsage(projectID, ownerID string) (SubpageUsage, error) {
-	var u SubpageUsage
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) SubpageUsage(projectID, ownerID string) (store.SubpageUsage, error) {
+	var u store.SubpageUsage
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		u = subpageUsage(tx, projectID, ownerID, s.now())
 		return nil
 	})
@@ -205,7 +128,7 @@ func (s *Store) SubpageUsage(projectID, ownerID string) (SubpageUsage, error) {
 // meanwhile, that one is returned and data is dropped. A new one that
 // would take its project or owner past limits is ErrSubpageQuota or
 // ErrSubpageBudget.
-func (s *Store) CreateSubpage(sp Subpage, data []byte, ttl time.Duration, limits SubpageLimits) (*Subpage, error) {
+func (s *Store) CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration, limits store.SubpageLimits) (*store.Subpage, error) {
 	sp.CreatedAt = s.now().UTC()
 	sp.ExpiresAt = sp.CreatedAt.Add(ttl)
 	sp.Size = int64(len(data))
@@ -217,18 +140,18 @@ func (s *Store) CreateSubpage(sp Subpage, data []byte, ttl time.Duration, limits
 	if err := writeFileAtomic(path, data, !s.noSync); err != nil {
 		return nil, fmt.Errorf("store: create subpage: %w", err)
 	}
-	var out *Subpage
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	var out *store.Subpage
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		// A subpage stored after its document was deleted would outlive
 		// it, serving its pages.
 		if tx.Bucket(bucketDocuments).Get([]byte(sp.DocumentID)) == nil {
-			return fmt.Errorf("document %s: %w", sp.DocumentID, ErrNotFound)
+			return fmt.Errorf("document %s: %w", sp.DocumentID, store.ErrNotFound)
 		}
 		now := s.now()
 		if old, err := liveSubpage(tx, sp.DocumentID, sp.FirstPage, sp.LastPage, now); err == nil {
 			out = old
 			return nil
-		} else if !errors.Is(err, ErrNotFound) {
+		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		u := subpageUsage(tx, sp.ProjectID, sp.OwnerID, now)
@@ -250,15 +173,15 @@ func (s *Store) CreateSubpage(sp Subpage, data []byte, ttl time.Duration, limits
 // ExtendSubpage makes a live subpage valid for ttl from now, so that its
 // URL, handed out again, lasts as a new one would. A subpage that is gone
 // or expired is ErrNotFound: the caller cuts a new one.
-func (s *Store) ExtendSubpage(id string, ttl time.Duration) (*Subpage, error) {
-	var sp *Subpage
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
-		if sp, err = get[Subpage](tx.Bucket(bucketSubpages), id); err != nil {
+func (s *Store) ExtendSubpage(id string, ttl time.Duration) (*store.Subpage, error) {
+	var sp *store.Subpage
+	err := s.db.Update(func(tx *bbolt.Tx) (err error) {
+		if sp, err = get[store.Subpage](tx.Bucket(bucketSubpages), id); err != nil {
 			return err
 		}
 		now := s.now().UTC()
 		if sp.Expired(now) {
-			return fmt.Errorf("subpage %s expired: %w", id, ErrNotFound)
+			return fmt.Errorf("subpage %s expired: %w", id, store.ErrNotFound)
 		}
 		sp.ExpiresAt = now.Add(ttl)
 		return putSubpage(tx, sp)
@@ -270,16 +193,16 @@ func (s *Store) ExtendSubpage(id string, ttl time.Duration) (*Subpage, error) {
 }
 
 // Subpage returns a subpage record by id, expired or not.
-func (s *Store) Subpage(id string) (*Subpage, error) {
-	return record[Subpage](s, bucketSubpages, id)
+func (s *Store) Subpage(id string) (*store.Subpage, error) {
+	return record[store.Subpage](s, bucketSubpages, id)
 }
 
 // OpenSubpage opens a subpage's PDF. An open file stays readable when the
 // subpage is swept or deleted meanwhile: a download under way ends whole.
-func (s *Store) OpenSubpage(id string) (SubpageFile, error) {
+func (s *Store) OpenSubpage(id string) (store.SubpageFile, error) {
 	f, err := os.Open(s.subpagePath(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("store: open subpage %s: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("store: open subpage %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open subpage %s: %w", id, err)
@@ -296,10 +219,10 @@ func (s *Store) OpenSubpage(id string) (SubpageFile, error) {
 func (s *Store) SweepSubpages() (int, error) {
 	var expired []string
 	now := s.now()
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		var gone []*Subpage
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		var gone []*store.Subpage
 		err := tx.Bucket(bucketSubpages).ForEach(func(k, v []byte) error {
-			var sp Subpage
+			var sp store.Subpage
 			if err := decode(v, &sp); err == nil && sp.Expired(now) {
 				gone = append(gone, &sp)
 			}
@@ -343,7 +266,7 @@ func (s *Store) sweepSubpageFiles() (int, error) {
 		return 0, fmt.Errorf("store: sweep subpage files: %w", err)
 	}
 	var orphans []string
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketSubpages)
 		for _, e := range entries {
 			id, isPDF := strings.CutSuffix(e.Name(), ".pdf")
@@ -371,7 +294,7 @@ func (s *Store) sweepSubpageFiles() (int, error) {
 // d is deleted: its pages are then neither served nor kept. The files go
 // before the transaction commits; should it fail, a subpage whose file is
 // gone answers "not found" and is cut again when asked for.
-func (s *Store) dropSubpagesOf(tx *bolt.Tx, d *Document) error {
+func (s *Store) dropSubpagesOf(tx *bbolt.Tx, d *store.Document) error {
 	prefix := ownerKey(d.ID, nil)
 	var ids []string
 	c := tx.Bucket(bucketSubpageCuts).Cursor()
@@ -379,7 +302,7 @@ func (s *Store) dropSubpagesOf(tx *bolt.Tx, d *Document) error {
 		ids = append(ids, string(k[len(prefix)+8:]))
 	}
 	for _, id := range ids {
-		sp, err := get[Subpage](tx.Bucket(bucketSubpages), id)
+		sp, err := get[store.Subpage](tx.Bucket(bucketSubpages), id)
 		if err != nil {
 			return err
 		}
@@ -404,9 +327,9 @@ func (s *Store) subpagePath(id string) string {
 // their chunk and varience, to finding them by their document's pages:
 // each record gets its document and size, and its index entries. A
 // subpage whose chunk or file is gone goes (the sweep takes its file).
-func (s *Store) indexSubpages(tx *bolt.Tx) error {
+func (s *Store) indexSubpages(tx *bbolt.Tx) error {
 	type v6Subpage struct {
-		Subpage
+		store.Subpage
 		ChunkID string `json:"chunk_id"`
 	}
 	b := tx.Bucket(bucketSubpages)
@@ -429,8 +352,8 @@ func (s *Store) indexSubpages(tx *bolt.Tx) error {
 		if err := decode(vals[i], &old); err != nil {
 			return fmt.Errorf("store: upgrade subpage %q: %w", k, err)
 		}
-		chunk, err := get[Chunk](tx.Bucket(bucketChunks), old.ChunkID)
-		if errors.Is(err, ErrNotFound) {
+		chunk, err := get[store.Chunk](tx.Bucket(bucketChunks), old.ChunkID)
+		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -447,4 +370,19 @@ func (s *Store) indexSubpages(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// countSubpage adds a live subpage of the project to u, and to its
+// owner's share when owned.
+func countSubpage(u *store.SubpageUsage, owned bool, expires time.Time, size int64) {
+	u.ProjectSubpages++
+	if u.NextProjectExpiry.IsZero() || expires.Before(u.NextProjectExpiry) {
+		u.NextProjectExpiry = expires
+	}
+	if owned {
+		u.OwnerBytes += size
+		if u.NextOwnerExpiry.IsZero() || expires.Before(u.NextOwnerExpiry) {
+			u.NextOwnerExpiry = expires
+		}
+	}
 }

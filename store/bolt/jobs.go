@@ -1,23 +1,21 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-)
+	"go.etcd.io/bbolt"
 
-// ErrNoJob is returned by ClaimJob when no job is due.
-var ErrNoJob = errors.New("no job is due")
+	"github.com/docsift/docsift/store"
+)
 
 // enqueue adds a PENDING job to the queue, due at due, and saves it: to
 // the fair queue (fairqueue.go) when it is due already, else to the
 // waiting queue, keyed by due time then arrival, whose first entry is the
 // next to come due however many jobs wait out a back-off.
-func (s *Store) enqueue(tx *bolt.Tx, j *Job, due time.Time) error {
+func (s *Store) enqueue(tx *bbolt.Tx, j *store.Job, due time.Time) error {
 	if err := unqueue(tx, j); err != nil { // a job is queued once
 		return err
 	}
@@ -43,14 +41,14 @@ func (s *Store) enqueue(tx *bolt.Tx, j *Job, due time.Time) error {
 func dueOf(key []byte) time.Time { return time.Unix(0, int64(fromU64(key[:8]))) }
 
 // Job returns a job by id.
-func (s *Store) Job(id string) (*Job, error) {
-	return record[Job](s, bucketJobs, id)
+func (s *Store) Job(id string) (*store.Job, error) {
+	return record[store.Job](s, bucketJobs, id)
 }
 
 // ClaimJob takes the next due job in the fair queue's order (see
 // fairqueue.go) whose project is not in skip, marks it PROCESSING and
 // returns it with its document. It returns ErrNoJob when none is due.
-func (s *Store) ClaimJob(skip []string) (*Job, *Document, error) {
+func (s *Store) ClaimJob(skip []string) (*store.Job, *store.Document, error) {
 	jobs, docs, err := s.ClaimJobs(1, nil, skip)
 	if err != nil {
 		return nil, nil, err
@@ -65,24 +63,24 @@ func (s *Store) ClaimJob(skip []string) (*Job, *Document, error) {
 // beside the worker (see ingest) are claimed together instead. Jobs that
 // also refuses stay queued; a nil also refuses none. It returns ErrNoJob
 // when none is due.
-func (s *Store) ClaimJobs(n int, also func(*Document) bool, skip []string) ([]*Job, []*Document, error) {
+func (s *Store) ClaimJobs(n int, also func(*store.Document) bool, skip []string) ([]*store.Job, []*store.Document, error) {
 	now := s.now().UTC()
 	// Idle workers ask often: a read answers them without a commit.
 	if due, ok := s.NextDue(); !ok || due.After(now) {
-		return nil, nil, ErrNoJob
+		return nil, nil, store.ErrNoJob
 	}
 	skipped := make(map[string]bool, len(skip))
 	for _, p := range skip {
 		skipped[p] = true
 	}
-	var jobs []*Job
-	var docs []*Document
-	err := s.update(func(tx *bolt.Tx) error {
+	var jobs []*store.Job
+	var docs []*store.Document
+	err := s.update(func(tx *bbolt.Tx) error {
 		jobs, docs = jobs[:0], docs[:0] // from a run rolled back (see update)
 		if err := promoteDue(tx, now); err != nil {
 			return err
 		}
-		var only func(*Document) bool // the first job is claimed whatever its document
+		var only func(*store.Document) bool // the first job is claimed whatever its document
 		for len(jobs) < n {
 			job, doc, err := claimNext(tx, now, only, skipped)
 			only = also
@@ -97,7 +95,7 @@ func (s *Store) ClaimJobs(n int, also func(*Document) bool, skip []string) ([]*J
 		return nil, nil, fmt.Errorf("store: claim job: %w", err)
 	}
 	if len(jobs) == 0 {
-		return nil, nil, ErrNoJob
+		return nil, nil, store.ErrNoJob
 	}
 	return jobs, docs, nil
 }
@@ -105,7 +103,7 @@ func (s *Store) ClaimJobs(n int, also func(*Document) bool, skip []string) ([]*J
 // claimNext claims the fair queue's next job in tx, or returns none when
 // no job outside skip is due, or when only is not nil and refuses the
 // job's document.
-func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool, skip map[string]bool) (*Job, *Document, error) {
+func claimNext(tx *bbolt.Tx, now time.Time, only func(*store.Document) bool, skip map[string]bool) (*store.Job, *store.Document, error) {
 	for {
 		project, ptag, owner, otag, key, id, err := nextReady(tx, skip)
 		if err != nil || key == nil {
@@ -114,7 +112,7 @@ func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool, skip map[s
 		// An entry whose job or document is gone would otherwise head
 		// its owner's jobs for ever: drop it and go on.
 		j, err := getJob(tx, string(id))
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			if err := tx.Bucket(bucketReadyJobs).Delete(key); err != nil {
 				return nil, nil, err
 			}
@@ -124,11 +122,11 @@ func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool, skip map[s
 			return nil, nil, fmt.Errorf("queued job %s: %w", id, err)
 		}
 		doc, err := getDoc(tx, j.DocumentID)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			if err := unqueue(tx, j); err != nil {
 				return nil, nil, err
 			}
-			j.Status, j.Error, j.UpdatedAt = StatusFailed, "the document was deleted before it was processed", now
+			j.Status, j.Error, j.UpdatedAt = store.StatusFailed, "the document was deleted before it was processed", now
 			if err := putJob(tx, j); err != nil {
 				return nil, nil, err
 			}
@@ -146,8 +144,8 @@ func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool, skip map[s
 		if err := tookTurn(tx, project, ptag, owner, otag); err != nil {
 			return nil, nil, err
 		}
-		j.Status, j.Attempts, j.UpdatedAt, j.StartedAt, j.Progress = StatusProcessing, j.Attempts+1, now, now, nil
-		doc.Status, doc.UpdatedAt = StatusProcessing, now
+		j.Status, j.Attempts, j.UpdatedAt, j.StartedAt, j.Progress = store.StatusProcessing, j.Attempts+1, now, now, nil
+		doc.Status, doc.UpdatedAt = store.StatusProcessing, now
 		if err := putDoc(tx, doc); err != nil {
 			return nil, nil, err
 		}
@@ -161,7 +159,7 @@ func claimNext(tx *bolt.Tx, now time.Time, only func(*Document) bool, skip map[s
 func (s *Store) NextDue() (time.Time, bool) {
 	var next time.Time
 	var found bool
-	_ = s.db.View(func(tx *bolt.Tx) error {
+	_ = s.db.View(func(tx *bbolt.Tx) error {
 		if k, _ := tx.Bucket(bucketReadyJobs).Cursor().First(); k != nil {
 			found = true // due already: the zero time
 
@@ -179,8 +177,8 @@ func (s *Store) NextDue() (time.Time, bool) {
 // document with it, and queues the event for the project's webhooks in the
 // same transaction: an ended job is never without its deliveries.
 func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error {
-	status := JobOutcome(errMsg)
-	return s.updateJob(jobID, func(tx *bolt.Tx, j *Job, d *Document) error {
+	status := store.JobOutcome(errMsg)
+	return s.updateJob(jobID, func(tx *bbolt.Tx, j *store.Job, d *store.Document) error {
 		if err := chargeRun(tx, j, s.now()); err != nil {
 			return err
 		}
@@ -188,15 +186,15 @@ func (s *Store) FinishJob(jobID string, chunks, pages int, errMsg string) error 
 		if d != nil {
 			d.Status, d.Error, d.Chunks, d.Pages = status, errMsg, chunks, pages
 		}
-		return s.queueEvent(tx, j.ProjectID, JobEvent(j, s.now().UTC()))
+		return s.queueEvent(tx, j.ProjectID, store.JobEvent(j, s.now().UTC()))
 	})
 }
 
 // setJobChunks records in a document's job how many chunks it has written
 // and how many of them have vectors, in the transaction that wrote them.
-func setJobChunks(tx *bolt.Tx, jobID string, chunks, embedded int, now time.Time) error {
+func setJobChunks(tx *bbolt.Tx, jobID string, chunks, embedded int, now time.Time) error {
 	j, err := getJob(tx, jobID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -209,25 +207,18 @@ func setJobChunks(tx *bolt.Tx, jobID string, chunks, embedded int, now time.Time
 	return putJob(tx, j)
 }
 
-// JobProgress is how far a running job has read its document: pages done
-// of pages, as extraction reports them.
-type JobProgress struct {
-	PagesDone int `json:"pages_done"`
-	Pages     int `json:"pages"`
-}
-
 // SetJobProgress records how far a running job has got. It changes only a
 // PROCESSING job: a report that arrives after the job ended, or from an
 // attempt that was interrupted, is dropped (and reported as ErrNotFound
 // when the job is gone). Callers write it every few seconds at most: each
 // call waits for a commit with an fsync.
-func (s *Store) SetJobProgress(jobID string, p JobProgress) error {
-	err := s.update(func(tx *bolt.Tx) error {
+func (s *Store) SetJobProgress(jobID string, p store.JobProgress) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		j, err := getJob(tx, jobID)
 		if err != nil {
 			return err
 		}
-		if j.Status != StatusProcessing {
+		if j.Status != store.StatusProcessing {
 			return nil
 		}
 		j.Progress, j.UpdatedAt = &p, s.now().UTC()
@@ -242,20 +233,20 @@ func (s *Store) SetJobProgress(jobID string, p JobProgress) error {
 // RetryJob puts a job back in the queue, due at notBefore, keeping errMsg as
 // the reason it waits.
 func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bbolt.Tx) error {
 		j, err := getJob(tx, jobID)
 		if err != nil {
 			return err
 		}
 		now := s.now().UTC()
-		if j.Status == StatusProcessing {
+		if j.Status == store.StatusProcessing {
 			if err := chargeRun(tx, j, now); err != nil {
 				return err
 			}
 		}
-		j.Status, j.Error, j.NotBefore, j.UpdatedAt, j.Progress = StatusPending, errMsg, notBefore.UTC(), now, nil
+		j.Status, j.Error, j.NotBefore, j.UpdatedAt, j.Progress = store.StatusPending, errMsg, notBefore.UTC(), now, nil
 		if d, err := getDoc(tx, j.DocumentID); err == nil {
-			d.Status, d.Error, d.UpdatedAt = StatusPending, errMsg, now
+			d.Status, d.Error, d.UpdatedAt = store.StatusPending, errMsg, now
 			if err := putDoc(tx, d); err != nil {
 				return err
 			}
@@ -263,14 +254,6 @@ func (s *Store) RetryJob(jobID string, notBefore time.Time, errMsg string) error
 		return s.enqueue(tx, j, j.NotBefore)
 	})
 }
-
-// DefaultMaxInterrupted is how many interrupted runs fail a job: the first
-// may be a crash that had nothing to do with the document (a power cut,
-// another job's), the second, after the job ran again, is the document's.
-const DefaultMaxInterrupted = 2
-
-// InterruptedError is the error of a job failed by RequeueInterrupted.
-const InterruptedError = "this document stopped the server while it was being processed, %d times; it will not be processed again: check that it opens, or split it into smaller files"
 
 // RequeueInterrupted returns the jobs that were PROCESSING when the process
 // stopped to PENDING, counting the interruption against each: a document
@@ -281,9 +264,9 @@ const InterruptedError = "this document stopped the server while it was being pr
 // requeued and the jobs that failed. They are listed in the running
 // bucket (see putJob): every document ever uploaded has a job, and
 // reading them all took most of a second at a million documents.
-func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*Job, error) {
+func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*store.Job, error) {
 	var ids []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketRunning).ForEach(func(k, _ []byte) error {
 			ids = append(ids, string(k))
 			return nil
@@ -296,8 +279,8 @@ func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*Job, error) {
 		return 0, nil, nil
 	}
 	n := 0
-	var failed []*Job
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	var failed []*store.Job
+	err = s.db.Update(func(tx *bbolt.Tx) error {
 		n, failed = 0, failed[:0]
 		now := s.now().UTC()
 		for _, id := range ids {
@@ -305,13 +288,13 @@ func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*Job, error) {
 			if err != nil {
 				return err
 			}
-			if j.Status != StatusProcessing {
+			if j.Status != store.StatusProcessing {
 				continue
 			}
 			j.Interrupted++
 			j.UpdatedAt, j.Progress = now, nil
 			d, err := getDoc(tx, j.DocumentID)
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			if j.Interrupted >= maxInterrupted {
@@ -321,9 +304,9 @@ func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*Job, error) {
 				failed = append(failed, j)
 				continue
 			}
-			j.Status = StatusPending
+			j.Status = store.StatusPending
 			if d != nil {
-				d.Status = StatusPending
+				d.Status = store.StatusPending
 				if err := putDoc(tx, d); err != nil {
 					return err
 				}
@@ -344,13 +327,13 @@ func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*Job, error) {
 // failInterrupted ends j, interrupted too often, as FAILED with its
 // document (nil when deleted), without the chunks its runs wrote, and
 // queues its event for the project's webhooks.
-func (s *Store) failInterrupted(tx *bolt.Tx, j *Job, d *Document, now time.Time) error {
-	j.Status, j.Error, j.Chunks, j.ChunksEmbedded = StatusFailed, fmt.Sprintf(InterruptedError, j.Interrupted), 0, 0
+func (s *Store) failInterrupted(tx *bbolt.Tx, j *store.Job, d *store.Document, now time.Time) error {
+	j.Status, j.Error, j.Chunks, j.ChunksEmbedded = store.StatusFailed, fmt.Sprintf(store.InterruptedError, j.Interrupted), 0, 0
 	if d != nil {
 		if _, err := deleteChunks(tx, d); err != nil {
 			return err
 		}
-		d.Status, d.Error, d.Chunks, d.UpdatedAt = StatusFailed, j.Error, 0, now
+		d.Status, d.Error, d.Chunks, d.UpdatedAt = store.StatusFailed, j.Error, 0, now
 		if err := putDoc(tx, d); err != nil {
 			return err
 		}
@@ -358,25 +341,25 @@ func (s *Store) failInterrupted(tx *bolt.Tx, j *Job, d *Document, now time.Time)
 	if err := putJob(tx, j); err != nil {
 		return err
 	}
-	return s.queueEvent(tx, j.ProjectID, JobEvent(j, now))
+	return s.queueEvent(tx, j.ProjectID, store.JobEvent(j, now))
 }
 
 // listRunning fills the running bucket from the jobs: the upgrade of a
 // file of schema 2 or older. Only a record holding the PROCESSING status
 // field is decoded (JSON escapes the quotes of any string that might hold
 // the same text).
-func listRunning(tx *bolt.Tx) error {
-	processing := []byte(`"status":"` + StatusProcessing + `"`)
+func listRunning(tx *bbolt.Tx) error {
+	processing := []byte(`"status":"` + store.StatusProcessing + `"`)
 	running := tx.Bucket(bucketRunning)
 	return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 		if !bytes.Contains(v, processing) {
 			return nil
 		}
-		var j Job
+		var j store.Job
 		if err := decode(v, &j); err != nil {
 			return fmt.Errorf("%w (job %s)", err, k)
 		}
-		if j.Status != StatusProcessing {
+		if j.Status != store.StatusProcessing {
 			return nil
 		}
 		return running.Put(k, nil)
@@ -385,14 +368,14 @@ func listRunning(tx *bolt.Tx) error {
 
 // updateJob applies fn to a job and its document (nil when deleted) and
 // saves both in one transaction.
-func (s *Store) updateJob(jobID string, fn func(*bolt.Tx, *Job, *Document) error) error {
-	err := s.update(func(tx *bolt.Tx) error {
+func (s *Store) updateJob(jobID string, fn func(*bbolt.Tx, *store.Job, *store.Document) error) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		j, err := getJob(tx, jobID)
 		if err != nil {
 			return err
 		}
 		d, err := getDoc(tx, j.DocumentID)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			d = nil
 		} else if err != nil {
 			return err
@@ -419,12 +402,12 @@ func (s *Store) updateJob(jobID string, fn func(*bolt.Tx, *Job, *Document) error
 // PendingJobs returns how many jobs wait in the queue, due or backing off,
 // and when the oldest of them was created (zero when none waits).
 func (s *Store) PendingJobs() (n int, oldest time.Time, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
 		for _, q := range [][]byte{bucketReadyJobs, bucketQueue} {
 			err := tx.Bucket(q).ForEach(func(_, id []byte) error {
-				j, err := get[Job](jobs, string(id))
-				if errors.Is(err, ErrNotFound) {
+				j, err := get[store.Job](jobs, string(id))
+				if errors.Is(err, store.ErrNotFound) {
 					return nil // a claim drops its entry
 				}
 				if err != nil {

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 )
 
 // Group commits. Every bbolt commit ends with two fdatasyncs, a fraction of
@@ -59,14 +59,14 @@ const gatherYields = 8
 // its caller is to commit the next group itself, false when its function
 // has been committed (or failed) with the group of another caller.
 type commitCall struct {
-	fn   func(*bolt.Tx) error
+	fn   func(*bbolt.Tx) error
 	err  error
 	wake chan bool
 }
 
 // update runs fn in a write transaction, grouped with the calls that wait
 // meanwhile (see above), and returns fn's error or the commit's.
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+func (s *Store) update(fn func(*bbolt.Tx) error) error {
 	c := &commitCall{fn: fn, wake: make(chan bool, 1)}
 	q := &s.commits
 	q.mu.Lock()
@@ -131,7 +131,7 @@ func (s *Store) commitGroup(group []*commitCall) {
 	todo := slices.Clone(group)
 	for len(todo) > 0 {
 		failed := -1
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.db.Update(func(tx *bbolt.Tx) error {
 			fillAppended(tx)
 			for i, c := range todo {
 				if err := c.run(tx); err != nil {
@@ -163,7 +163,7 @@ var appendedBuckets = [][]byte{bucketDocuments, bucketOwnerDocs, bucketJobs,
 // splits them, not to its default 50%, which suits keys that land anywhere
 // in the tree and left these pages half empty for good (a database a
 // quarter larger). A tenth is left for records that grow when updated.
-func fillAppended(tx *bolt.Tx) {
+func fillAppended(tx *bbolt.Tx) {
 	for _, name := range appendedBuckets {
 		tx.Bucket(name).FillPercent = 0.9
 	}
@@ -172,7 +172,7 @@ func fillAppended(tx *bolt.Tx) {
 // run runs c's function, turning a panic into its error: the callers
 // committing with it, and every later commit, must not wait for ever
 // behind a bug.
-func (c *commitCall) run(tx *bolt.Tx) (err error) {
+func (c *commitCall) run(tx *bbolt.Tx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("store: bug in a transaction: %v", r)

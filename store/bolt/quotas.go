@@ -1,12 +1,12 @@
-package store
+package bolt
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // Project quotas bound what one project keeps: its customers, its
@@ -32,75 +32,26 @@ import (
 // its document's size back at once, in its transaction, whether or not
 // the file stays for another document.
 
-// ProjectLimits bound what one project keeps; a zero field bounds
-// nothing.
-type ProjectLimits struct {
-	Customers   int   // customers of the project
-	Documents   int   // documents of the project and its customers, any status
-	StoredBytes int64 // bytes of those documents' originals (see above)
-	Sessions    int   // upload sessions alive: not expired, closed or revoked
-}
-
-// ProjectUsage is what a project keeps against its limits, and when the
-// first of its sessions alive expires and so frees its room. As the
-// argument of Check, it is what a create would add.
-type ProjectUsage struct {
-	Customers         int
-	Documents         int
-	StoredBytes       int64
-	Sessions          int
-	NextSessionExpiry time.Time // zero when the project has none alive
-}
-
-// Check is nil when more fits within limits on top of u, and otherwise
-// the error of the first quota it would go past: ErrCustomerQuota,
-// ErrDocumentQuota, ErrStorageQuota or ErrSessionQuota. Only the quotas
-// of what more adds are checked: a project over its storage quota may
-// still make sessions.
-func (u *ProjectUsage) Check(limits ProjectLimits, more ProjectUsage) error {
-	switch {
-	case more.Customers > 0 && limits.Customers > 0 && u.Customers+more.Customers > limits.Customers:
-		return ErrCustomerQuota
-	case more.Documents > 0 && limits.Documents > 0 && u.Documents+more.Documents > limits.Documents:
-		return ErrDocumentQuota
-	case more.StoredBytes > 0 && limits.StoredBytes > 0 && u.StoredBytes+more.StoredBytes > limits.StoredBytes:
-		return ErrStorageQuota
-	case more.Sessions > 0 && limits.Sessions > 0 && u.Sessions+more.Sessions > limits.Sessions:
-		return ErrSessionQuota
-	}
-	return nil
-}
-
-// Errors of a create over a project's quota. Sessions expire, and so
-// free their room; the others stay until deleted (customers are not
-// deleted at all).
-var (
-	ErrCustomerQuota = errors.New("the project has as many customers as it may have")
-	ErrDocumentQuota = errors.New("the project keeps as many documents as it may keep")
-	ErrStorageQuota  = errors.New("the project's documents would take more than its storage quota")
-	ErrSessionQuota  = errors.New("the project has as many upload sessions alive as it may have")
-)
-
 // bucketProjectUsage holds each project's counters: project id →
 // customers(8) documents(8) stored bytes(8), big-endian.
 var bucketProjectUsage = []byte("projectusage")
 
 // usageCounters reads a project's counters; its sessions are not among
 // them (see aliveSessions).
-func usageCounters(tx *bolt.Tx, projectID string) ProjectUsage {
+func usageCounters(tx *bbolt.Tx, projectID string) store.ProjectUsage {
 	v := tx.Bucket(bucketProjectUsage).Get([]byte(projectID))
 	if len(v) != 24 {
-		return ProjectUsage{}
+		return store.ProjectUsage{}
 	}
 	// A counter never goes below zero; should a bug take it there, it
 	// reads as zero rather than as the most a uint64 holds.
 	n := func(b []byte) int64 { return max(int64(binary.BigEndian.Uint64(b)), 0) }
-	return ProjectUsage{Customers: int(n(v[:8])), Documents: int(n(v[8:16])), StoredBytes: n(v[16:])}
+	return store.ProjectUsage{Customers: int(n(v[:8])), Documents: int(n(v[8:16])), StoredBytes: n(v[16:])}
 }
 
 // addUsage adds delta's customers, documents and bytes (negative to take
 // them away) to a project's counters.
-func addUsage(tx *bolt.Tx, projectID string, delta ProjectUsage) error {
+func addUsage(tx *bbolt.Tx, projectID string, delta store.ProjectUsage) error {
 	u := usageCounters(tx, projectID)
 	v := make([]byte, 0, 24)
 	v = binary.BigEndian.AppendUint64(v, uint64(max(u.Customers+delta.Customers, 0)))
@@ -113,9 +64,9 @@ func addUsage(tx *bolt.Tx, projectID string, delta ProjectUsage) error {
 // counters are read as they are; its sessions alive are counted from
 // their index, which holds as many as the project has alive and not many
 // more (the sweep takes those ended).
-func (s *Store) ProjectUsage(projectID string) (ProjectUsage, error) {
-	var u ProjectUsage
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) ProjectUsage(projectID string) (store.ProjectUsage, error) {
+	var u store.ProjectUsage
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		u = usageCounters(tx, projectID)
 		u.Sessions, u.NextSessionExpiry = aliveSessions(tx, projectID, s.now(), 0)
 		return nil
@@ -132,11 +83,11 @@ func (s *Store) ProjectUsage(projectID string) (ProjectUsage, error) {
 // to (sessions alive are counted up to limits.Sessions), so that it is
 // cheap enough to ask before a create's costly part, such as an upload's
 // body; the create checks again in its transaction.
-func (s *Store) CheckQuotas(projectID string, limits ProjectLimits, more ProjectUsage) error {
-	if limits == (ProjectLimits{}) {
+func (s *Store) CheckQuotas(projectID string, limits store.ProjectLimits, more store.ProjectUsage) error {
+	if limits == (store.ProjectLimits{}) {
 		return nil
 	}
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.db.View(func(tx *bbolt.Tx) error {
 		u := usageCounters(tx, projectID)
 		if more.Sessions > 0 && limits.Sessions > 0 {
 			u.Sessions, _ = aliveSessions(tx, projectID, s.now(), limits.Sessions)
@@ -148,8 +99,8 @@ func (s *Store) CheckQuotas(projectID string, limits ProjectLimits, more Project
 // countProjectUsage fills the projects' counters and the sessions' index
 // from the records of data written before they were kept (schema 9 and
 // older).
-func countProjectUsage(tx *bolt.Tx) error {
-	counts := map[string]ProjectUsage{}
+func countProjectUsage(tx *bbolt.Tx) error {
+	counts := map[string]store.ProjectUsage{}
 	err := tx.Bucket(bucketCustomers).ForEach(func(k, v []byte) error {
 		var c struct {
 			ProjectID string `json:"project_id"`

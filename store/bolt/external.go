@@ -1,18 +1,20 @@
-package store
+package bolt
 
 import (
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // External ids (see OtherHolder for the rule): this bucket points each
 // at its holder.
 var bucketExternalIDs = []byte("externalids") // owner \x00 external id → id of the document holding it
 
-func externalKey(d *Document) []byte { return ownerKey(d.OwnerID, []byte(d.ExternalID)) }
+func externalKey(d *store.Document) []byte { return ownerKey(d.OwnerID, []byte(d.ExternalID)) }
 
 // claimExternalID makes a new document the holder of its external id when
 // no document holds it.
-func claimExternalID(tx *bolt.Tx, d *Document) error {
+func claimExternalID(tx *bbolt.Tx, d *store.Document) error {
 	if d.ExternalID == "" {
 		return nil
 	}
@@ -25,7 +27,7 @@ func claimExternalID(tx *bolt.Tx, d *Document) error {
 
 // releaseExternalID frees a removed document's external id if it holds it;
 // a candidate's removal leaves the holder in place.
-func releaseExternalID(tx *bolt.Tx, d *Document) error {
+func releaseExternalID(tx *bbolt.Tx, d *store.Document) error {
 	if d.ExternalID == "" {
 		return nil
 	}
@@ -41,7 +43,7 @@ func releaseExternalID(tx *bolt.Tx, d *Document) error {
 // document's chunk sequences and, when its original file lost its last
 // reference, that file's hash. A holder created after d wins: the result
 // is then ErrSuperseded and nothing changes.
-func (s *Store) takeOverExternalID(tx *bolt.Tx, d *Document) (removed []uint64, orphan string, err error) {
+func (s *Store) takeOverExternalID(tx *bbolt.Tx, d *store.Document) (removed []uint64, orphan string, err error) {
 	h, err := otherHolder(tx, d)
 	if err != nil || d.ExternalID == "" {
 		return nil, "", err
@@ -58,12 +60,12 @@ func (s *Store) takeOverExternalID(tx *bolt.Tx, d *Document) (removed []uint64, 
 // from (see OtherHolder). A document whose chunks are written before they
 // all have vectors asks early, so that an upload that cannot win is not
 // searchable meanwhile.
-func otherHolder(tx *bolt.Tx, d *Document) (*Document, error) {
-	return OtherHolder(d, func() (*Document, error) {
+func otherHolder(tx *bbolt.Tx, d *store.Document) (*store.Document, error) {
+	return store.OtherHolder(d, func() (*store.Document, error) {
 		holderID := string(tx.Bucket(bucketExternalIDs).Get(externalKey(d)))
 		switch holderID {
 		case "":
-			return nil, ErrNotFound
+			return nil, store.ErrNotFound
 		case d.ID:
 			return d, nil
 		}
@@ -73,12 +75,12 @@ func otherHolder(tx *bolt.Tx, d *Document) (*Document, error) {
 
 // DocumentByExternalID returns the document of owner that holds externalID,
 // or ErrNotFound.
-func (s *Store) DocumentByExternalID(ownerID, externalID string) (*Document, error) {
-	var d *Document
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) DocumentByExternalID(ownerID, externalID string) (*store.Document, error) {
+	var d *store.Document
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		id := tx.Bucket(bucketExternalIDs).Get(ownerKey(ownerID, []byte(externalID)))
 		if id == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		var err error
 		d, err = getDoc(tx, string(id))
@@ -100,7 +102,7 @@ func (s *Store) removeOrphanFile(ownerID, hash string) error {
 		return nil
 	}
 	var refs uint64
-	if err := s.db.View(func(tx *bolt.Tx) error {
+	if err := s.db.View(func(tx *bbolt.Tx) error {
 		refs = fileRefs(tx, ownerID, hash)
 		return nil
 	}); err != nil {

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"errors"
@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // The store's records behave as the conformance suite (store/storetest)
@@ -34,10 +36,10 @@ func TestOpenTwiceIsLocked(t *testing.T) {
 	}
 }
 
-func newDoc(t *testing.T, s *Store, owner, text string) (*Document, *Job) {
+func newDoc(t *testing.T, s *Store, owner, text string) (*store.Document, *store.Job) {
 	t.Helper()
-	d := &Document{ProjectID: "prj_x", OwnerID: owner, Name: "n.txt", Format: "text"}
-	j, err := s.CreateDocument(d, Bytes([]byte(text)), ProjectLimits{})
+	d := &store.Document{ProjectID: "prj_x", OwnerID: owner, Name: "n.txt", Format: "text"}
+	j, err := s.CreateDocument(d, store.Bytes([]byte(text)), store.ProjectLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +70,8 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 	s, dir := openTest(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.SetClock(func() time.Time { return now })
-	d := &Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
-	if _, err := s.CreateDocument(d, Bytes([]byte("%PDF-")), ProjectLimits{}); err != nil {
+	d := &store.Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
+	if _, err := s.CreateDocument(d, store.Bytes([]byte("%PDF-")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	subpageDir := filepath.Join(dir, "subpages")
@@ -81,9 +83,9 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 		}
 		return names
 	}
-	cut := func(first int, ttl time.Duration) *Subpage {
+	cut := func(first int, ttl time.Duration) *store.Subpage {
 		t.Helper()
-		sp, err := s.CreateSubpage(Subpage{ID: NewSubpageID(), ProjectID: "prj_a", OwnerID: "cus_a", DocumentID: d.ID, FirstPage: first, LastPage: first}, []byte("%PDF-a"), ttl, SubpageLimits{})
+		sp, err := s.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: "prj_a", OwnerID: "cus_a", DocumentID: d.ID, FirstPage: first, LastPage: first}, []byte("%PDF-a"), ttl, store.SubpageLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +101,7 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 	}
 	// What a crash leaves: a finished file whose record was never
 	// committed, and a temporary file cut short.
-	orphan := NewSubpageID() + ".pdf"
+	orphan := store.NewSubpageID() + ".pdf"
 	for _, name := range []string{orphan, ".tmp-123456"} {
 		if err := os.WriteFile(filepath.Join(subpageDir, name), []byte("%PDF-orphan"), 0o600); err != nil {
 			t.Fatal(err)
@@ -125,20 +127,20 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 // the next sweep.
 func TestSubpagesUpgradedFromSchema6(t *testing.T) {
 	s, dir := openTest(t)
-	d := &Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
-	if _, err := s.CreateDocument(d, Bytes([]byte("%PDF-")), ProjectLimits{}); err != nil {
+	d := &store.Document{ProjectID: "prj_a", OwnerID: "cus_a", Name: "a.pdf", Format: "pdf"}
+	if _, err := s.CreateDocument(d, store.Bytes([]byte("%PDF-")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
-	chunks := []Chunk{{Position: 0, Page: 3, Text: "a"}}
+	chunks := []store.Chunk{{Position: 0, Page: 3, Text: "a"}}
 	if _, err := s.ReplaceChunks(d.ID, "m", chunks, [][]float32{{1}}); err != nil {
 		t.Fatal(err)
 	}
 	expires := time.Now().Add(time.Hour).UTC()
-	kept, gone := NewSubpageID(), NewSubpageID()
+	kept, gone := store.NewSubpageID(), store.NewSubpageID()
 	if err := os.MkdirAll(filepath.Join(dir, "subpages"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketSubpages)
 		for id, chunk := range map[string]string{kept: chunks[0].ID, gone: "chk_gone-0001"} {
 			rec := fmt.Sprintf(`{"subpage_id":%q,"project_id":"prj_a","owner_id":"cus_a","chunk_id":%q,"varience":1,"first_page":2,"last_page":4,"file_name":"a-pages-2-4.pdf","created_at":"2026-01-01T00:00:00Z","expires_at":%q}`,
@@ -174,7 +176,7 @@ func TestSubpagesUpgradedFromSchema6(t *testing.T) {
 	if u, err := s.SubpageUsage("prj_a", "cus_a"); err != nil || u.ProjectSubpages != 1 || u.OwnerBytes != sp.Size {
 		t.Fatalf("usage = %+v, %v; want the one subpage", u, err)
 	}
-	if _, err := s.Subpage(gone); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Subpage(gone); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the subpage of a chunk gone: err = %v, want ErrNotFound", err)
 	}
 	if n, err := s.SweepSubpages(); n != 1 || err != nil {

@@ -1,9 +1,9 @@
-package store_test
+package bolt_test
 
 import (
 	"testing"
 
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 	"github.com/docsift/docsift/store/storetest"
 )
 
@@ -11,7 +11,7 @@ import (
 // (store/postgres) passes too.
 func TestConformanceProjects(t *testing.T) {
 	storetest.RunProjects(t, func(t *testing.T) storetest.Projects {
-		s, err := store.Open(t.TempDir())
+		s, err := bolt.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -22,7 +22,7 @@ func TestConformanceProjects(t *testing.T) {
 
 func TestConformanceJobs(t *testing.T) {
 	storetest.RunJobs(t, func(t *testing.T) storetest.Jobs {
-		s, err := store.Open(t.TempDir())
+		s, err := bolt.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestConformanceJobs(t *testing.T) {
 
 func TestConformanceSubpages(t *testing.T) {
 	storetest.RunSubpages(t, func(t *testing.T) storetest.Subpages {
-		s, err := store.Open(t.TempDir())
+		s, err := bolt.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestConformanceSubpages(t *testing.T) {
 
 func TestConformanceWebhooks(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T) storetest.Webhooks {
-		s, err := store.Open(t.TempDir())
+		s, err := bolt.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestConformanceWebhooks(t *testing.T) {
 
 func TestConformanceChunks(t *testing.T) {
 	storetest.RunChunks(t, func(t *testing.T) storetest.Chunks {
-		s, err := store.Open(t.TempDir())
+		s, err := bolt.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestConformanceChunks(t *testing.T) {
 
 func TestConformanceQuotas(t *testing.T) {
 	storetest.RunQuotas(t, func(t *testing.T) storetest.Quotas {
-		s, err := store.Open(t.TempDir())
+		s, err := bolt.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

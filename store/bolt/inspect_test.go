@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"errors"
@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // A database file with a damaged page is reported as damaged by Inspect
@@ -19,8 +21,8 @@ func TestInspectReportsDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 300 {
-		d := &Document{ProjectID: "prj_p", OwnerID: "prj_p", Name: fmt.Sprintf("note-%d.txt", i), Format: "text"}
-		if _, err := s.CreateDocument(d, Bytes([]byte(fmt.Sprintf("Note %d about the harbour and its tides.", i))), ProjectLimits{}); err != nil {
+		d := &store.Document{ProjectID: "prj_p", OwnerID: "prj_p", Name: fmt.Sprintf("note-%d.txt", i), Format: "text"}
+		if _, err := s.CreateDocument(d, store.Bytes([]byte(fmt.Sprintf("Note %d about the harbour and its tides.", i))), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -28,7 +30,7 @@ func TestInspectReportsDamage(t *testing.T) {
 		t.Fatalf("a sound store: %v", err)
 	}
 	var root uint64
-	if err := s.db.View(func(tx *bolt.Tx) error {
+	if err := s.db.View(func(tx *bbolt.Tx) error {
 		root = uint64(tx.Bucket(bucketDocuments).Root())
 		return nil
 	}); err != nil {

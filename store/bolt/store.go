@@ -1,4 +1,4 @@
-// Package store keeps docsift's durable state in one bbolt file: projects,
+// Package bolt keeps docsift's durable state in one bbolt file: projects,
 // API keys, customers, sessions, jobs, documents, chunks and their vectors,
 // plus the original uploaded files, content-addressed: small ones in the
 // bbolt file, larger ones as files on disk (see files.go).
@@ -8,7 +8,7 @@
 // JSON: a few hundred bytes each, easy to inspect, and cheap next to the
 // cost of embedding. Their json tags name the fields on disk; they are the
 // storage format, not an API shape (the server defines its own responses).
-package store
+package bolt
 
 import (
 	"crypto/sha256"
@@ -22,8 +22,10 @@ import (
 	"time"
 
 	segjson "github.com/segmentio/encoding/json"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 	boltErrors "go.etcd.io/bbolt/errors"
+
+	"github.com/docsift/docsift/store"
 )
 
 // schemaVersion is written on creation and checked on open; a file from a
@@ -102,18 +104,18 @@ var (
 	keySchemaVersion = []byte("schema_version")
 )
 
-// Errors callers map to responses. Everything else is a bug or an I/O fault.
-var (
-	ErrNotFound = errors.New("not found")
-	ErrLocked   = errors.New("the data directory is in use by another docsift process")
-	// ErrKeyRevoked is a session asked for with an API key revoked since
-	// the request was let in.
-	ErrKeyRevoked = errors.New("the API key was revoked")
-)
+// ErrLocked is a data directory another process has open.
+var ErrLocked = errors.New("the data directory is in use by another docsift process")
+
+// ErrOlderData is data written by an older docsift, which OpenAsIs does
+// not upgrade.
+var ErrOlderData = errors.New("the data was written by an older docsift")
+
+var _ store.Backend = (*Store)(nil)
 
 // Store is docsift's state. It is safe for concurrent use.
 type Store struct {
-	db       *bolt.DB
+	db       *bbolt.DB
 	filesDir string
 	// fileMu keeps an original file and the reference that keeps it one
 	// step for whoever removes files: uploads hold it shared from writing
@@ -147,17 +149,13 @@ func Open(dir string) (*Store, error) { return open(dir, true) }
 // wrote is ErrOlderData, not upgraded.
 func OpenAsIs(dir string) (*Store, error) { return open(dir, false) }
 
-// ErrOlderData is data written by an older docsift, which OpenAsIs does
-// not upgrade.
-var ErrOlderData = errors.New("the data was written by an older docsift")
-
 func open(dir string, upgrade bool) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create data dir: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, DBFileName), 0o600, &bolt.Options{
+	db, err := bbolt.Open(filepath.Join(dir, DBFileName), 0o600, &bbolt.Options{
 		Timeout:      openTimeout,
-		FreelistType: bolt.FreelistMapType,
+		FreelistType: bbolt.FreelistMapType,
 	})
 	if errors.Is(err, boltErrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: open %s: %w", dir, ErrLocked)
@@ -178,7 +176,7 @@ func open(dir string, upgrade bool) (*Store, error) {
 func (s *Store) UpgradedFrom() int { return s.upgradedFrom }
 
 func (s *Store) init(upgrade bool) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("store: create bucket %s: %w", name, err)
@@ -248,10 +246,10 @@ func (s *Store) SetClock(now func() time.Time) { s.now = now }
 // Now is the store's clock, the one expiry times are compared against.
 func (s *Store) Now() time.Time { return s.now() }
 
-func get[T any](b *bolt.Bucket, key string) (*T, error) {
+func get[T any](b *bbolt.Bucket, key string) (*T, error) {
 	v := b.Get([]byte(key))
 	if v == nil {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	var rec T
 	if err := decode(v, &rec); err != nil {
@@ -275,14 +273,14 @@ func decode(data []byte, v any) error {
 // transaction: the shape of every single-record getter.
 func record[T any](s *Store, bucket []byte, key string) (*T, error) {
 	var rec *T
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
+	err := s.db.View(func(tx *bbolt.Tx) (err error) {
 		rec, err = get[T](tx.Bucket(bucket), key)
 		return err
 	})
 	return rec, err
 }
 
-func put(b *bolt.Bucket, key string, rec any) error {
+func put(b *bbolt.Bucket, key string, rec any) error {
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("store: encode %q: %w", key, err)
@@ -321,7 +319,7 @@ func fromU64(b []byte) uint64 {
 // that a refused request changed nothing.
 func (s *Store) Fingerprint() (string, error) {
 	h := sha256.New()
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		for _, name := range allBuckets {
 			h.Write(name)
 			err := tx.Bucket(name).ForEach(func(k, v []byte) error {

@@ -1,10 +1,12 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // The job queue is fair between projects, and between the owners of a
@@ -34,10 +36,6 @@ var (
 	bucketFairTags      = []byte("fairtags")      // "v": the queue's clock; "p\x00"+project, "o\x00"+owner → their tags
 )
 
-// CostUnit is how long a job may run for its one turn: each further
-// CostUnit it ran moves its project's and owner's tags one more step.
-const CostUnit = time.Second
-
 var keyFairClock = []byte("v")
 
 // fairTags are a project's or an owner's place in the queue. next is the
@@ -50,7 +48,7 @@ type fairTags struct {
 
 func fairKey(kind byte, id string) []byte { return append([]byte{kind, 0}, id...) }
 
-func getFairTags(tx *bolt.Tx, kind byte, id string) fairTags {
+func getFairTags(tx *bbolt.Tx, kind byte, id string) fairTags {
 	v := tx.Bucket(bucketFairTags).Get(fairKey(kind, id))
 	if len(v) < 24 {
 		return fairTags{}
@@ -58,12 +56,12 @@ func getFairTags(tx *bolt.Tx, kind byte, id string) fairTags {
 	return fairTags{next: fromU64(v[:8]), entry: fromU64(v[8:16]), clock: fromU64(v[16:24])}
 }
 
-func putFairTags(tx *bolt.Tx, kind byte, id string, t fairTags) error {
+func putFairTags(tx *bbolt.Tx, kind byte, id string, t fairTags) error {
 	v := append(append(u64(t.next), u64(t.entry)...), u64(t.clock)...)
 	return tx.Bucket(bucketFairTags).Put(fairKey(kind, id), v)
 }
 
-func fairClock(tx *bolt.Tx) uint64 {
+func fairClock(tx *bbolt.Tx) uint64 {
 	if v := tx.Bucket(bucketFairTags).Get(keyFairClock); v != nil {
 		return fromU64(v)
 	}
@@ -78,7 +76,7 @@ func ownerEntry(project string, tag uint64, owner string) []byte {
 
 // makeReady queues j, due now, in the fair queue, giving its owner and
 // project an entry at their tags when they had none.
-func makeReady(tx *bolt.Tx, j *Job) error {
+func makeReady(tx *bbolt.Tx, j *store.Job) error {
 	jobs := tx.Bucket(bucketReadyJobs)
 	seq, err := jobs.NextSequence()
 	if err != nil {
@@ -111,7 +109,7 @@ func makeReady(tx *bolt.Tx, j *Job) error {
 }
 
 // unqueue takes a PENDING job out of whichever queue holds it.
-func unqueue(tx *bolt.Tx, j *Job) error {
+func unqueue(tx *bbolt.Tx, j *store.Job) error {
 	if j.QueueKey == nil {
 		return nil
 	}
@@ -126,7 +124,7 @@ func unqueue(tx *bolt.Tx, j *Job) error {
 
 // promoteDue moves the jobs of the waiting queue that are due at now into
 // the fair queue.
-func promoteDue(tx *bolt.Tx, now time.Time) error {
+func promoteDue(tx *bbolt.Tx, now time.Time) error {
 	q := tx.Bucket(bucketQueue)
 	for {
 		k, v := q.Cursor().First()
@@ -153,7 +151,7 @@ func promoteDue(tx *bolt.Tx, now time.Time) error {
 // least tag not in skip, its owner with the least tag, that owner's oldest
 // job, as its ready key and job id. Entries left without jobs are dropped
 // on the way. It returns nil when no project outside skip has a due job.
-func nextReady(tx *bolt.Tx, skip map[string]bool) (project string, ptag uint64, owner string, otag uint64, key, id []byte, err error) {
+func nextReady(tx *bbolt.Tx, skip map[string]bool) (project string, ptag uint64, owner string, otag uint64, key, id []byte, err error) {
 	projects, owners, jobs := tx.Bucket(bucketReadyProjects), tx.Bucket(bucketReadyOwners), tx.Bucket(bucketReadyJobs)
 	var from []byte
 	for {
@@ -190,7 +188,7 @@ func nextReady(tx *bolt.Tx, skip map[string]bool) (project string, ptag uint64, 
 
 // leaveQueue drops the ready entry key of a project or owner (kind 'p' or
 // 'o') whose tag was tag, keeping the tag as where it starts next time.
-func leaveQueue(tx *bolt.Tx, bucket, key []byte, kind byte, id string, tag uint64) error {
+func leaveQueue(tx *bbolt.Tx, bucket, key []byte, kind byte, id string, tag uint64) error {
 	if err := tx.Bucket(bucket).Delete(key); err != nil {
 		return err
 	}
@@ -202,7 +200,7 @@ func leaveQueue(tx *bolt.Tx, bucket, key []byte, kind byte, id string, tag uint6
 // tookTurn moves a project and the owner whose job was claimed one step
 // on: their entries go to their next tags, or out of the queue when they
 // have no due job left, and the queue's clock moves to the project's tag.
-func tookTurn(tx *bolt.Tx, project string, ptag uint64, owner string, otag uint64) error {
+func tookTurn(tx *bbolt.Tx, project string, ptag uint64, owner string, otag uint64) error {
 	owners, projects := tx.Bucket(bucketReadyOwners), tx.Bucket(bucketReadyProjects)
 	o := getFairTags(tx, 'o', owner)
 	if err := owners.Delete(ownerEntry(project, otag, owner)); err != nil {
@@ -239,11 +237,11 @@ func tookTurn(tx *bolt.Tx, project string, ptag uint64, owner string, otag uint6
 
 // chargeRun moves the tags of a job's project and owner on by the time
 // its run took beyond its one turn, once the run is over.
-func chargeRun(tx *bolt.Tx, j *Job, now time.Time) error {
+func chargeRun(tx *bbolt.Tx, j *store.Job, now time.Time) error {
 	if j.StartedAt.IsZero() {
 		return nil
 	}
-	steps := uint64(max(0, now.Sub(j.StartedAt)) / CostUnit)
+	steps := uint64(max(0, now.Sub(j.StartedAt)) / store.CostUnit)
 	if steps == 0 {
 		return nil
 	}

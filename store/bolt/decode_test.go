@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docsift/docsift/store"
 )
 
 // TestDecodeReadsWhatEncodingJSONWrites: records are written by
@@ -52,25 +54,25 @@ func TestDecodeReadsWhatEncodingJSONWrites(t *testing.T) {
 		}
 	}
 	for range 2000 {
-		c := Chunk{ID: text(), Seq: rng.Uint64(), DocumentID: text(), OwnerID: text(), Position: rng.IntN(1 << 20),
+		c := store.Chunk{ID: text(), Seq: rng.Uint64(), DocumentID: text(), OwnerID: text(), Position: rng.IntN(1 << 20),
 			Page: rng.IntN(3), Start: -rng.IntN(5), End: rng.IntN(1 << 30), Text: text(), TextHash: text()}
 		for range rng.IntN(3) {
 			c.Sections = append(c.Sections, text())
 		}
-		check(&c, &Chunk{}, &Chunk{})
-		d := Document{ID: text(), Name: text(), Size: rng.Int64(), CreatedAt: when(), UpdatedAt: when(), Seq: rng.Uint64()}
+		check(&c, &store.Chunk{}, &store.Chunk{})
+		d := store.Document{ID: text(), Name: text(), Size: rng.Int64(), CreatedAt: when(), UpdatedAt: when(), Seq: rng.Uint64()}
 		if rng.IntN(2) == 0 {
 			d.Metadata = map[string]string{text(): text(), text(): text()}
 		}
-		check(&d, &Document{}, &Document{})
-		j := Job{ID: text(), Status: StatusProcessing, Error: text(), Chunks: rng.IntN(1000), SearchableAt: when(),
+		check(&d, &store.Document{}, &store.Document{})
+		j := store.Job{ID: text(), Status: store.StatusProcessing, Error: text(), Chunks: rng.IntN(1000), SearchableAt: when(),
 			NotBefore: when(), CreatedAt: when(), UpdatedAt: when()}
 		if rng.IntN(2) == 0 {
 			j.QueueKey = []byte(text())
 		}
 		if rng.IntN(2) == 0 {
-			j.Progress = &JobProgress{}
+			j.Progress = &store.JobProgress{}
 		}
-		check(&j, &Job{}, &Job{})
+		check(&j, &store.Job{}, &store.Job{})
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // Inspection is what docsift doctor learns of a store.
@@ -45,13 +47,13 @@ func (s *Store) Inspect() (_ *Inspection, err error) {
 	}()
 	in := &Inspection{Jobs: map[string]int{}, Owners: map[string]Holder{}}
 	referenced := map[string]bool{}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		in.SchemaVersion = fromU64(tx.Bucket(bucketMeta).Get(keySchemaVersion))
 		in.Projects = tx.Bucket(bucketProjects).Stats().KeyN
 		in.Documents = tx.Bucket(bucketDocuments).Stats().KeyN
 		in.Chunks = tx.Bucket(bucketChunks).Stats().KeyN
 		err := tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-			var j Job
+			var j store.Job
 			if err := decode(v, &j); err != nil {
 				return err
 			}
@@ -73,7 +75,7 @@ func (s *Store) Inspect() (_ *Inspection, err error) {
 			in.Owners[string(owner)] = h
 		}
 		for owner, h := range in.Owners {
-			if om, err := get[OwnerModel](tx.Bucket(bucketOwners), owner); err == nil {
+			if om, err := get[store.OwnerModel](tx.Bucket(bucketOwners), owner); err == nil {
 				h.Model = om.Model
 				in.Owners[owner] = h
 			}
@@ -121,7 +123,7 @@ func (s *Store) Inspect() (_ *Inspection, err error) {
 // docsift kept, see files.go), and as files, one per content.
 func (s *Store) StoredOriginals(ownerID string) (int, error) {
 	n := 0
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		prefix := ownerKey(ownerID, nil)
 		c := tx.Bucket(bucketOriginals).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {

@@ -1,8 +1,10 @@
-package store
+package bolt
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/docsift/docsift/store"
 )
 
 // The behaviour of external ids is in the conformance suite
@@ -11,15 +13,15 @@ import (
 // method shows included.
 func TestExternalIDSupersededChangesNothing(t *testing.T) {
 	s, _ := openTest(t)
-	upload := func(text string) *Document {
-		d := &Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n.txt", Format: "text", ExternalID: "manual"}
-		if _, err := s.CreateDocument(d, Bytes([]byte(text)), ProjectLimits{}); err != nil {
+	upload := func(text string) *store.Document {
+		d := &store.Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n.txt", Format: "text", ExternalID: "manual"}
+		if _, err := s.CreateDocument(d, store.Bytes([]byte(text)), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	succeed := func(d *Document) error {
-		_, err := s.ReplaceChunks(d.ID, "m", []Chunk{{Position: 0, Text: "text of " + d.ID}}, [][]float32{{1, 0}})
+	succeed := func(d *store.Document) error {
+		_, err := s.ReplaceChunks(d.ID, "m", []store.Chunk{{Position: 0, Text: "text of " + d.ID}}, [][]float32{{1, 0}})
 		return err
 	}
 	if err := succeed(upload("v1")); err != nil {
@@ -33,7 +35,7 @@ func TestExternalIDSupersededChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := succeed(older); !errors.Is(err, ErrSuperseded) {
+	if err := succeed(older); !errors.Is(err, store.ErrSuperseded) {
 		t.Fatalf("the older upload finishing last: %v, want ErrSuperseded", err)
 	}
 	if after, _ := s.Fingerprint(); after != before {

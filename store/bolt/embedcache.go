@@ -1,12 +1,13 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // The embedding cache saves the model's work when a text comes again: a
@@ -56,14 +57,6 @@ var bucketEmbedCache = []byte("embedcache")
 // textHashLen is the length of a TextHash: SHA-256 in hex.
 const textHashLen = 2 * sha256.Size
 
-// TextHash is the embedding cache's key for a text: the SHA-256 of exactly
-// the text embedded (before a model's task prefix), in hex. Callers record
-// it in Chunk.TextHash.
-func TextHash(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return hex.EncodeToString(sum[:])
-}
-
 func embedCacheKey(owner, hash string, seq uint64) []byte {
 	return append(ownerKey(owner, []byte(hash)), u64(seq)...)
 }
@@ -71,7 +64,7 @@ func embedCacheKey(owner, hash string, seq uint64) []byte {
 // cacheChunk records that chunk c's vectors are embeddings of the text
 // whose hash it carries. A chunk without a hash (written before the cache
 // existed) is not cached.
-func cacheChunk(tx *bolt.Tx, c *Chunk) error {
+func cacheChunk(tx *bbolt.Tx, c *store.Chunk) error {
 	if len(c.TextHash) != textHashLen {
 		return nil
 	}
@@ -80,7 +73,7 @@ func cacheChunk(tx *bolt.Tx, c *Chunk) error {
 
 // uncacheChunk removes chunk seq's entry, in the transaction that deletes
 // the chunk.
-func uncacheChunk(tx *bolt.Tx, owner, hash string, seq uint64) error {
+func uncacheChunk(tx *bbolt.Tx, owner, hash string, seq uint64) error {
 	if len(hash) != textHashLen {
 		return nil
 	}
@@ -92,7 +85,7 @@ func uncacheChunk(tx *bolt.Tx, owner, hash string, seq uint64) error {
 // nil when there is none. It reads one transaction.
 func (s *Store) CachedVectors(owner, model string, hashes []string) ([][]float32, error) {
 	out := make([][]float32, len(hashes))
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		c, vb := tx.Bucket(bucketEmbedCache).Cursor(), tx.Bucket(bucketVectors)
 		for i, h := range hashes {
 			if len(h) != textHashLen {
@@ -104,7 +97,7 @@ func (s *Store) CachedVectors(owner, model string, hashes []string) ([][]float32
 					continue
 				}
 				if v := vb.Get(vectorKey(model, fromU64(k[len(prefix):]))); v != nil {
-					out[i] = DecodeVector(v)
+					out[i] = store.DecodeVector(v)
 					break
 				}
 			}
@@ -121,7 +114,7 @@ func (s *Store) CachedVectors(owner, model string, hashes []string) ([][]float32
 // its documents must bring to zero.
 func (s *Store) EmbedCacheEntries(owner string) (int, error) {
 	n := 0
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		prefix := ownerKey(owner, nil)
 		c := tx.Bucket(bucketEmbedCache).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"errors"
@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // The counters' behaviour is the conformance suite's (storetest.RunQuotas);
@@ -49,9 +51,9 @@ func originalFiles(t *testing.T, dir string) []string {
 func TestFailedUploadLeavesNoFile(t *testing.T) {
 	s, dir := openTest(t)
 	failing := func(content []byte) error {
-		d := &Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n", Format: "text",
-			Metadata: map[string]string{SessionMetaKey: strings.Repeat("s", 40_000)}}
-		_, err := s.CreateDocument(d, Bytes(content), ProjectLimits{})
+		d := &store.Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n", Format: "text",
+			Metadata: map[string]string{store.SessionMetaKey: strings.Repeat("s", 40_000)}}
+		_, err := s.CreateDocument(d, store.Bytes(content), store.ProjectLimits{})
 		return err
 	}
 	if err := failing(bigText("new")); err == nil {
@@ -60,8 +62,8 @@ func TestFailedUploadLeavesNoFile(t *testing.T) {
 	if got := originalFiles(t, dir); len(got) != 0 {
 		t.Fatalf("files after a failed upload: %v; want none", got)
 	}
-	kept := &Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n", Format: "text"}
-	if _, err := s.CreateDocument(kept, Bytes(bigText("shared")), ProjectLimits{}); err != nil {
+	kept := &store.Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n", Format: "text"}
+	if _, err := s.CreateDocument(kept, store.Bytes(bigText("shared")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := failing(bigText("shared")); err == nil {
@@ -80,17 +82,17 @@ func TestFailedUploadLeavesNoFile(t *testing.T) {
 // again fills no disk.
 func TestRefusedUploadsLeaveNoFile(t *testing.T) {
 	s, dir := openTest(t)
-	limits := ProjectLimits{Documents: 3}
+	limits := store.ProjectLimits{Documents: 3}
 	const tries = 12
 	errs := make([]error, tries)
-	docs := make([]*Document, tries)
+	docs := make([]*store.Document, tries)
 	var wg sync.WaitGroup
 	for i := range tries {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			docs[i] = &Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n", Format: "text"}
-			_, errs[i] = s.CreateDocument(docs[i], Bytes(bigText(fmt.Sprint(i))), limits)
+			docs[i] = &store.Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n", Format: "text"}
+			_, errs[i] = s.CreateDocument(docs[i], store.Bytes(bigText(fmt.Sprint(i))), limits)
 		}()
 	}
 	wg.Wait()
@@ -99,7 +101,7 @@ func TestRefusedUploadsLeaveNoFile(t *testing.T) {
 		switch {
 		case err == nil:
 			in = append(in, "cus_a/"+docs[i].FileHash)
-		case !errors.Is(err, ErrDocumentQuota):
+		case !errors.Is(err, store.ErrDocumentQuota):
 			t.Fatalf("upload %d: %v", i, err)
 		}
 	}
@@ -107,8 +109,8 @@ func TestRefusedUploadsLeaveNoFile(t *testing.T) {
 	if got := originalFiles(t, dir); len(in) != 3 || !slices.Equal(got, in) {
 		t.Fatalf("files after %d uploads with room for 3: %v; want those of the %d that got in, %v", tries, got, len(in), in)
 	}
-	if d, err := s.CreateDocument(&Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n", Format: "text"},
-		Bytes(bigText("late")), limits); !errors.Is(err, ErrDocumentQuota) {
+	if d, err := s.CreateDocument(&store.Document{ProjectID: "prj_x", OwnerID: "cus_a", Name: "n", Format: "text"},
+		store.Bytes(bigText("late")), limits); !errors.Is(err, store.ErrDocumentQuota) {
 		t.Fatalf("an upload at the quota = %+v, %v; want ErrDocumentQuota", d, err)
 	}
 	if got := originalFiles(t, dir); !slices.Equal(got, in) {
@@ -148,7 +150,7 @@ func TestSweepFilesBesideUploads(t *testing.T) {
 			n++
 		}
 	}()
-	var docs []*Document
+	var docs []*store.Document
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for u := range uploaders {
@@ -158,8 +160,8 @@ func TestSweepFilesBesideUploads(t *testing.T) {
 			for i := range each {
 				// Every other upload repeats a content: it finds the
 				// file there and refers to it without writing it.
-				d := &Document{ProjectID: "prj_x", OwnerID: fmt.Sprint("cus_", u%2), Name: "n", Format: "text"}
-				if _, err := s.CreateDocument(d, Bytes(bigText(fmt.Sprint(u, i/2))), ProjectLimits{}); err != nil {
+				d := &store.Document{ProjectID: "prj_x", OwnerID: fmt.Sprint("cus_", u%2), Name: "n", Format: "text"}
+				if _, err := s.CreateDocument(d, store.Bytes(bigText(fmt.Sprint(u, i/2))), store.ProjectLimits{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -195,26 +197,26 @@ func TestProjectUsageCountedOnUpgrade(t *testing.T) {
 	p, _, _ := s.CreateProject("acme")
 	other, _, _ := s.CreateProject("other")
 	for i := range 3 {
-		if _, err := s.CreateCustomer(p.ID, fmt.Sprint(i), ProjectLimits{}); err != nil {
+		if _, err := s.CreateCustomer(p.ID, fmt.Sprint(i), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var bytes int64
 	for i, content := range [][]byte{[]byte("short"), bigText("a"), bigText("a")} {
-		d := &Document{ProjectID: p.ID, OwnerID: fmt.Sprint("cus_", i), Name: "n", Format: "text"}
-		if _, err := s.CreateDocument(d, Bytes(content), ProjectLimits{}); err != nil {
+		d := &store.Document{ProjectID: p.ID, OwnerID: fmt.Sprint("cus_", i), Name: "n", Format: "text"}
+		if _, err := s.CreateDocument(d, store.Bytes(content), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		bytes += d.Size
 	}
-	if _, err := s.CreateDocument(&Document{ProjectID: other.ID, OwnerID: other.ID, Name: "n", Format: "text"},
-		Bytes([]byte("another project's")), ProjectLimits{}); err != nil {
+	if _, err := s.CreateDocument(&store.Document{ProjectID: other.ID, OwnerID: other.ID, Name: "n", Format: "text"},
+		store.Bytes([]byte("another project's")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
-	in := Session{ProjectID: p.ID, OwnerID: p.ID}
-	ended, endedToken, _ := s.CreateSession(in, time.Minute, ProjectLimits{})
-	_, aliveToken, _ := s.CreateSession(in, 3*time.Hour, ProjectLimits{})
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	in := store.Session{ProjectID: p.ID, OwnerID: p.ID}
+	ended, endedToken, _ := s.CreateSession(in, time.Minute, store.ProjectLimits{})
+	_, aliveToken, _ := s.CreateSession(in, 3*time.Hour, store.ProjectLimits{})
+	if err := s.db.Update(func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketProjectUsage, bucketProjectSessions} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
@@ -241,17 +243,17 @@ func TestProjectUsageCountedOnUpgrade(t *testing.T) {
 	if u, _ := s.ProjectUsage(other.ID); u.Documents != 1 || u.Customers != 0 {
 		t.Fatalf("the other project's usage after the upgrade = %+v", u)
 	}
-	if _, err := s.CreateCustomer(p.ID, "one too many", ProjectLimits{Customers: 3}); !errors.Is(err, ErrCustomerQuota) {
+	if _, err := s.CreateCustomer(p.ID, "one too many", store.ProjectLimits{Customers: 3}); !errors.Is(err, store.ErrCustomerQuota) {
 		t.Fatalf("a customer over the quota of what was there: %v, want ErrCustomerQuota", err)
 	}
-	if _, _, err := s.CreateSession(in, time.Hour, ProjectLimits{Sessions: 2}); !errors.Is(err, ErrSessionQuota) {
+	if _, _, err := s.CreateSession(in, time.Hour, store.ProjectLimits{Sessions: 2}); !errors.Is(err, store.ErrSessionQuota) {
 		t.Fatalf("a session over the quota of what was there: %v, want ErrSessionQuota", err)
 	}
-	now = ended.ExpiresAt.Add(EndedSessionKept)
+	now = ended.ExpiresAt.Add(store.EndedSessionKept)
 	if n, err := s.SweepSessions(); n != 1 || err != nil {
 		t.Fatalf("SweepSessions after the upgrade = %d, %v; want the one ended", n, err)
 	}
-	if _, err := s.SessionByToken(endedToken); !errors.Is(err, ErrNotFound) {
+	if _, err := s.SessionByToken(endedToken); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the ended session after the sweep: %v", err)
 	}
 	if _, err := s.SessionByToken(aliveToken); err != nil {

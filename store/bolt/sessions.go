@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -6,46 +6,17 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
-
-// Session is an upload session: a capability URL a project's backend hands
-// to an end user, good for one owner until it expires. The token is in the
-// URL; only its hash is stored, so a copy of the database opens no session.
-type Session struct {
-	ID         string    `json:"session_id"`
-	ProjectID  string    `json:"project_id"`
-	OwnerID    string    `json:"owner_id"`
-	CustomerID string    `json:"customer_id,omitempty"`
-	KeyID      string    `json:"key_id,omitempty"` // the API key that created it: revoking the key ends the session
-	Services   []string  `json:"services"`
-	SuccessURL string    `json:"success_url"`
-	CancelURL  string    `json:"cancel_url"`
-	CreatedAt  time.Time `json:"created_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	// Closed is how the end user left the page, SessionDone or
-	// SessionCancelled, or SessionRevoked, which ended the session then;
-	// empty while open.
-	Closed string `json:"closed,omitempty"`
-}
-
-// How an end user leaves a session's page: Done or Cancel.
-const (
-	SessionDone      = "done"
-	SessionCancelled = "cancelled"
-	SessionRevoked   = "revoked" // the API key that made it was revoked
-)
-
-// Expired reports whether the session can no longer be used at t: it
-// expired, or was closed before.
-func (s *Session) Expired(t time.Time) bool { return !t.Before(s.ExpiresAt) }
 
 // CreateSession stores a session valid for ttl and returns its token. A
 // session that would take its project past limits.Sessions alive is
 // ErrSessionQuota.
-func (s *Store) CreateSession(sess Session, ttl time.Duration, limits ProjectLimits) (*Session, string, error) {
-	sess, token := NewSession(sess, ttl, s.now())
-	err := s.db.Update(func(tx *bolt.Tx) error {
+func (s *Store) CreateSession(sess store.Session, ttl time.Duration, limits store.ProjectLimits) (*store.Session, string, error) {
+	sess, token := store.NewSession(sess, ttl, s.now())
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		// The key was good when the request came in, but a session it
 		// asks for after its revocation would outlive it, as none of
 		// the sessions it made before do.
@@ -55,18 +26,18 @@ func (s *Store) CreateSession(sess Session, ttl time.Duration, limits ProjectLim
 				return err
 			}
 			if revoked {
-				return ErrKeyRevoked
+				return store.ErrKeyRevoked
 			}
 		}
 		if limits.Sessions > 0 {
 			// Counted up to the limit: what is past it changes nothing.
-			u := ProjectUsage{}
+			u := store.ProjectUsage{}
 			u.Sessions, _ = aliveSessions(tx, sess.ProjectID, sess.CreatedAt, limits.Sessions)
-			if err := u.Check(limits, ProjectUsage{Sessions: 1}); err != nil {
+			if err := u.Check(limits, store.ProjectUsage{Sessions: 1}); err != nil {
 				return err
 			}
 		}
-		return putSession(tx, HashSecret(token), nil, &sess)
+		return putSession(tx, store.HashSecret(token), nil, &sess)
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("store: create session: %w", err)
@@ -76,10 +47,10 @@ func (s *Store) CreateSession(sess Session, ttl time.Duration, limits ProjectLim
 
 // SessionByToken returns the session a token opens, expired or not: the
 // caller decides what an expired session may still show.
-func (s *Store) SessionByToken(token string) (*Session, error) {
-	var sess *Session
-	err := s.db.View(func(tx *bolt.Tx) (err error) {
-		sess, err = get[Session](tx.Bucket(bucketSessions), HashSecret(token))
+func (s *Store) SessionByToken(token string) (*store.Session, error) {
+	var sess *store.Session
+	err := s.db.View(func(tx *bbolt.Tx) (err error) {
+		sess, err = get[store.Session](tx.Bucket(bucketSessions), store.HashSecret(token))
 		return err
 	})
 	return sess, err
@@ -88,17 +59,17 @@ func (s *Store) SessionByToken(token string) (*Session, error) {
 // CloseSession ends the session a token opens, as its end user left the
 // page (how: SessionDone or SessionCancelled): it expires now, and says
 // why. A session already ended stays as it was. It returns the session.
-func (s *Store) CloseSession(token, how string) (*Session, error) {
-	var sess *Session
-	err := s.update(func(tx *bolt.Tx) (err error) {
+func (s *Store) CloseSession(token, how string) (*store.Session, error) {
+	var sess *store.Session
+	err := s.update(func(tx *bbolt.Tx) (err error) {
 		b := tx.Bucket(bucketSessions)
-		if sess, err = get[Session](b, HashSecret(token)); err != nil {
+		if sess, err = get[store.Session](b, store.HashSecret(token)); err != nil {
 			return err
 		}
 		if now := s.now().UTC(); !sess.Expired(now) {
 			was := *sess
 			sess.ExpiresAt, sess.Closed = now, how
-			return putSession(tx, HashSecret(token), &was, sess)
+			return putSession(tx, store.HashSecret(token), &was, sess)
 		}
 		return nil
 	})
@@ -107,11 +78,11 @@ func (s *Store) CloseSession(token, how string) (*Session, error) {
 
 // expireSessionsOf ends every live session created with keyID, in tx: a
 // revoked key must not live on through the upload links it handed out.
-func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
+func expireSessionsOf(tx *bbolt.Tx, keyID string, now time.Time) error {
 	b := tx.Bucket(bucketSessions)
 	var ended [][]byte
 	err := b.ForEach(func(k, v []byte) error {
-		var sess Session
+		var sess store.Session
 		if err := decode(v, &sess); err != nil {
 			return fmt.Errorf("%w (session %s)", err, k)
 		}
@@ -124,12 +95,12 @@ func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
 		return err
 	}
 	for _, k := range ended {
-		sess, err := get[Session](b, string(k))
+		sess, err := get[store.Session](b, string(k))
 		if err != nil {
 			return err
 		}
 		was := *sess
-		sess.ExpiresAt, sess.Closed = now, SessionRevoked
+		sess.ExpiresAt, sess.Closed = now, store.SessionRevoked
 		if err := putSession(tx, string(k), &was, sess); err != nil {
 			return err
 		}
@@ -143,14 +114,7 @@ func expireSessionsOf(tx *bolt.Tx, keyID string, now time.Time) error {
 // aliveSessions); the sweep finds the ended ones in it.
 var bucketProjectSessions = []byte("projectsessions")
 
-// EndedSessionKept is how long a session that ended (expired, closed or
-// revoked) is kept before SweepSessions removes it: its link says for an
-// hour why it no longer opens ("expired", "closed") rather than that it
-// is unknown, and a project that makes and closes sessions in a loop
-// keeps an hour of them at most.
-const EndedSessionKept = time.Hour
-
-func projectSessionKey(hash string, sess *Session) []byte {
+func projectSessionKey(hash string, sess *store.Session) []byte {
 	k := ownerKey(sess.ProjectID, nil)
 	k = binary.BigEndian.AppendUint64(k, uint64(sess.ExpiresAt.UnixNano()))
 	return append(k, hash...)
@@ -159,7 +123,7 @@ func projectSessionKey(hash string, sess *Session) []byte {
 // putSession writes sess under its token's hash, and its entry in the
 // project's index; was is the session as it was stored, nil for a new
 // one.
-func putSession(tx *bolt.Tx, hash string, was, sess *Session) error {
+func putSession(tx *bbolt.Tx, hash string, was, sess *store.Session) error {
 	index := tx.Bucket(bucketProjectSessions)
 	if was != nil {
 		if err := index.Delete(projectSessionKey(hash, was)); err != nil {
@@ -174,7 +138,7 @@ func putSession(tx *bolt.Tx, hash string, was, sess *Session) error {
 
 // aliveSessions counts a project's sessions alive at now, up to limit
 // when it is above 0, and returns when the first of them expires.
-func aliveSessions(tx *bolt.Tx, projectID string, now time.Time, limit int) (int, time.Time) {
+func aliveSessions(tx *bbolt.Tx, projectID string, now time.Time, limit int) (int, time.Time) {
 	prefix := ownerKey(projectID, nil)
 	// Alive is expiring after now: from the first entry past it.
 	from := binary.BigEndian.AppendUint64(ownerKey(projectID, nil), uint64(now.UnixNano())+1)
@@ -194,9 +158,9 @@ func aliveSessions(tx *bolt.Tx, projectID string, now time.Time, limit int) (int
 // removed. The documents uploaded through them stay, with the session's
 // id in their metadata.
 func (s *Store) SweepSessions() (int, error) {
-	before := uint64(s.now().Add(-EndedSessionKept).UnixNano())
+	before := uint64(s.now().Add(-store.EndedSessionKept).UnixNano())
 	n := 0
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		n = 0 // from a run rolled back (see update)
 		index, records := tx.Bucket(bucketProjectSessions), tx.Bucket(bucketSessions)
 		var gone [][]byte
@@ -230,10 +194,10 @@ func (s *Store) SweepSessions() (int, error) {
 
 // indexProjectSessions fills bucketProjectSessions from every session,
 // for data written before it was kept (schema 9 and older).
-func indexProjectSessions(tx *bolt.Tx) error {
+func indexProjectSessions(tx *bbolt.Tx) error {
 	index := tx.Bucket(bucketProjectSessions)
 	return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
-		var sess Session
+		var sess store.Session
 		if err := decode(v, &sess); err != nil {
 			return fmt.Errorf("%w (session %s)", err, k)
 		}
@@ -245,17 +209,10 @@ func indexProjectSessions(tx *bolt.Tx) error {
 // through: session id \x00 document id → nil.
 var bucketSessionDocs = []byte("sessiondocs")
 
-// SessionMetaKey is the document metadata key that names the upload
-// session a document came through (projects see it in GET /documents).
-// The store keeps an index of it, so that a session's uploads are found
-// without reading every document of its owner, which a hosted page asks
-// for on every upload.
-const SessionMetaKey = "session_id"
-
 // sessionDocKey is a document's key in bucketSessionDocs, or nil for a
 // document that came through no session.
-func sessionDocKey(d *Document) []byte {
-	sid := d.Metadata[SessionMetaKey]
+func sessionDocKey(d *store.Document) []byte {
+	sid := d.Metadata[store.SessionMetaKey]
 	if sid == "" {
 		return nil
 	}
@@ -264,9 +221,9 @@ func sessionDocKey(d *Document) []byte {
 
 // SessionDocuments returns the documents of owner uploaded through the
 // session sessionID, in the order they were uploaded.
-func (s *Store) SessionDocuments(ownerID, sessionID string) ([]Document, error) {
-	var docs []Document
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) SessionDocuments(ownerID, sessionID string) ([]store.Document, error) {
+	var docs []store.Document
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		prefix := ownerKey(sessionID, nil)
 		c := tx.Bucket(bucketSessionDocs).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -288,10 +245,10 @@ func (s *Store) SessionDocuments(ownerID, sessionID string) ([]Document, error) 
 
 // indexSessionDocuments fills bucketSessionDocs from every document, for
 // data written before it was kept (schema 4 and older).
-func indexSessionDocuments(tx *bolt.Tx) error {
+func indexSessionDocuments(tx *bbolt.Tx) error {
 	index := tx.Bucket(bucketSessionDocs)
 	return tx.Bucket(bucketDocuments).ForEach(func(k, v []byte) error {
-		var d Document
+		var d store.Document
 		if err := decode(v, &d); err != nil {
 			return fmt.Errorf("%w (document %s)", err, k)
 		}

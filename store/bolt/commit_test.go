@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
 
 // Group commits (commit.go) and small originals kept in the database
@@ -36,7 +38,7 @@ func openGroupTest(t *testing.T) (*Store, string) {
 func txID(t *testing.T, s *Store) int {
 	t.Helper()
 	var id int
-	if err := s.db.View(func(tx *bolt.Tx) error { id = int(tx.ID()); return nil }); err != nil {
+	if err := s.db.View(func(tx *bbolt.Tx) error { id = int(tx.ID()); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -56,8 +58,8 @@ func TestGroupCommitAcknowledgedIsInTheFile(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := &Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: fmt.Sprintf("d%d.txt", i), Format: "text"}
-			j, err := s.CreateDocument(d, Bytes([]byte(fmt.Sprintf("text of document %d", i))), ProjectLimits{})
+			d := &store.Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: fmt.Sprintf("d%d.txt", i), Format: "text"}
+			j, err := s.CreateDocument(d, store.Bytes([]byte(fmt.Sprintf("text of document %d", i))), store.ProjectLimits{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -77,7 +79,7 @@ func TestGroupCommitAcknowledgedIsInTheFile(t *testing.T) {
 			defer wg.Done()
 			for {
 				j, _, err := s.ClaimJob(nil)
-				if errors.Is(err, ErrNoJob) {
+				if errors.Is(err, store.ErrNoJob) {
 					return
 				}
 				if err != nil {
@@ -128,7 +130,7 @@ func TestGroupCommitAcknowledgedIsInTheFile(t *testing.T) {
 		if _, ok := finished.Load(j.ID); !ok {
 			t.Fatalf("job %s was never finished", j.ID)
 		}
-		if j.Status != StatusSucceeded || d.Status != StatusSucceeded {
+		if j.Status != store.StatusSucceeded || d.Status != store.StatusSucceeded {
 			t.Errorf("acknowledged SUCCEEDED, after the crash job %s is %s and its document %s", j.ID, j.Status, d.Status)
 		}
 		data, err := c.ReadOriginal(&d)
@@ -149,7 +151,7 @@ func holdCommits(t *testing.T, s *Store) (release chan struct{}, done chan error
 	t.Helper()
 	entered, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- s.update(func(*bolt.Tx) error {
+		done <- s.update(func(*bbolt.Tx) error {
 			close(entered)
 			<-release
 			return nil
@@ -178,7 +180,7 @@ func waitQueued(s *Store, n int) {
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	s, _ := openGroupTest(t)
 	bucket := []byte("grouptest")
-	if err := s.db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+	if err := s.db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
 		t.Fatal(err)
 	}
 	release, held := holdCommits(t, s)
@@ -191,7 +193,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.update(func(tx *bolt.Tx) error {
+			errs[i] = s.update(func(tx *bbolt.Tx) error {
 				runs[i].Add(1)
 				b := tx.Bucket(bucket)
 				// Each adds one to a shared counter: a run that was
@@ -242,7 +244,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 	var count uint64
 	var written []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucket)
 		count = fromU64(b.Get([]byte("count")))
 		return b.ForEach(func(k, _ []byte) error {
@@ -259,7 +261,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		t.Errorf("count %d, written %v: want the %d calls that succeeded, once each", count, written, calls-2)
 	}
 	// The queue is not left waiting for a leader.
-	if err := s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte("after"), nil) }); err != nil {
+	if err := s.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put([]byte("after"), nil) }); err != nil {
 		t.Fatalf("a commit after the failures: %v", err)
 	}
 }
@@ -293,7 +295,7 @@ func TestGroupCommitGathersWhileCallersCome(t *testing.T) {
 // fails none of the calls it is grouped with.
 func TestGroupCommitEmptyClaimFailsNothing(t *testing.T) {
 	s, _ := openGroupTest(t)
-	if _, err := s.CreateDocument(&Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "a.txt", Format: "text"}, Bytes([]byte("a text")), ProjectLimits{}); err != nil {
+	if _, err := s.CreateDocument(&store.Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "a.txt", Format: "text"}, store.Bytes([]byte("a text")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	release, held := holdCommits(t, s)
@@ -304,7 +306,7 @@ func TestGroupCommitEmptyClaimFailsNothing(t *testing.T) {
 	waitQueued(s, 2)
 	created := make(chan error, 1)
 	go func() {
-		_, err := s.CreateDocument(&Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "b.txt", Format: "text"}, Bytes([]byte("b text")), ProjectLimits{})
+		_, err := s.CreateDocument(&store.Document{ProjectID: "prj_g", OwnerID: "prj_g", Name: "b.txt", Format: "text"}, store.Bytes([]byte("b text")), store.ProjectLimits{})
 		created <- err
 	}()
 	waitQueued(s, 3)
@@ -313,7 +315,7 @@ func TestGroupCommitEmptyClaimFailsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, second := <-claims, <-claims
-	if (first == nil) == (second == nil) || !errors.Is(errors.Join(first, second), ErrNoJob) {
+	if (first == nil) == (second == nil) || !errors.Is(errors.Join(first, second), store.ErrNoJob) {
 		t.Errorf("two claims of one job: %v and %v, want one job and one ErrNoJob", first, second)
 	}
 	if err := <-created; err != nil {
@@ -329,10 +331,10 @@ func TestSmallOriginalsInTheDatabase(t *testing.T) {
 	s, dir := openGroupTest(t)
 	small := []byte("a short text")
 	large := bytes.Repeat([]byte("a longer text. "), inlineOriginalMax/10)
-	var docs []*Document
+	var docs []*store.Document
 	for _, data := range [][]byte{small, small, large} {
-		d := &Document{ProjectID: "prj_o", OwnerID: "prj_o", Name: "x.txt", Format: "text"}
-		if _, err := s.CreateDocument(d, Bytes(data), ProjectLimits{}); err != nil {
+		d := &store.Document{ProjectID: "prj_o", OwnerID: "prj_o", Name: "x.txt", Format: "text"}
+		if _, err := s.CreateDocument(d, store.Bytes(data), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		docs = append(docs, d)
@@ -349,13 +351,13 @@ func TestSmallOriginalsInTheDatabase(t *testing.T) {
 	// left them: one original under its hash, counted twice.
 	older := []byte("an older short text")
 	for range 2 {
-		d := &Document{ProjectID: "prj_o", OwnerID: "prj_o", Name: "y.txt", Format: "text"}
-		if _, err := s.CreateDocument(d, Bytes(older), ProjectLimits{}); err != nil {
+		d := &store.Document{ProjectID: "prj_o", OwnerID: "prj_o", Name: "y.txt", Format: "text"}
+		if _, err := s.CreateDocument(d, store.Bytes(older), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		docs = append(docs, d)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketOriginals)
 		for _, d := range docs[3:] {
 			if err := b.Delete(ownerKey(d.OwnerID, []byte(d.ID))); err != nil {
@@ -381,11 +383,11 @@ func TestSmallOriginalsInTheDatabase(t *testing.T) {
 		if _, err := s.DeleteDocument(d.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := read(i); !errors.Is(err, ErrNotFound) && i != 3 {
+		if _, err := read(i); !errors.Is(err, store.ErrNotFound) && i != 3 {
 			t.Errorf("ReadOriginal of deleted document %d: %v, want ErrNotFound", i, err)
 		}
 	}
-	if _, err := read(3); !errors.Is(err, ErrNotFound) {
+	if _, err := read(3); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the older original after its last document went: %v, want ErrNotFound", err)
 	}
 	if n, err := s.StoredOriginals("prj_o"); n != 0 || err != nil {
@@ -405,7 +407,7 @@ func TestSchemaOneIsUpgraded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(1)) }); err != nil {
+	if err := s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchemaVersion, u64(1)) }); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -446,7 +448,7 @@ func TestRunningJobsListed(t *testing.T) {
 	must(s.RetryJob(claimed[1].ID, s.Now().Add(time.Hour), "later"))
 	running := func() []string {
 		var ids []string
-		must(s.db.View(func(tx *bolt.Tx) error {
+		must(s.db.View(func(tx *bbolt.Tx) error {
 			return tx.Bucket(bucketRunning).ForEach(func(k, _ []byte) error {
 				ids = append(ids, string(k))
 				return nil
@@ -459,7 +461,7 @@ func TestRunningJobsListed(t *testing.T) {
 	}
 
 	// As a build of schema 2 left it: no list.
-	must(s.db.Update(func(tx *bolt.Tx) error {
+	must(s.db.Update(func(tx *bbolt.Tx) error {
 		if err := tx.DeleteBucket(bucketRunning); err != nil {
 			return err
 		}
@@ -473,13 +475,13 @@ func TestRunningJobsListed(t *testing.T) {
 	if got := running(); !slices.Equal(got, []string{claimed[2].ID}) {
 		t.Fatalf("running after the upgrade %v, want only %s", got, claimed[2].ID)
 	}
-	if n, _, err := s.RequeueInterrupted(DefaultMaxInterrupted); n != 1 || err != nil {
+	if n, _, err := s.RequeueInterrupted(store.DefaultMaxInterrupted); n != 1 || err != nil {
 		t.Fatalf("RequeueInterrupted = %d, %v; want the one job left running", n, err)
 	}
 	if got := running(); len(got) != 0 {
 		t.Fatalf("running after the requeue: %v", got)
 	}
-	if n, _, err := s.RequeueInterrupted(DefaultMaxInterrupted); n != 0 || err != nil {
+	if n, _, err := s.RequeueInterrupted(store.DefaultMaxInterrupted); n != 0 || err != nil {
 		t.Fatalf("RequeueInterrupted again = %d, %v; want none", n, err)
 	}
 }
@@ -488,7 +490,7 @@ func TestRunningJobsListed(t *testing.T) {
 // without the bucket that version lacked, and opens it again.
 func reopenAsLeftBy(t *testing.T, s *Store, dir string, version uint64, lacked []byte) *Store {
 	t.Helper()
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.db.Update(func(tx *bbolt.Tx) error {
 		if err := tx.DeleteBucket(lacked); err != nil {
 			return err
 		}
@@ -515,9 +517,9 @@ func TestSessionDocumentsIndexedOnUpgrade(t *testing.T) {
 	}
 	var want []string
 	for i := range 3 {
-		d := &Document{ProjectID: "prj_x", OwnerID: "prj_x", Name: fmt.Sprint(i), Format: "text",
-			Metadata: map[string]string{SessionMetaKey: "ses_1"}}
-		if _, err := s.CreateDocument(d, Bytes([]byte("text")), ProjectLimits{}); err != nil {
+		d := &store.Document{ProjectID: "prj_x", OwnerID: "prj_x", Name: fmt.Sprint(i), Format: "text",
+			Metadata: map[string]string{store.SessionMetaKey: "ses_1"}}
+		if _, err := s.CreateDocument(d, store.Bytes([]byte("text")), store.ProjectLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, d.ID)
@@ -552,7 +554,7 @@ func TestProjectCustomersIndexedOnUpgrade(t *testing.T) {
 		}
 		project, want = prj.ID, nil
 		for i := range 5 {
-			c, err := s.CreateCustomer(prj.ID, fmt.Sprint(p, i), ProjectLimits{})
+			c, err := s.CreateCustomer(prj.ID, fmt.Sprint(p, i), store.ProjectLimits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -597,11 +599,11 @@ func TestProjectOutboxesIndexedOnUpgrade(t *testing.T) {
 		}
 		projects = append(projects, p.ID)
 		for i := range 2 {
-			w, err := s.CreateWebhook(p.ID, fmt.Sprintf("https://%s%d.example.test", name, i), []string{EventJobSucceeded})
+			w, err := s.CreateWebhook(p.ID, fmt.Sprintf("https://%s%d.example.test", name, i), []string{store.EventJobSucceeded})
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := s.CreateDocument(&Document{ProjectID: p.ID, OwnerID: p.ID, Name: "n.txt", Format: "text"}, Bytes([]byte(fmt.Sprint(name, i))), ProjectLimits{})
+			j, err := s.CreateDocument(&store.Document{ProjectID: p.ID, OwnerID: p.ID, Name: "n.txt", Format: "text"}, store.Bytes([]byte(fmt.Sprint(name, i))), store.ProjectLimits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -627,7 +629,7 @@ func TestProjectOutboxesIndexedOnUpgrade(t *testing.T) {
 		t.Fatalf("%d deliveries queued, want 6", len(queued))
 	}
 	// An entry an older build might have left without its delivery.
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.db.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketOutbox).Put(append(u64(1), u64(1)...), []byte("dlv_gone"))
 	}); err != nil {
 		t.Fatal(err)
@@ -648,7 +650,7 @@ func TestProjectOutboxesIndexedOnUpgrade(t *testing.T) {
 		}
 		delete(queued, d.ID)
 	}
-	if d, _, err := s.ClaimDelivery(time.Minute, nil, nil); !errors.Is(err, ErrNoDelivery) {
+	if d, _, err := s.ClaimDelivery(time.Minute, nil, nil); !errors.Is(err, store.ErrNoDelivery) {
 		t.Fatalf("claim with every delivery claimed = %+v, %v; want ErrNoDelivery", d, err)
 	}
 	if next, ok := s.NextDeliveryDue(); !ok || next.Before(time.Now()) {
@@ -668,7 +670,7 @@ func TestOpenAsIsLeavesOlderDataAlone(t *testing.T) {
 	if s.UpgradedFrom() != 0 {
 		t.Fatalf("a new store says it was upgraded from %d", s.UpgradedFrom())
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.db.Update(func(tx *bbolt.Tx) error {
 		if err := tx.DeleteBucket(bucketProjectCustomers); err != nil {
 			return err
 		}

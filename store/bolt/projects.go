@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -7,59 +7,24 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
-	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/store"
 )
-
-// Project is the unit of billing and isolation: its keys reach it and its
-// customers, nothing else.
-type Project struct {
-	ID        string    `json:"project_id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// APIKey is a project's credential. Only the SHA-256 of the secret is kept;
-// the secret itself is shown once, when the key is created.
-type APIKey struct {
-	ID        string     `json:"key_id"`
-	ProjectID string     `json:"project_id"`
-	Hint      string     `json:"hint"` // the secret's first characters, to tell keys apart
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-}
-
-// Customer is an isolated data space inside a project (multi-tenant use).
-type Customer struct {
-	ID        string    `json:"customer_id"`
-	ProjectID string    `json:"project_id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// Matches reports whether c's name or id holds find, folded by FoldFind,
-// case aside: how GET /customers?find= finds a customer among thousands.
-func (c *Customer) Matches(find string) bool {
-	return find == "" || strings.Contains(FoldFind(c.Name), find) || strings.Contains(FoldFind(c.ID), find)
-}
-
-// FoldFind is text as Customer.Matches compares it: in lower case.
-func FoldFind(text string) string { return strings.ToLower(text) }
 
 // storedKey is APIKey as written, with its hash.
 type storedKey struct {
-	APIKey
+	store.APIKey
 	Hash string `json:"hash"`
 }
 
 // CreateProject creates a project and its first API key in one transaction
 // and returns the key's secret, which is not stored.
-func (s *Store) CreateProject(name string) (*Project, string, error) {
-	p := NewProject(name, s.now())
+func (s *Store) CreateProject(name string) (*store.Project, string, error) {
+	p := store.NewProject(name, s.now())
 	var secret string
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if err := put(tx.Bucket(bucketProjects), p.ID, p); err != nil {
 			return err
 		}
@@ -74,16 +39,16 @@ func (s *Store) CreateProject(name string) (*Project, string, error) {
 }
 
 // Project returns a project by id.
-func (s *Store) Project(id string) (*Project, error) {
-	return record[Project](s, bucketProjects, id)
+func (s *Store) Project(id string) (*store.Project, error) {
+	return record[store.Project](s, bucketProjects, id)
 }
 
 // Projects returns every project, oldest first.
-func (s *Store) Projects() ([]Project, error) {
-	var ps []Project
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) Projects() ([]store.Project, error) {
+	var ps []store.Project
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketProjects).ForEach(func(k, _ []byte) error {
-			p, err := get[Project](tx.Bucket(bucketProjects), string(k))
+			p, err := get[store.Project](tx.Bucket(bucketProjects), string(k))
 			if err != nil {
 				return err
 			}
@@ -96,12 +61,12 @@ func (s *Store) Projects() ([]Project, error) {
 }
 
 // CreateKey adds an API key to a project and returns its secret.
-func (s *Store) CreateKey(projectID string) (string, *APIKey, error) {
+func (s *Store) CreateKey(projectID string) (string, *store.APIKey, error) {
 	var secret string
-	var key *APIKey
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	var key *store.APIKey
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
-			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+			return fmt.Errorf("project %s: %w", projectID, store.ErrNotFound)
 		}
 		var err error
 		secret, key, err = s.createKey(tx, projectID)
@@ -113,18 +78,18 @@ func (s *Store) CreateKey(projectID string) (string, *APIKey, error) {
 	return secret, key, nil
 }
 
-func (s *Store) createKey(tx *bolt.Tx, projectID string) (string, *APIKey, error) {
-	secret, key := NewAPIKey(projectID, s.now())
-	k := storedKey{APIKey: *key, Hash: HashSecret(secret)}
+func (s *Store) createKey(tx *bbolt.Tx, projectID string) (string, *store.APIKey, error) {
+	secret, key := store.NewAPIKey(projectID, s.now())
+	k := storedKey{APIKey: *key, Hash: store.HashSecret(secret)}
 	return secret, &k.APIKey, put(tx.Bucket(bucketKeys), k.Hash, k)
 }
 
 // Keys lists a project's keys, revoked ones included, oldest first.
-func (s *Store) Keys(projectID string) ([]APIKey, error) {
-	var keys []APIKey
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) Keys(projectID string) ([]store.APIKey, error) {
+	var keys []store.APIKey
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
-			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+			return fmt.Errorf("project %s: %w", projectID, store.ErrNotFound)
 		}
 		b := tx.Bucket(bucketKeys)
 		return b.ForEach(func(k, _ []byte) error {
@@ -144,9 +109,9 @@ func (s *Store) Keys(projectID string) ([]APIKey, error) {
 
 // RevokeKey revokes a key by its id, and ends the upload sessions it
 // created. Revoking twice is not an error.
-func (s *Store) RevokeKey(keyID string) (*APIKey, error) {
-	var found *APIKey
-	err := s.db.Update(func(tx *bolt.Tx) error {
+func (s *Store) RevokeKey(keyID string) (*store.APIKey, error) {
+	var found *store.APIKey
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketKeys)
 		c := b.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -170,7 +135,7 @@ func (s *Store) RevokeKey(keyID string) (*APIKey, error) {
 			found = &rec.APIKey
 			return nil
 		}
-		return fmt.Errorf("key %s: %w", keyID, ErrNotFound)
+		return fmt.Errorf("key %s: %w", keyID, store.ErrNotFound)
 	})
 	return found, err
 }
@@ -178,11 +143,11 @@ func (s *Store) RevokeKey(keyID string) (*APIKey, error) {
 // keyRevoked reports whether the key keyID is revoked, or gone. Keys are
 // stored by their secret's hash: the hash is that Authenticate found for
 // the key (a request's, so nearly always there), else every key is read.
-func (s *Store) keyRevoked(tx *bolt.Tx, keyID string) (bool, error) {
+func (s *Store) keyRevoked(tx *bbolt.Tx, keyID string) (bool, error) {
 	b := tx.Bucket(bucketKeys)
 	if h, ok := s.keyHashes.Load(keyID); ok {
 		rec, err := get[storedKey](b, h.(string))
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return true, nil
 		}
 		return err != nil || rec.RevokedAt != nil, err
@@ -205,11 +170,11 @@ func (s *Store) keyRevoked(tx *bolt.Tx, keyID string) (bool, error) {
 //
 // The lookup is by the secret's hash, so timing reveals nothing about the
 // secret; the final comparison is constant-time all the same.
-func (s *Store) Authenticate(secret string) (*Project, string, error) {
-	h := HashSecret(secret)
-	var p *Project
+func (s *Store) Authenticate(secret string) (*store.Project, string, error) {
+	h := store.HashSecret(secret)
+	var p *store.Project
 	var keyID string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		rec, err := get[storedKey](tx.Bucket(bucketKeys), h)
 		if err != nil {
 			return err
@@ -217,29 +182,29 @@ func (s *Store) Authenticate(secret string) (*Project, string, error) {
 		want, _ := hex.DecodeString(rec.Hash)
 		got, _ := hex.DecodeString(h)
 		if subtle.ConstantTimeCompare(want, got) != 1 || rec.RevokedAt != nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		keyID = rec.ID
-		p, err = get[Project](tx.Bucket(bucketProjects), rec.ProjectID)
+		p, err = get[store.Project](tx.Bucket(bucketProjects), rec.ProjectID)
 		return err
 	})
 	if err == nil {
 		s.keyHashes.Store(keyID, h) // for keyRevoked
 	}
-	if errors.Is(err, ErrNotFound) {
-		return nil, "", ErrNotFound
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, "", store.ErrNotFound
 	}
 	return p, keyID, err
 }
 
 // CreateCustomer registers a customer under a project. One that would
 // take the project past limits.Customers is ErrCustomerQuota.
-func (s *Store) CreateCustomer(projectID, name string, limits ProjectLimits) (*Customer, error) {
-	c := &Customer{ID: NewID(PrefixCustomer), ProjectID: projectID, Name: name, CreatedAt: s.now().UTC()}
-	more := ProjectUsage{Customers: 1}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+func (s *Store) CreateCustomer(projectID, name string, limits store.ProjectLimits) (*store.Customer, error) {
+	c := &store.Customer{ID: store.NewID(store.PrefixCustomer), ProjectID: projectID, Name: name, CreatedAt: s.now().UTC()}
+	more := store.ProjectUsage{Customers: 1}
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
-			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+			return fmt.Errorf("project %s: %w", projectID, store.ErrNotFound)
 		}
 		u := usageCounters(tx, projectID)
 		if err := u.Check(limits, more); err != nil {
@@ -260,8 +225,8 @@ func (s *Store) CreateCustomer(projectID, name string, limits ProjectLimits) (*C
 }
 
 // Customer returns a customer by id.
-func (s *Store) Customer(id string) (*Customer, error) {
-	return record[Customer](s, bucketCustomers, id)
+func (s *Store) Customer(id string) (*store.Customer, error) {
+	return record[store.Customer](s, bucketCustomers, id)
 }
 
 // Customers lists a project's customers that find matches (see
@@ -270,14 +235,14 @@ func (s *Store) Customer(id string) (*Customer, error) {
 // first), and the id to pass as after for the next page, empty after the
 // last. Ids begin with their time (see NewID), so the order is the order
 // they were made.
-func (s *Store) Customers(projectID, find, after string, limit int) ([]Customer, string, error) {
+func (s *Store) Customers(projectID, find, after string, limit int) ([]store.Customer, string, error) {
 	if limit <= 0 {
 		return nil, "", fmt.Errorf("store: list customers: limit %d, want at least 1", limit)
 	}
-	find = FoldFind(find)
-	var cs []Customer
+	find = store.FoldFind(find)
+	var cs []store.Customer
 	next := ""
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		prefix := ownerKey(projectID, nil)
 		c := tx.Bucket(bucketProjectCustomers).Cursor()
 		from := ownerKey(projectID, []byte(after))
@@ -286,7 +251,7 @@ func (s *Store) Customers(projectID, find, after string, limit int) ([]Customer,
 			k, _ = c.Next()
 		}
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			cus, err := get[Customer](tx.Bucket(bucketCustomers), string(k[len(prefix):]))
+			cus, err := get[store.Customer](tx.Bucket(bucketCustomers), string(k[len(prefix):]))
 			if err != nil {
 				return err
 			}
@@ -309,10 +274,10 @@ func (s *Store) Customers(projectID, find, after string, limit int) ([]Customer,
 
 // indexProjectCustomers fills bucketProjectCustomers from the customers
 // of a store written before it (schema 5).
-func indexProjectCustomers(tx *bolt.Tx) error {
+func indexProjectCustomers(tx *bbolt.Tx) error {
 	index := tx.Bucket(bucketProjectCustomers)
 	return tx.Bucket(bucketCustomers).ForEach(func(k, v []byte) error {
-		var c Customer
+		var c store.Customer
 		if err := decode(v, &c); err != nil {
 			return fmt.Errorf("%w (customer %s)", err, k)
 		}

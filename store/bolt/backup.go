@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 )
 
 // DBFileName is the database's file name in the data dir.
@@ -35,7 +35,7 @@ func (s *Store) Backup(add func(BackupItem) error) error {
 	defer s.unpin()
 
 	var files []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketFileRefs).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
 			owner, hash, ok := bytes.Cut(k, []byte{0})
