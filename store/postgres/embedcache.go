@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The embedding cache (see store/embedcache.go for what it is for and
+// The embedding cache (see store/bolt/embedcache.go for what it is for and
 // what its hash covers) is here nothing but the index chunks_text_hash on
 // (owner_id, text_hash): a lookup joins an owner's chunks made from a text
 // with their vectors of the model asked for. An entry is its chunk's row,

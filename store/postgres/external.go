@@ -10,10 +10,10 @@ import (
 	"github.com/docsift/docsift/store"
 )
 
-// External ids behave as on bbolt (see store/external.go): each has at most
-// one holder, a new upload takes a free one at once (CreateDocument), a
-// candidate takes over when the last of its chunks gets a vector, and of
-// two uploads the later created wins.
+// External ids follow store.OtherHolder's rule (store/rules.go), as on
+// bbolt: each has at most one holder, a new upload takes a free one at
+// once (CreateDocument), a candidate takes over when the last of its
+// chunks gets a vector, and of two uploads the later created wins.
 //
 // Every transaction that may change who holds an external id first takes
 // lockExternalID's advisory lock, so two candidates finishing together, or

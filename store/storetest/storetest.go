@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite of docsift's stores: the same
-// tests run against the bbolt store (package store) and the PostgreSQL one
+// tests run against the bbolt store (package bolt) and the PostgreSQL one
 // (package postgres), so that the two behave alike wherever the server can
 // tell. Each suite takes a function that opens a new, empty store.
 //
