@@ -36,6 +36,32 @@ func NewAPIKey(projectID string, now time.Time) (secret string, k *APIKey) {
 	return secret, &APIKey{ID: NewID(PrefixKey), ProjectID: projectID, Hint: secret[:keyHintLen], CreatedAt: now.UTC()}
 }
 
+// NewCustomer is a customer of a project named name, created at now.
+func NewCustomer(projectID, name string, now time.Time) *Customer {
+	return &Customer{ID: NewID(PrefixCustomer), ProjectID: projectID, Name: name, CreatedAt: now.UTC()}
+}
+
+// NewDocument makes d, whose original is o, a new document created at
+// now, pending, and returns the job that will index it.
+func NewDocument(d *Document, o *Original, now time.Time) *Job {
+	now = now.UTC()
+	d.FileHash, d.Size = o.Hash(), o.Size()
+	d.ID = NewID(PrefixDocument)
+	d.Status, d.CreatedAt, d.UpdatedAt = StatusPending, now, now
+	job := &Job{ID: NewID(PrefixJob), ProjectID: d.ProjectID, OwnerID: d.OwnerID, DocumentID: d.ID,
+		Status: StatusPending, CreatedAt: now, UpdatedAt: now}
+	d.JobID = job.ID
+	return job
+}
+
+// NewSubpage is sp, whose PDF is data, created at now and live for ttl.
+func NewSubpage(sp Subpage, data []byte, ttl time.Duration, now time.Time) Subpage {
+	sp.CreatedAt = now.UTC()
+	sp.ExpiresAt = sp.CreatedAt.Add(ttl)
+	sp.Size = int64(len(data))
+	return sp
+}
+
 // NewSession is sess opened at now for ttl, and the token that opens it,
 // which is kept only as HashSecret(token).
 func NewSession(sess Session, ttl time.Duration, now time.Time) (Session, string) {

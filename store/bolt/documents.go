@@ -68,15 +68,8 @@ func (s *Store) CreateDocument(d *store.Document, o *store.Original, limits stor
 			return nil, fmt.Errorf("store: create document: %w", err)
 		}
 	}
-	d.FileHash, d.Size = o.Hash(), o.Size()
 	now := s.now().UTC()
-	d.ID = store.NewID(store.PrefixDocument)
-	d.Status, d.CreatedAt, d.UpdatedAt = store.StatusPending, now, now
-	job := &store.Job{
-		ID: store.NewID(store.PrefixJob), ProjectID: d.ProjectID, OwnerID: d.OwnerID, DocumentID: d.ID,
-		Status: store.StatusPending, CreatedAt: now, UpdatedAt: now,
-	}
-	d.JobID = job.ID
+	job := store.NewDocument(d, o, now)
 	err := s.update(func(tx *bbolt.Tx) error {
 		job.QueueKey, job.Ready = nil, false // from a run rolled back (see update)
 		u := usageCounters(tx, d.ProjectID)

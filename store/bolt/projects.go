@@ -200,7 +200,7 @@ func (s *Store) Authenticate(secret string) (*store.Project, string, error) {
 // CreateCustomer registers a customer under a project. One that would
 // take the project past limits.Customers is ErrCustomerQuota.
 func (s *Store) CreateCustomer(projectID, name string, limits store.ProjectLimits) (*store.Customer, error) {
-	c := &store.Customer{ID: store.NewID(store.PrefixCustomer), ProjectID: projectID, Name: name, CreatedAt: s.now().UTC()}
+	c := store.NewCustomer(projectID, name, s.now())
 	more := store.ProjectUsage{Customers: 1}
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {

@@ -129,9 +129,7 @@ func (s *Store) SubpageUsage(projectID, ownerID string) (store.SubpageUsage, err
 // would take its project or owner past limits is ErrSubpageQuota or
 // ErrSubpageBudget.
 func (s *Store) CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration, limits store.SubpageLimits) (*store.Subpage, error) {
-	sp.CreatedAt = s.now().UTC()
-	sp.ExpiresAt = sp.CreatedAt.Add(ttl)
-	sp.Size = int64(len(data))
+	sp = store.NewSubpage(sp, data, ttl, s.now())
 	// Held from the file's write to its record's commit, so that the
 	// sweep of orphaned files never takes a file about to be named.
 	s.subpageFiles.RLock()

@@ -52,14 +52,7 @@ func (s *Store) CreateDocument(d *store.Document, o *store.Original, limits stor
 		return nil, fmt.Errorf("store: create document: %w", err)
 	}
 	now := s.timestamp()
-	d.FileHash, d.Size = o.Hash(), o.Size()
-	d.ID = store.NewID(store.PrefixDocument)
-	d.Status, d.CreatedAt, d.UpdatedAt = store.StatusPending, now, now
-	job := &store.Job{
-		ID: store.NewID(store.PrefixJob), ProjectID: d.ProjectID, OwnerID: d.OwnerID, DocumentID: d.ID,
-		Status: store.StatusPending, CreatedAt: now, UpdatedAt: now,
-	}
-	d.JobID = job.ID
+	job := store.NewDocument(d, o, now)
 	var metadata []byte // NULL for none, as the bbolt store omits it
 	if len(d.Metadata) > 0 {
 		var err error

@@ -186,7 +186,7 @@ func (s *Store) Authenticate(secret string) (*store.Project, string, error) {
 func (s *Store) CreateCustomer(projectID, name string, limits store.ProjectLimits) (*store.Customer, error) {
 	ctx, cancel := opContext()
 	defer cancel()
-	c := &store.Customer{ID: store.NewID(store.PrefixCustomer), ProjectID: projectID, Name: name, CreatedAt: s.timestamp()}
+	c := store.NewCustomer(projectID, name, s.timestamp())
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO customers (id, project_id, name, created_at) VALUES ($1, $2, $3, $4)",
 			c.ID, c.ProjectID, c.Name, c.CreatedAt); err != nil {

@@ -91,9 +91,8 @@ func (s *Store) CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration, 
 	ctx, cancel := opContext()
 	defer cancel()
 	now := s.timestamp()
-	sp.CreatedAt = now
-	sp.ExpiresAt = now.Add(ttl).Truncate(time.Microsecond)
-	sp.Size = int64(len(data))
+	sp = store.NewSubpage(sp, data, ttl, now)
+	sp.ExpiresAt = sp.ExpiresAt.Truncate(time.Microsecond)
 	var out *store.Subpage
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// Its document, locked until this commits: a delete, which locks
