@@ -5,6 +5,29 @@ import (
 	"time"
 )
 
+// Project quotas bound what one project keeps: its customers, its
+// documents (the project's own and its customers', whatever their
+// status), the bytes of their originals, and its upload sessions alive.
+// The store checks them in the transaction that would go past them, so
+// that two creates at once, or on two nodes, cannot both take the room
+// left for one; a create refused changes nothing.
+//
+// What they count is kept up to date in the transactions that change it,
+// never counted from the records when asked: a counter per project for
+// customers, documents and bytes, and for sessions, whose time runs out
+// without a write, an index by project and expiry in which those alive
+// are the ones past now.
+//
+// Stored bytes are the sizes of the project's documents, each counted in
+// full even when its content is stored once for several documents of an
+// owner (the same file uploaded twice): what a project keeps is then the
+// sum of what GET /documents lists, the same in both stores (the bbolt
+// store keeps a short text once per document, PostgreSQL once per
+// content), and it is what the server's work follows, since each
+// document is chunked, embedded and indexed on its own. A delete gives
+// its document's size back at once, in its transaction, whether or not
+// the file stays for another document.
+
 // ProjectLimits bound what one project keeps; a zero field bounds
 // nothing.
 type ProjectLimits struct {

@@ -9,28 +9,9 @@ import (
 	"github.com/docsift/docsift/store"
 )
 
-// Project quotas bound what one project keeps: its customers, its
-// documents (the project's own and its customers', whatever their
-// status), the bytes of their originals, and its upload sessions alive.
-// The store checks them in the transaction that would go past them, so
-// that two creates at once, or on two nodes, cannot both take the room
-// left for one; a create refused changes nothing.
-//
-// What they count is kept up to date in the transactions that change it,
-// never counted from the records when asked: a counter per project for
-// customers, documents and bytes, and for sessions, whose time runs out
-// without a write, an index by project and expiry (see sessions.go) in
-// which those alive are the ones past now.
-//
-// Stored bytes are the sizes of the project's documents, each counted in
-// full even when its content is stored once for several documents of an
-// owner (the same file uploaded twice): what a project keeps is then the
-// sum of what GET /documents lists, the same in both stores (the bbolt
-// store keeps a short text once per document, PostgreSQL once per
-// content), and it is what the server's work follows, since each
-// document is chunked, embedded and indexed on its own. A delete gives
-// its document's size back at once, in its transaction, whether or not
-// the file stays for another document.
+// Project quotas (see store/quotas.go for what they count and when they
+// are checked) are counted here in a bucket of counters per project, and
+// sessions alive from their index by project and expiry (sessions.go).
 
 // bucketProjectUsage holds each project's counters: project id →
 // customers(8) documents(8) stored bytes(8), big-endian.
