@@ -113,6 +113,20 @@ func JobOutcome(errMsg string) string {
 	return StatusSucceeded
 }
 
+// AfterInterruption is what an interrupted run (the process stopped
+// while j was PROCESSING, counted in j.Interrupted already) makes of j:
+// PENDING again, or, at maxInterrupted interruptions, FAILED without
+// chunks, as a document that stops the server every time it is read; it
+// reports whether j failed.
+func (j *Job) AfterInterruption(maxInterrupted int) (failed bool) {
+	if j.Interrupted < maxInterrupted {
+		j.Status = StatusPending
+		return false
+	}
+	j.Status, j.Error, j.Chunks, j.ChunksEmbedded = StatusFailed, fmt.Sprintf(InterruptedError, j.Interrupted), 0, 0
+	return true
+}
+
 // External ids. A caller may name a document with an id of its own
 // (external_id), unique per owner, and upload it again under the same id
 // to replace it. Each external id has at most one holder: the document

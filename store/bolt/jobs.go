@@ -297,14 +297,13 @@ func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*store.Job, error
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			if j.Interrupted >= maxInterrupted {
+			if j.AfterInterruption(maxInterrupted) {
 				if err := s.failInterrupted(tx, j, d, now); err != nil {
 					return err
 				}
 				failed = append(failed, j)
 				continue
 			}
-			j.Status = store.StatusPending
 			if d != nil {
 				d.Status = store.StatusPending
 				if err := putDoc(tx, d); err != nil {
@@ -324,11 +323,11 @@ func (s *Store) RequeueInterrupted(maxInterrupted int) (int, []*store.Job, error
 	return n, failed, nil
 }
 
-// failInterrupted ends j, interrupted too often, as FAILED with its
-// document (nil when deleted), without the chunks its runs wrote, and
-// queues its event for the project's webhooks.
+// failInterrupted saves j, failed for being interrupted too often
+// (Job.AfterInterruption), with its document (nil when deleted), without
+// the chunks its runs wrote, and queues its event for the project's
+// webhooks.
 func (s *Store) failInterrupted(tx *bbolt.Tx, j *store.Job, d *store.Document, now time.Time) error {
-	j.Status, j.Error, j.Chunks, j.ChunksEmbedded = store.StatusFailed, fmt.Sprintf(store.InterruptedError, j.Interrupted), 0, 0
 	if d != nil {
 		if _, err := deleteChunks(tx, d); err != nil {
 			return err

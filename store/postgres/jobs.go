@@ -298,9 +298,9 @@ func (s *Store) requeueInterrupted(ctx context.Context, tx pgx.Tx, now time.Time
 	requeued := 0
 	var failed []*store.Job
 	for _, j := range jobs {
-		if j.Interrupted < max {
+		if !j.AfterInterruption(max) {
 			if _, err := tx.Exec(ctx, `UPDATE jobs SET status = $2, due_at = $3, queue_seq = nextval('job_queue_seq') WHERE id = $1`,
-				j.ID, store.StatusPending, now); err != nil {
+				j.ID, j.Status, now); err != nil {
 				return 0, nil, err
 			}
 			if _, err := tx.Exec(ctx, "UPDATE documents SET status = $2, updated_at = $3 WHERE id = $1", j.DocumentID, store.StatusPending, now); err != nil {
@@ -309,7 +309,6 @@ func (s *Store) requeueInterrupted(ctx context.Context, tx pgx.Tx, now time.Time
 			requeued++
 			continue
 		}
-		j.Status, j.Error, j.Chunks, j.ChunksEmbedded = store.StatusFailed, fmt.Sprintf(store.InterruptedError, j.Interrupted), 0, 0
 		if _, err := tx.Exec(ctx, `UPDATE jobs SET status = $2, error = $3, chunks = 0, chunks_embedded = 0, due_at = NULL
 			WHERE id = $1`, j.ID, j.Status, j.Error); err != nil {
 			return 0, nil, err
