@@ -42,7 +42,7 @@ func scanChunk(row pgx.Row) (store.Chunk, error) {
 // model, in one transaction, replacing whatever a previous run wrote, and
 // assigns each chunk its Seq. It returns the sequences of the replaced
 // chunks, and of the document whose external id this one took over, as
-// store.Store.ReplaceChunks does; vectors[i] may be nil for a chunk whose
+// bolt.Store.ReplaceChunks does; vectors[i] may be nil for a chunk whose
 // vector comes later through AddVectors.
 func (s *Store) ReplaceChunks(documentID, model string, chunks []store.Chunk, vectors [][]float32) ([]uint64, error) {
 	if len(chunks) != len(vectors) {
@@ -172,7 +172,7 @@ func (s *Store) setJobChunks(ctx context.Context, tx pgx.Tx, jobID string, chunk
 
 // AddVectors gives chunks of a document written without vectors their
 // vectors of model, in one transaction: vectors[i] is that of the chunk
-// with sequence seqs[i]. As store.Store.AddVectors, each such chunk gets a
+// with sequence seqs[i]. As bolt.Store.AddVectors, each such chunk gets a
 // new sequence (0 in newSeqs for a chunk that is gone or already had a
 // vector), removed lists the old sequences and those of a document whose
 // external id this one took over, and complete reports that every chunk

@@ -186,7 +186,7 @@ func (s *Store) Document(id string) (*store.Document, error) {
 }
 
 // Documents lists an owner's documents newest first, a page at a time
-// (see store.Store.Documents): in the order of their ids, compared byte by
+// (see bolt.Store.Documents): in the order of their ids, compared byte by
 // byte.
 func (s *Store) Documents(ownerID, after string, limit int) ([]store.Document, string, error) {
 	if limit <= 0 {
