@@ -9,7 +9,7 @@ import (
 	"github.com/docsift/docsift/store"
 )
 
-// Project quotas (see store/quotas.go for what they count and when they
+// Project quotas (see store/quota.go for what they count and when they
 // are checked) are counted here in a bucket of counters per project, and
 // sessions alive from their index by project and expiry (sessions.go).
 

@@ -10,7 +10,7 @@ import (
 	"github.com/docsift/docsift/store"
 )
 
-// Project quotas are counted as store/quotas.go says, as on bbolt:
+// Project quotas are counted as store/quota.go says, as on bbolt:
 // project_usage holds each project's customers, documents and stored
 // bytes, changed in the transactions that change them, and sessions
 // alive are counted from their index by project and expiry.
