@@ -13,6 +13,7 @@ import (
 	"github.com/docsift/docsift/eval"
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/pdf"
 	"github.com/spf13/cobra"
 )
@@ -109,7 +110,7 @@ the embedding cache saves (a model server's: the built-in embedder has none).`,
 			if err != nil {
 				return err
 			}
-			if oe, ok := em.(*llm.OllamaEmbedder); ok && raw {
+			if oe, ok := em.(*ollama.Embedder); ok && raw {
 				ingestCfg.Recorder, ingestCfg.OllamaURL = rec, oe.Client().URL()
 			}
 			ingestCfg.Files, ingestCfg.Embedder, ingestCfg.Progress, ingestCfg.Log = files, em, os.Stderr, log

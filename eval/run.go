@@ -17,6 +17,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // DefaultTopK is the cut-off of the reported metrics.
@@ -50,7 +51,7 @@ type Result struct {
 // pipeline as uploads.
 type corpusRun struct {
 	dir    string
-	store  *store.Store
+	store  *bolt.Store
 	engine *ingest.Engine
 	owner  string
 	byDoc  map[string]string // docsift document id → corpus id
@@ -85,7 +86,7 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers, uploads int, throw
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	r := &corpusRun{dir: dir, byDoc: make(map[string]string, len(docs))}
-	if r.store, err = store.Open(dir); err != nil {
+	if r.store, err = bolt.Open(dir); err != nil {
 		r.Close()
 		return nil, err
 	}

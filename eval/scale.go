@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // Defaults of BenchScale; `docsift bench scale` shows them as its flags'.
@@ -322,7 +322,7 @@ func BenchScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		return nil, err
 	}
 	res.StopSeconds = time.Since(stopping).Seconds()
-	res.DatabaseBytes = fileSize(filepath.Join(dir, "data", store.DBFileName))
+	res.DatabaseBytes = fileSize(filepath.Join(dir, "data", bolt.DBFileName))
 	res.SnapshotBytes = filesBytes(dir, "*.idx")
 	res.SegmentBytes = filesBytes(dir, "*.idx.seg*")
 	fmt.Fprintln(cfg.Progress, "stopped cleanly; restarting from the snapshot")

@@ -27,14 +27,13 @@ func TestMemoryAccountsForTheHeap(t *testing.T) {
 	for i := range es {
 		es[i].Doc = &Document{ID: "doc_" + string(rune('a'+i%26)) + es[i].Text[:8]}
 	}
-	// Twice: what earlier tests left in sync.Pools survives one
-	// collection (in the pools' victim caches) and would be freed by the
-	// one below, making the heap seem to grow less than the index holds.
+	// Twice: what earlier tests left in sync.Pools survives one collection
+	// (as the pools' victims) and would be freed during the measurement.
 	runtime.GC()
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	x := testOpts.New("m", dim)
+	x := New("m", dim)
 	x.graphFrom = 0
 	must(t, x.Add(es...))
 	es = nil //nolint:ineffassign // let the entries go before the heap is measured
@@ -83,7 +82,7 @@ func TestSmallOwnersLoadSmall(t *testing.T) {
 	for i := range es {
 		es[i].Doc = &Document{ID: fmt.Sprintf("doc_%026d", i)}
 	}
-	x := testOpts.New("m", dim)
+	x := New("m", dim)
 	must(t, x.Add(es[:n]...))
 	path := filepath.Join(t.TempDir(), "x.idx")
 	must(t, x.WriteSnapshot(path, 1))
@@ -93,7 +92,7 @@ func TestSmallOwnersLoadSmall(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for i := range held {
-			y, _, err := testOpts.ReadSnapshot(path)
+			y, _, err := ReadSnapshot(path)
 			must(t, err)
 			held[i] = y
 		}

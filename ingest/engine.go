@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/indexes"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/pdf"
@@ -43,7 +44,7 @@ const (
 // Small text documents (plain text, Markdown or HTML of at most
 // smallTextBytes) are read in-process in microseconds, and with the
 // built-in embedder a job of one is mostly waiting for its commits, which
-// only a group of such jobs at once makes cheap (store/commit.go,
+// only a group of such jobs at once makes cheap (store/bolt/commit.go,
 // chunkwrites.go). So a worker that claims one runs it beside its own
 // work and goes on claiming, up to smallJobsInFlight such jobs at once
 // and smallBytesInFlight of their text. Workers thus still bounds the
@@ -59,7 +60,7 @@ const (
 // flight, 4,450–4,500 with 256 and 4,500–4,700 with 512. The text bound is what keeps their
 // memory small whatever their size: a job holds its text, its chunks (as
 // much again), their vectors (1.5 KB a chunk of some 1,500 bytes) and the
-// terms the built-in embedder cut for the index (2.5 times the text on
+// analyses the built-in embedder made for the index (2.5 times the text on
 // MS MARCO), some five and a half times its text, so at most ~44 MiB in
 // all; 512 passages of MS MARCO's size hold under 4 MiB.
 const (
@@ -95,13 +96,9 @@ type Config struct {
 	// zero value takes pdf's defaults.
 	Limits pdf.Limits
 
-	// Holds, in a cluster, reports whether this node holds an owner's
-	// index (see package cluster); nil: every owner's, as a single node.
-	// The engine then keeps only those owners' indexes in memory.
-	Holds func(owner string) bool
-	// Index is what the owners' indexes are made and read with: where
-	// their vectors live and the process's budget of snapshot maps.
-	Index index.Options
+	// Indexes tune the owners' live indexes, and say in a cluster which
+	// owners' this node holds (indexes.Options.Holds).
+	Indexes indexes.Options
 }
 
 func (c Config) withDefaults() Config {
@@ -133,7 +130,7 @@ func (c Config) withDefaults() Config {
 type Engine struct {
 	cfg       Config
 	store     store.Backend
-	indexes   *Indexes
+	indexes   *indexes.Set
 	embedder  llm.Embedder            // for owners with no vectors yet, and reindexing
 	embedders map[string]llm.Embedder // by model: every embedder this server can run
 	log       *slog.Logger
@@ -180,7 +177,7 @@ func New(st store.Backend, embedder llm.Embedder, indexDir string, cfg Config, l
 	e := &Engine{
 		cfg:       cfg.withDefaults(),
 		store:     st,
-		indexes:   NewIndexes(st, indexDir, embedder.Model(), embedder.Dim, log).placed(cfg.Holds),
+		indexes:   indexes.New(source{st, log}, indexDir, embedder.Model(), embedder.Dim, cfg.Indexes, log),
 		embedder:  embedder,
 		embedders: map[string]llm.Embedder{},
 		running:   map[string]context.CancelCauseFunc{},
@@ -208,13 +205,10 @@ func (e *Engine) Embedder(model string) (llm.Embedder, error) {
 	return nil, fmt.Errorf("this owner's vectors come from %s, which this server is not configured to run: start it with that embedder, or run `docsift reindex` to re-embed with %s", model, e.embedder.Model())
 }
 
-// Index returns an owner's live index, loading it on first use. Searches
-// read it without waiting for commits.
-func (e *Engine) Index(owner string) (*index.OwnerIndex, error) { return e.indexes.Get(owner) }
-
-// Waiting returns how many of an owner's chunks are in its index without
-// their vector yet: found by their words, not yet by their meaning.
-func (e *Engine) Waiting(owner string) int { return e.indexes.Waiting(owner) }
+// Indexes returns the owners' live indexes, which the engine writes
+// through: searches read them, and a cluster catches them up and evicts
+// them.
+func (e *Engine) Indexes() *indexes.Set { return e.indexes }
 
 // ownerModel is the model an owner's vectors come from: recorded in the
 // store once it has any, the default embedder's before.
@@ -242,7 +236,7 @@ type Upload struct {
 	Format   pdf.Format // empty: detected from the content
 	// ExternalID, when set, is the caller's id for the document: the
 	// upload replaces the owner's document with that id once its job
-	// succeeds (see store/external.go).
+	// succeeds (see store/rules.go).
 	ExternalID string
 	// Limits are the project's quotas the upload must fit in (the zero
 	// value: none), checked by the store as it creates the document.
@@ -284,7 +278,7 @@ func (e *Engine) DeleteDocument(doc *store.Document) error {
 	err := e.indexes.Update(doc.OwnerID, func(x *index.OwnerIndex) (uint64, error) {
 		removed, err := e.store.DeleteDocument(doc.ID)
 		x.Delete(removed...)
-		e.indexes.noteWaiting(doc.OwnerID, nil, removed)
+		e.indexes.NoteWaiting(doc.OwnerID, nil, removed)
 		return 0, err
 	})
 	if err == nil {
@@ -357,7 +351,7 @@ func (e *Engine) preload() {
 			return
 		default:
 		}
-		if !e.indexes.holds(owner) {
+		if !e.indexes.Holds(owner) {
 			continue
 		}
 		if _, err := e.indexes.Get(owner); err != nil {
@@ -496,7 +490,7 @@ func (e *Engine) work(ctx context.Context) {
 }
 
 // batchClaimer is a store that claims several jobs in one transaction
-// (the bbolt store; see store.Store.ClaimJobs).
+// (the bbolt store; see bolt.Store.ClaimJobs).
 type batchClaimer interface {
 	ClaimJobs(n int, also func(*store.Document) bool, skip []string) ([]*store.Job, []*store.Document, error)
 }
@@ -692,24 +686,11 @@ func (e *Engine) signalEnded() {
 // (or unknown) idle workers look for work. Others' jobs do not wake them:
 // each claim would walk past those jobs for nothing.
 func (e *Engine) JobsChanged(owner string) {
-	if owner == "" || e.indexes.holds(owner) {
+	if owner == "" || e.indexes.Holds(owner) {
 		e.poke()
 	}
 	e.signalEnded()
 }
-
-// CatchUp brings an owner's index, if this node has it loaded, up to date
-// with the store after another node of its cluster changed the owner's
-// chunks.
-func (e *Engine) CatchUp(owner string) error { return e.indexes.CatchUp(owner) }
-
-// CatchUpAll is CatchUp of every loaded owner, after notifications may have
-// been missed.
-func (e *Engine) CatchUpAll() error { return e.indexes.CatchUpAll() }
-
-// PlacementChanged drops the indexes of the owners this node no longer
-// holds, after its cluster's nodes changed.
-func (e *Engine) PlacementChanged() { e.indexes.Evict() }
 
 // Ended returns a channel that is closed when the next run of any job ends,
 // however it ended: the signal to look again at what jobs leave behind.
@@ -862,7 +843,7 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 		return 0, pages, err
 	}
 	texts := make([]string, len(chunks))
-	cached := !llm.InProcess(embedder) // see store/embedcache.go
+	cached := !llm.InProcess(embedder) // see store/bolt/embedcache.go
 	for i, c := range chunks {
 		texts[i] = entryText(doc.Name, c.Text)
 		if cached {

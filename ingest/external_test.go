@@ -12,6 +12,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // TestReplacementCrashBeforeIndexCommit: the process dies after a
@@ -36,7 +37,7 @@ func TestReplacementCrashBeforeIndexCommit(t *testing.T) {
 
 	// The replacement's job runs up to its store transaction, then the
 	// process dies: the job stays PROCESSING, the index is not told.
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +61,8 @@ func TestReplacementCrashBeforeIndexCommit(t *testing.T) {
 
 	// Loading the owner's index reconciles the snapshot with the store.
 	logs := &logBuffer{}
-	r := ingest.NewIndexes(st, filepath.Join(dir, "index"), em.Model(), em.Dim, slog.New(slog.NewTextHandler(logs, nil)))
-	x, err := r.Get(owner)
+	e := ingest.New(st, em, filepath.Join(dir, "index"), ingest.Config{}, slog.New(slog.NewTextHandler(logs, nil)))
+	x, err := e.Indexes().Get(owner)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // upload indexes texts (name → text) for one owner through the upload
@@ -20,7 +21,7 @@ import (
 func upload(t *testing.T, em llm.Embedder, owner string, docs map[string]string) (*Engine, map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestCompoundsAndAccents(t *testing.T) {
 // moves it to the current model.
 func TestOldAnalyzerOwnerIsReindexed(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestOldAnalyzerOwnerIsReindexed(t *testing.T) {
 	markSnapshotOfOtherRules(t, snap)
 
 	e2 := startEngine(t, st, dir, llm.NewBuiltin())
-	x, err := e2.Index("cus_a")
+	x, err := e2.indexes.Get("cus_a")
 	if err != nil || x.Len() != 1 || x.Model() != "builtin-v1" {
 		t.Fatalf("index of the old owner: %v, %v", x, err)
 	}
@@ -208,7 +209,7 @@ func TestOldAnalyzerOwnerIsReindexed(t *testing.T) {
 	if err != nil || len(res) != 1 || len(warnings) != 0 {
 		t.Fatalf("search after reindex = %v, %q, %v", res, warnings, err)
 	}
-	if x, _ := e2.Index("cus_a"); x.Model() != llm.NewBuiltin().Model() {
+	if x, _ := e2.indexes.Get("cus_a"); x.Model() != llm.NewBuiltin().Model() {
 		t.Fatalf("model after reindex %q", x.Model())
 	}
 }

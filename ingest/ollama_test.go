@@ -11,22 +11,23 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/internal/ollamatest"
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 const testEmbedModel = "nomic-embed-text"
 
-func ollamaEngine(t *testing.T, ol *ollamatest.Server, cfg Config) (*Engine, *store.Store) {
+func ollamaEngine(t *testing.T, ol *ollamatest.Server, cfg Config) (*Engine, *bolt.Store) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	em, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: ol.URL, EmbedModel: testEmbedModel, Timeout: 5 * time.Second})
+	em, err := ollama.NewEmbedder(ollama.Config{URL: ol.URL, EmbedModel: testEmbedModel, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

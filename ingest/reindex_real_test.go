@@ -9,7 +9,9 @@ import (
 
 	"github.com/docsift/docsift/internal/ollamareal"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // smallEmbed is a second embedding model for the real server, of another
@@ -27,14 +29,14 @@ var smallEmbed = ollamareal.Bert("smallembed", ollamareal.BertSpec{
 func TestRealOllamaDimensionAndReindex(t *testing.T) {
 	srv := ollamareal.StartConfig(t, ollamareal.Config{Models: []ollamareal.Model{ollamareal.TinyEmbed, smallEmbed}})
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	ctx := context.Background()
 	embedder := func(model string) llm.Embedder {
-		em, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: srv.URL, EmbedModel: model, Timeout: 5 * time.Minute, BatchSize: llm.DefaultOllamaBatchSize})
+		em, err := ollama.NewEmbedder(ollama.Config{URL: srv.URL, EmbedModel: model, Timeout: 5 * time.Minute, BatchSize: ollama.DefaultBatchSize})
 		if err != nil {
 			t.Fatal(err)
 		}

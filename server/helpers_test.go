@@ -27,9 +27,11 @@ import (
 	"github.com/docsift/docsift/internal/drivetest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/outbound"
+	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // Limits of the test server: small, so that over-limit bodies stay cheap.
@@ -54,7 +56,7 @@ type tenant struct {
 // engine and the API behind a real HTTP listener.
 type env struct {
 	dir    string
-	store  *store.Store
+	store  *bolt.Store
 	engine *ingest.Engine
 	srv    *httptest.Server
 	base   string
@@ -137,7 +139,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -165,7 +167,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 // listener whose URL is the server's base URL, and stops both (and closes
 // st) when the test ends. Each of configure may complete the config once
 // the base URL is known (a Drive client needs it for its redirect URL).
-func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em llm.Embedder, a llm.Answerer, web search.WebSearcher, workers int, log *slog.Logger, configure ...func(*server.Config)) (*ingest.Engine, *httptest.Server) {
+func startAPI(t *testing.T, dir string, st *bolt.Store, cfg server.Config, em llm.Embedder, a llm.Answerer, web search.WebSearcher, workers int, log *slog.Logger, configure ...func(*server.Config)) (*ingest.Engine, *httptest.Server) {
 	t.Helper()
 	engine := ingest.New(st, em, filepath.Join(dir, "index"), ingest.Config{Workers: workers}, log)
 	if err := engine.Start(); err != nil {
@@ -246,6 +248,30 @@ func withMaxTextBytes(n int64) func(*envOptions) {
 }
 
 func withDefaultLimits() func(*envOptions) { return func(o *envOptions) { o.defaultLimits = true } }
+
+// slicer is what a test sees of the slicing of subpages' PDFs: the server
+// slices through it, with pdf.Slice, and through watch once the test has
+// set it (after the env it may use is built).
+type slicer struct {
+	watch atomic.Pointer[func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error)]
+}
+
+// set has watch slice the subpages' PDFs, given pdf.Slice to call.
+func (s *slicer) set(watch func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error)) {
+	s.watch.Store(&watch)
+}
+
+func (s *slicer) slice(data []byte, first, last int) ([]byte, error) {
+	if w := s.watch.Load(); w != nil {
+		return (*w)(pdf.Slice, data, first, last)
+	}
+	return pdf.Slice(data, first, last)
+}
+
+// withSlicer has the server slice subpages' PDFs through s.
+func withSlicer(s *slicer) func(*envOptions) {
+	return func(o *envOptions) { o.cfg.SlicePDF = s.slice }
+}
 
 func (e *env) newTenant(t *testing.T, name string, customers int) tenant {
 	t.Helper()

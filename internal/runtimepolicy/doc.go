@@ -4,8 +4,8 @@
 // collector's headroom. Each choice is here with its reason and the
 // measurement that justified it (docs/benchmarks.md has the commands),
 // so that one that stops measuring better is found and dropped in one
-// place. The packages that act on them (search, store, index, cli, and
-// the owners' indexes) call these functions rather than the runtime's.
+// place. The packages that act on them (search, store/bolt, indexes and
+// cli) call these functions rather than the runtime's.
 //
 // Its figures come from 2-core machines shared with other work, so each
 // is a comparison of builds alternated in one sitting.

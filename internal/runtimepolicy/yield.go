@@ -24,7 +24,7 @@ import "runtime"
 func YieldBeforeSearch() { runtime.Gosched() }
 
 // YieldToGroupCommit yields the processor of a group commit's leader
-// while more callers join its group (store/commit.go bounds how many
+// while more callers join its group (store/bolt/commit.go bounds how many
 // times). When the cores are busy, callers about to write wait for a
 // core, not for anything else, and a yield lets them run and join the
 // same transaction and its fsyncs; with nobody else runnable it returns
