@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/docsift/docsift/cluster"
-	"github.com/docsift/docsift/internal/pgtest"
+	"github.com/docsift/docsift/internal/pgserver"
 	"github.com/docsift/docsift/store"
 )
 
@@ -154,7 +154,7 @@ func BenchCluster(ctx context.Context, cfg ClusterConfig) (_ *ClusterResult, err
 	storeURL := cfg.StoreURL
 	if storeURL == "" {
 		fmt.Fprintln(cfg.Progress, "starting a throwaway PostgreSQL")
-		pg, err := pgtest.Launch()
+		pg, err := pgserver.Launch()
 		if err != nil {
 			return nil, fmt.Errorf("eval: cluster: no --store given, and %w", err)
 		}
