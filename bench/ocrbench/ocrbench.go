@@ -103,7 +103,7 @@ func Measure(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("ocrbench: %w", err)
+			return nil, fmt.Errorf("bench ocr: %w", err)
 		}
 		chosen, err := choosePages(ctx, f, data, cfg.Pages)
 		if err != nil {
@@ -113,7 +113,7 @@ func Measure(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 		pages = append(pages, chosen...)
 	}
 	if len(pages) == 0 {
-		return nil, fmt.Errorf("ocrbench: no page of %s has %d letters of text to compare OCR with", strings.Join(files, ", "), minLetters)
+		return nil, fmt.Errorf("bench ocr: no page of %s has %d letters of text to compare OCR with", strings.Join(files, ", "), minLetters)
 	}
 	for _, dpi := range cfg.DPIs {
 		run := Run{DPI: dpi, WorstAccuracy: 1}
@@ -135,13 +135,13 @@ func Measure(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 			}
 			scan, err := pdf.ScanPages(ctx, docs[f], numbers, dpi, pdf.FormatPDF)
 			if err != nil {
-				return nil, fmt.Errorf("ocrbench: scan %s: %w", f, err)
+				return nil, fmt.Errorf("bench ocr: scan %s: %w", f, err)
 			}
 			start := time.Now()
 			read, err := pdf.ReadRaw(ctx, scan, &cfg.OCR)
 			run.Seconds += time.Since(start).Seconds()
 			if err != nil {
-				return nil, fmt.Errorf("ocrbench: read the scan of %s: %w", f, err)
+				return nil, fmt.Errorf("bench ocr: read the scan of %s: %w", f, err)
 			}
 			for i, p := range mine {
 				if i >= len(read) {
@@ -174,7 +174,7 @@ func pdfFiles(args []string) ([]string, error) {
 	for _, a := range args {
 		fi, err := os.Stat(a)
 		if err != nil {
-			return nil, fmt.Errorf("ocrbench: %w", err)
+			return nil, fmt.Errorf("bench ocr: %w", err)
 		}
 		if !fi.IsDir() {
 			files = append(files, a)
@@ -182,12 +182,12 @@ func pdfFiles(args []string) ([]string, error) {
 		}
 		found, err := filepath.Glob(filepath.Join(a, "*.pdf"))
 		if err != nil {
-			return nil, fmt.Errorf("ocrbench: %w", err)
+			return nil, fmt.Errorf("bench ocr: %w", err)
 		}
 		files = append(files, found...)
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("ocrbench: give PDFs with a text layer, or folders of them")
+		return nil, fmt.Errorf("bench ocr: give PDFs with a text layer, or folders of them")
 	}
 	sort.Strings(files)
 	return files, nil
@@ -198,7 +198,7 @@ func pdfFiles(args []string) ([]string, error) {
 func choosePages(ctx context.Context, file string, data []byte, n int) ([]page, error) {
 	layer, err := pdf.ReadRaw(ctx, data, nil)
 	if err != nil {
-		return nil, fmt.Errorf("ocrbench: read %s: %w", file, err)
+		return nil, fmt.Errorf("bench ocr: read %s: %w", file, err)
 	}
 	var candidates []page
 	for i, p := range layer {
