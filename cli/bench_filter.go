@@ -35,15 +35,7 @@ check that each filtered query returned top_k chunks of its group.`,
 			if err != nil {
 				return err
 			}
-			return printResult(cmd.OutOrStdout(), *asJSON, res, [][2]string{
-				{"corpus", fmt.Sprintf("%d documents, %d chunks, in %d groups (a filter allows %.1f%%)", res.Documents, res.Chunks, res.Groups, 100*res.Selectivity)},
-				{"queries", fmt.Sprintf("%d of each kind, top_k %d, embedder %s", res.Queries, res.TopK, res.Embedder)},
-				{"filtered p50", fmt.Sprintf("%.2f ms", res.FilteredP50Ms)},
-				{"filtered p95", fmt.Sprintf("%.2f ms", res.FilteredP95Ms)},
-				{"unfiltered p50", fmt.Sprintf("%.2f ms", res.UnfilteredP50Ms)},
-				{"unfiltered p95", fmt.Sprintf("%.2f ms", res.UnfilteredP95Ms)},
-				{"full results", fmt.Sprintf("%.1f%% of filtered queries returned top_k chunks, all of their group", 100*res.FullResults)},
-			})
+			return printResult(cmd.OutOrStdout(), *asJSON, res, filterRows(res))
 		},
 	}
 	f := cmd.Flags()
@@ -54,4 +46,17 @@ check that each filtered query returned top_k chunks of its group.`,
 	f.IntVar(&fc.TopK, "top-k", eval.DefaultTopK, "top_k of each query")
 	f.IntVar(&fc.Workers, "workers", 0, "indexing workers (default: number of CPUs)")
 	return cmd
+}
+
+// filterRows are bench filter's figures as table rows.
+func filterRows(res *bench.FilterResult) [][2]string {
+	return [][2]string{
+		{"corpus", fmt.Sprintf("%d documents, %d chunks, in %d groups (a filter allows %.1f%%)", res.Documents, res.Chunks, res.Groups, 100*res.Selectivity)},
+		{"queries", fmt.Sprintf("%d of each kind, top_k %d, embedder %s", res.Queries, res.TopK, res.Embedder)},
+		{"filtered p50", fmt.Sprintf("%.2f ms", res.FilteredP50Ms)},
+		{"filtered p95", fmt.Sprintf("%.2f ms", res.FilteredP95Ms)},
+		{"unfiltered p50", fmt.Sprintf("%.2f ms", res.UnfilteredP50Ms)},
+		{"unfiltered p95", fmt.Sprintf("%.2f ms", res.UnfilteredP95Ms)},
+		{"full results", fmt.Sprintf("%.1f%% of filtered queries returned top_k chunks, all of their group", 100*res.FullResults)},
+	}
 }
