@@ -222,33 +222,69 @@ func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if cfg.Dir == "" {
 		defer os.RemoveAll(dir)
 	}
-	gen := newScaleText(cfg.Seed)
-	gen.corpus = corpus
-	res := &ScaleResult{}
+	r := &scaleRun{cfg: cfg, dir: dir, gen: newScaleText(cfg.Seed), res: &ScaleResult{}, serverLog: filepath.Join(dir, "server.log")}
+	r.gen.corpus = corpus
+	defer func() {
+		if r.srv != nil {
+			r.srv.kill()
+		}
+	}()
+	for _, phase := range []func(context.Context) error{r.ingest, r.prepareQueries, r.afterKill, r.afterCleanStop, r.latency, r.memory} {
+		if err := phase(ctx); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintln(cfg.Progress, "listing documents and uploading through a hosted page")
+	if r.res.Reads, err = r.srv.ownerReads(ctx); err != nil {
+		return nil, err
+	}
+	return r.res, r.srv.stop()
+}
 
+// scaleRun is one run of Scale: its phases, in order, and what they
+// share, the child server of the moment among it.
+type scaleRun struct {
+	cfg       ScaleConfig
+	dir       string
+	gen       *scaleText
+	res       *ScaleResult
+	srv       *childServer
+	owners    []string
+	serverLog string
+	// queries are those of the latency runs, all new to the server, the
+	// first asked after each start; queryDocs the documents they were
+	// drawn from.
+	queries   []string
+	queryDocs []int
+	// firstOwner is the owner of the first query.
+	firstOwner string
+}
+
+// ingest starts the server, makes its owners and uploads the documents,
+// measuring what that cost the server, the uploaders and the disk.
+func (r *scaleRun) ingest(ctx context.Context) error {
+	cfg, res := r.cfg, r.res
 	// The uploaders and the job waiter each hold a connection: more
 	// than a client may open by default raise the server's limit rather
 	// than be refused.
 	perClient := max(256, cfg.Uploaders+16)
-	srv, err := startChildServerConns(ctx, cfg.Binary, dir, perClient-8, "--max-connections-per-client", strconv.Itoa(perClient))
+	srv, err := startChildServerConns(ctx, cfg.Binary, r.dir, perClient-8, "--max-connections-per-client", strconv.Itoa(perClient))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer func() { srv.kill() }()
-	owners, err := srv.makeOwners(ctx, cfg.Customers)
-	if err != nil {
-		return nil, err
+	r.srv = srv
+	if r.owners, err = srv.makeOwners(ctx, cfg.Customers); err != nil {
+		return err
 	}
-	srv.owners, res.Customers = owners, cfg.Customers
+	srv.owners, res.Customers = r.owners, cfg.Customers
 	fmt.Fprintf(cfg.Progress, "uploading documents for %d chunks to %s\n", cfg.Chunks, srv.base)
-	serverLog := filepath.Join(dir, "server.log")
-	logFrom := fileSize(serverLog)
+	logFrom := fileSize(r.serverLog)
 	start, serverCPU, ownCPU, written := time.Now(), cpuTime(srv.pid()), selfCPUTime(), writtenBytes(srv.pid())
 	stopSampling := samplePeak(srv.pid(), &res.RSSAnonPeakIngestBytes)
-	err = srv.ingest(ctx, gen, cfg, res)
+	err = srv.ingest(ctx, r.gen, cfg, res)
 	stopSampling()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	secs := time.Since(start).Seconds()
 	res.IngestSeconds, res.IngestChunksPerSecond = secs, float64(res.Chunks)/secs
@@ -256,16 +292,21 @@ func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	res.IngestServerCPUMsPerDoc = perDoc(cpuTime(srv.pid()) - serverCPU)
 	res.IngestUploaderCPUMsPerDoc = perDoc(selfCPUTime() - ownCPU)
 	res.IngestWrittenBytesPerChunk = float64(writtenBytes(srv.pid())-written) / float64(max(res.Chunks, 1))
-	saved, saveSecs := indexSaves(serverLog, logFrom)
+	saved, saveSecs := indexSaves(r.serverLog, logFrom)
 	res.IngestIndexWrittenBytesPerChunk = float64(saved) / float64(max(res.Chunks, 1))
 	res.IngestIndexSaveSeconds = saveSecs
 	fmt.Fprintf(cfg.Progress, "ingested %d chunks in %.1f s\n", res.Chunks, secs)
 	if res.RSSAnonAfterIngestBytes, _, err = rss(srv.pid()); err != nil {
-		return nil, err
+		return err
 	}
 	if _, heap, err := srv.memory(ctx); err == nil {
 		res.GoHeapInuseAfterIngestPerChunk = heap / float64(max(res.Chunks, 1))
 	}
+	return nil
+}
+
+// prepareQueries draws the latency runs' queries.
+func (r *scaleRun) prepareQueries(context.Context) error {
 	// Every query of the latency runs is new to the server, as most
 	// users' are: the server keeps what a query cost it to learn (the
 	// language of its text, its terms' postings in the processor's
@@ -273,90 +314,124 @@ func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	// chunks at 1.6 ms of the server's CPU a query where new ones cost
 	// 2.0–2.7. The first is asked after each start; then one client's,
 	// then eight's.
-	queries, queryDocs := gen.querySet(0, 1+scaleQueryRequests*(1+8), res.Documents, cfg.Words)
-	if cfg.Dir != "" {
+	r.queries, r.queryDocs = r.gen.querySet(0, 1+scaleQueryRequests*(1+8), r.res.Documents, r.cfg.Words)
+	r.firstOwner = r.srv.ownerOf(r.queryDocs[0])
+	if r.cfg.Dir != "" {
 		// Beside the data, for measuring later builds on the same owner
 		// with the same queries (bench query --queries).
-		if err := writeQueries(filepath.Join(dir, "queries.jsonl"), queries); err != nil {
-			return nil, fmt.Errorf("bench: scale: %w", err)
+		if err := writeQueries(filepath.Join(r.dir, "queries.jsonl"), r.queries); err != nil {
+			return fmt.Errorf("bench: scale: %w", err)
 		}
 	}
+	return nil
+}
 
-	// kill -9 now: whatever the last periodic snapshot and the store hold.
-	res.SnapshotAtKill = filesBytes(dir, "*.idx") > 0
-	srv.kill()
-	fmt.Fprintln(cfg.Progress, "killed with SIGKILL; restarting")
-	restarted := fileSize(serverLog)
-	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
-		return nil, err
+// restart starts the server again on the run's data.
+func (r *scaleRun) restart(ctx context.Context) error {
+	srv, err := startChildServer(ctx, r.cfg.Binary, r.dir)
+	if err != nil {
+		r.srv = nil
+		return err
 	}
-	srv.owners = owners
-	first := srv.ownerOf(queryDocs[0])
-	if res.FirstQueryAfterKillSeconds, err = srv.firstQuery(ctx, first, queries[0], false); err != nil {
-		return nil, err
+	srv.owners, r.srv = r.owners, srv
+	return nil
+}
+
+// afterKill kills the server with SIGKILL, with whatever the last
+// periodic snapshot and the store hold, and times its restart: to the
+// first answer, and to an answer that finds every chunk.
+func (r *scaleRun) afterKill(ctx context.Context) error {
+	res := r.res
+	res.SnapshotAtKill = filesBytes(r.dir, "*.idx") > 0
+	r.srv.kill()
+	fmt.Fprintln(r.cfg.Progress, "killed with SIGKILL; restarting")
+	restarted := fileSize(r.serverLog)
+	if err := r.restart(ctx); err != nil {
+		return err
 	}
-	if res.CaughtUpAfterKillSeconds, err = srv.firstQuery(ctx, first, queries[0], true); err != nil {
-		return nil, err
+	var err error
+	if res.FirstQueryAfterKillSeconds, err = r.srv.firstQuery(ctx, r.firstOwner, r.queries[0], false); err != nil {
+		return err
+	}
+	if res.CaughtUpAfterKillSeconds, err = r.srv.firstQuery(ctx, r.firstOwner, r.queries[0], true); err != nil {
+		return err
 	}
 	// A clean stop writes the snapshot the next start loads, of every
 	// owner the catch-up changed once the start has loaded them all.
-	if err := waitLogged(ctx, serverLog, restarted, `msg="indexes loaded"`); err != nil {
-		return nil, err
-	}
+	return waitLogged(ctx, r.serverLog, restarted, `msg="indexes loaded"`)
+}
+
+// afterCleanStop stops the server cleanly, measures what it leaves on
+// disk, and times a start from the shutdown snapshot to its first answer.
+func (r *scaleRun) afterCleanStop(ctx context.Context) error {
+	res := r.res
 	stopping := time.Now()
-	if err := srv.stop(); err != nil {
-		return nil, err
+	if err := r.srv.stop(); err != nil {
+		return err
 	}
 	res.StopSeconds = time.Since(stopping).Seconds()
-	res.DatabaseBytes = fileSize(filepath.Join(dir, "data", store.DBFileName))
-	res.SnapshotBytes = filesBytes(dir, "*.idx")
-	res.SegmentBytes = filesBytes(dir, "*.idx.seg*")
-	fmt.Fprintln(cfg.Progress, "stopped cleanly; restarting from the snapshot")
-	if srv, err = startChildServer(ctx, cfg.Binary, dir); err != nil {
-		return nil, err
+	res.DatabaseBytes = fileSize(filepath.Join(r.dir, "data", store.DBFileName))
+	res.SnapshotBytes = filesBytes(r.dir, "*.idx")
+	res.SegmentBytes = filesBytes(r.dir, "*.idx.seg*")
+	fmt.Fprintln(r.cfg.Progress, "stopped cleanly; restarting from the snapshot")
+	if err := r.restart(ctx); err != nil {
+		return err
 	}
-	srv.owners = owners
-	if res.FirstQueryAfterRestartSeconds, err = srv.firstQuery(ctx, first, queries[0], false); err != nil {
-		return nil, err
-	}
+	var err error
+	res.FirstQueryAfterRestartSeconds, err = r.srv.firstQuery(ctx, r.firstOwner, r.queries[0], false)
+	return err
+}
+
+// latency warms the server up with other queries, then times the new
+// queries from one client, then from eight.
+func (r *scaleRun) latency(ctx context.Context) error {
+	srv := r.srv
 	// The first queries after a start meet a heap still growing to its
 	// size under load and a snapshot whose pages the process has yet to
 	// map (the start has figures of its own): other queries first, so
 	// that the runs measure the server as it runs.
-	fmt.Fprintln(cfg.Progress, "warming up with other queries")
-	warm, warmDocs := gen.querySet(1, scaleWarmUpRequests, res.Documents, cfg.Words)
+	fmt.Fprintln(r.cfg.Progress, "warming up with other queries")
+	warm, warmDocs := r.gen.querySet(1, scaleWarmUpRequests, r.res.Documents, r.cfg.Words)
 	if _, err := Query(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, Owners: srv.ownersOf(warmDocs), Queries: warm,
 		Concurrency: 8, Requests: scaleWarmUpRequests, TopK: 5, Timeout: time.Minute}); err != nil {
-		return nil, err
+		return err
 	}
 	asked := 1
 	for _, run := range []struct {
 		clients int
 		out     *QueryLatency
-	}{{1, &res.Query1}, {8, &res.Query8}} {
-		fmt.Fprintf(cfg.Progress, "querying with %d clients\n", run.clients)
+	}{{1, &r.res.Query1}, {8, &r.res.Query8}} {
+		fmt.Fprintf(r.cfg.Progress, "querying with %d clients\n", run.clients)
 		n := scaleQueryRequests * run.clients
-		serverCPU, ownCPU, queriesFrom := cpuTime(srv.pid()), selfCPUTime(), fileSize(serverLog)
-		lr, err := Query(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, Owners: srv.ownersOf(queryDocs[asked : asked+n]), Queries: queries[asked : asked+n],
+		serverCPU, ownCPU, queriesFrom := cpuTime(srv.pid()), selfCPUTime(), fileSize(r.serverLog)
+		lr, err := Query(ctx, LoadConfig{URL: srv.base, APIKey: srv.key, Owners: srv.ownersOf(r.queryDocs[asked : asked+n]), Queries: r.queries[asked : asked+n],
 			Concurrency: run.clients, Requests: n, TopK: 5, Timeout: time.Minute})
 		asked += n
 		if err != nil {
-			return nil, err
+			return err
 		}
 		perQuery := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(lr.Requests, 1)) }
 		*run.out = QueryLatency{Clients: run.clients, P50Ms: lr.P50Ms, P99Ms: lr.P99Ms, Errors: lr.Errors,
 			ServerCPUMs: perQuery(cpuTime(srv.pid()) - serverCPU), ClientCPUMs: perQuery(selfCPUTime() - ownCPU)}
-		took := queryTimes(ctx, serverLog, queriesFrom, lr.Requests-lr.Errors)
+		took := queryTimes(ctx, r.serverLog, queriesFrom, lr.Requests-lr.Errors)
 		run.out.ServerP50Ms, run.out.ServerP99Ms = eval.Percentile(took, 0.50), eval.Percentile(took, 0.99)
 	}
+	return nil
+}
+
+// memory reads the server's memory after the queries: resident, its
+// maps, and the index's parts and the Go heap from its metrics, per chunk.
+func (r *scaleRun) memory(ctx context.Context) error {
+	res, srv := r.res, r.srv
+	var err error
 	if res.RSSAnonBytes, res.RSSFileBytes, err = rss(srv.pid()); err != nil {
-		return nil, err
+		return err
 	}
 	res.MemoryMaps = memoryMaps(srv.pid())
 	res.RSSAnonPerChunk = float64(res.RSSAnonBytes) / float64(max(res.Chunks, 1))
 	parts, heap, err := srv.memory(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := range parts {
 		parts[i].HeapPerChunk /= float64(max(res.Chunks, 1))
@@ -364,11 +439,7 @@ func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	}
 	res.MemoryParts, res.GoHeapInusePerChunk = parts, heap/float64(max(res.Chunks, 1))
 	res.RSSAnonAfterIngestPerChunk = float64(res.RSSAnonAfterIngestBytes) / float64(max(res.Chunks, 1))
-	fmt.Fprintln(cfg.Progress, "listing documents and uploading through a hosted page")
-	if res.Reads, err = srv.ownerReads(ctx); err != nil {
-		return nil, err
-	}
-	return res, srv.stop()
+	return nil
 }
 
 // fileSize is the size of the file at path, 0 when it cannot be read.
