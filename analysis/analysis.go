@@ -40,11 +40,29 @@ type Term struct {
 	Alt bool
 }
 
-// Cut is what analysis made of a text: the language it was cut in and its
-// terms, as Analyze gives them.
-type Cut struct {
+// Analyzed is what analysis made of a text: the language it was analysed
+// in and its terms, as Analyze gives them. It lets a text analysed once
+// on its way to one use (the built-in embedder's vector) be handed to
+// another (the lexical index) rather than analysed again; see AnalyzeUnder.
+type Analyzed struct {
 	Lang  Lang
 	Terms []Term
+}
+
+// AnalyzeUnder analyses text under a head (a document's name; none when
+// empty): the language is the one detected in head and text together,
+// separated by a line break, and the terms are text's alone, in that
+// language. It is the analysis the lexical index makes of a chunk's text,
+// and the one it takes instead when handed one.
+func AnalyzeUnder(head, text string) Analyzed {
+	whole := text
+	if head != "" {
+		whole = head + "\n" + text
+	}
+	lang, _ := Detect(whole)
+	a := Analyzed{Lang: lang, Terms: []Term{}}
+	Analyze(text, lang, func(t Term) { a.Terms = append(a.Terms, t) })
+	return a
 }
 
 // Analyze calls fn with every term of text in order, cut by lang's rules.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/internal/ollamareal"
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 )
 
 // realCorpus writes a BEIR corpus of n passages of the generated models'
@@ -38,7 +38,7 @@ func benchRealIngest(t testing.TB, srv *ollamareal.Server, model string, batch, 
 	t.Helper()
 	ctx := context.Background()
 	rec := &EmbedRecorder{}
-	em, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: srv.URL, EmbedModel: model, BatchSize: batch, HTTPClient: rec.Client(), Timeout: 30 * time.Minute})
+	em, err := ollama.NewEmbedder(ollama.Config{URL: srv.URL, EmbedModel: model, BatchSize: batch, HTTPClient: rec.Client(), Timeout: 30 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func benchRealIngest(t testing.TB, srv *ollamareal.Server, model string, batch, 
 // cache serves without the model.
 func TestRealOllamaBenchIngest(t *testing.T) {
 	srv := ollamareal.Start(t)
-	res := benchRealIngest(t, srv, ollamareal.TinyEmbed.Name, llm.DefaultOllamaBatchSize, 0, IngestConfig{Corpus: realCorpus(t, 40, 300), Again: true, Rounds: 2})
+	res := benchRealIngest(t, srv, ollamareal.TinyEmbed.Name, ollama.DefaultBatchSize, 0, IngestConfig{Corpus: realCorpus(t, 40, 300), Again: true, Rounds: 2})
 	t.Logf("docsift %.1f chunks/s (%d chunks, %.2f s, %d workers); raw %.1f texts/s (%d requests, %.2f s); docsift/raw %.2f; again %.2f s, %d texts embedded",
 		res.ChunksPerSecond, res.Chunks, res.Seconds, res.Workers, res.Raw.TextsPerSecond, res.Raw.Requests, res.Raw.Seconds, res.RawRatio, res.Again.Seconds, res.Again.EmbedTexts)
 	if res.Rounds != 2 || res.Chunks < 40 || res.EmbedTexts != res.Chunks {
@@ -68,8 +68,8 @@ func TestRealOllamaBenchIngest(t *testing.T) {
 	if res.Raw == nil || res.Raw.Texts != res.EmbedTexts || res.Raw.Requests == 0 || res.EmbedRequests == 0 {
 		t.Fatalf("raw replay %+v; docsift sent %d texts in %d requests: want the same texts", res.Raw, res.EmbedTexts, res.EmbedRequests)
 	}
-	if res.EmbedRequests < res.EmbedTexts/llm.DefaultOllamaBatchSize {
-		t.Errorf("%d requests for %d texts: batches larger than %d", res.EmbedRequests, res.EmbedTexts, llm.DefaultOllamaBatchSize)
+	if res.EmbedRequests < res.EmbedTexts/ollama.DefaultBatchSize {
+		t.Errorf("%d requests for %d texts: batches larger than %d", res.EmbedRequests, res.EmbedTexts, ollama.DefaultBatchSize)
 	}
 	if res.RawRatio <= 0 || res.Raw.TextsPerSecond <= 0 {
 		t.Errorf("ratio %f, raw %f texts/s: not computed", res.RawRatio, res.Raw.TextsPerSecond)
@@ -93,7 +93,7 @@ func BenchmarkRealOllamaIngest(b *testing.B) {
 	cfg.Rounds = 2 // docsift, raw, raw, docsift: a drifting load slows both alike
 	// The batch is the most per request: below it batches are sized to
 	// take about 2 s (llm's batchSizer), a few texts for this model.
-	for _, c := range []struct{ batch, workers int }{{llm.DefaultOllamaBatchSize, 2}, {llm.DefaultOllamaBatchSize, 1}} {
+	for _, c := range []struct{ batch, workers int }{{ollama.DefaultBatchSize, 2}, {ollama.DefaultBatchSize, 1}} {
 		b.Run(fmt.Sprintf("batch=%d/workers=%d", c.batch, c.workers), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				res := benchRealIngest(b, srv, ollamareal.NomicSized.Name, c.batch, c.workers, cfg)
@@ -117,7 +117,7 @@ func BenchmarkRealOllamaIngestAgain(b *testing.B) {
 	}
 	srv := ollamareal.Start(b)
 	for i := 0; i < b.N; i++ {
-		res := benchRealIngest(b, srv, ollamareal.TinyEmbed.Name, llm.DefaultOllamaBatchSize, 0, IngestConfig{Files: []string{file}, Again: true})
+		res := benchRealIngest(b, srv, ollamareal.TinyEmbed.Name, ollama.DefaultBatchSize, 0, IngestConfig{Files: []string{file}, Again: true})
 		b.Logf("first upload: %d chunks in %.2f s, %d texts in %d embedder calls (%d requests); again: %.2f s, %d texts in %d calls",
 			res.Chunks, res.Seconds, res.EmbedTexts, res.EmbedCalls, res.EmbedRequests, res.Again.Seconds, res.Again.EmbedTexts, res.Again.EmbedCalls)
 		b.ReportMetric(res.Seconds, "first-s")

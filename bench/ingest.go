@@ -279,26 +279,26 @@ func (c *countingEmbedder) count(n int) {
 func (c *countingEmbedder) InProcess() bool { return llm.InProcess(c.Embedder) }
 
 // countingAfterEmbedder is a countingEmbedder of an embedder with
-// EmbedAfter, which it counts and passes on: without it, the pipeline
+// EmbedAnalyzed, which it counts and passes on: without it, the pipeline
 // would take the path a server's built-in embedder does not.
 type countingAfterEmbedder struct {
 	*countingEmbedder
-	after llm.CuttingEmbedder
+	after llm.AnalyzingEmbedder
 }
 
-func (c countingAfterEmbedder) EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error) {
+func (c countingAfterEmbedder) EmbedAnalyzed(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Analyzed, error) {
 	c.count(len(texts))
-	return c.after.EmbedAfter(ctx, head, texts)
+	return c.after.EmbedAnalyzed(ctx, head, texts)
 }
 
-// newCountingEmbedder counts e's calls and texts, with EmbedAfter when e
+// newCountingEmbedder counts e's calls and texts, with EmbedAnalyzed when e
 // has it.
 func newCountingEmbedder(e llm.Embedder) interface {
 	llm.Embedder
 	take() (calls, texts int)
 } {
 	c := &countingEmbedder{Embedder: e}
-	if a, ok := e.(llm.CuttingEmbedder); ok {
+	if a, ok := e.(llm.AnalyzingEmbedder); ok {
 		return countingAfterEmbedder{c, a}
 	}
 	return c

@@ -15,6 +15,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/internal/ollamareal"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
 )
@@ -62,7 +63,7 @@ func BenchmarkRealOllamaTwoServers(b *testing.B) {
 		var perSecond [2]float64
 		// one, two, two, one: a load that drifts slows both alike.
 		for _, urls := range []string{a.URL, a.URL + "," + c.URL, a.URL + "," + c.URL, a.URL} {
-			em, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: urls, EmbedModel: oneThreadNomic.Name, Timeout: 30 * time.Minute})
+			em, err := ollama.NewEmbedder(ollama.Config{URL: urls, EmbedModel: oneThreadNomic.Name, Timeout: 30 * time.Minute})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -87,7 +88,7 @@ func BenchmarkRealOllamaTwoServers(b *testing.B) {
 func benchQueriesDuringIngest(b *testing.B, url, model, file string) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	em, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: url, EmbedModel: model, Timeout: 30 * time.Minute})
+	em, err := ollama.NewEmbedder(ollama.Config{URL: url, EmbedModel: model, Timeout: 30 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}

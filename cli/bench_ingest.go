@@ -8,6 +8,7 @@ import (
 
 	"github.com/docsift/docsift/bench"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +45,7 @@ the embedding cache saves (a model server's: the built-in embedder has none).`,
 			if err != nil {
 				return err
 			}
-			if oe, ok := em.(*llm.OllamaEmbedder); ok && raw {
+			if oe, ok := em.(*ollama.Embedder); ok && raw {
 				cfg.Recorder, cfg.OllamaURL = rec, oe.Client().URL()
 			}
 			cfg.Files, cfg.Embedder, cfg.Progress, cfg.Log = files, em, os.Stderr, log

@@ -85,3 +85,15 @@ func keyCmd() *cobra.Command {
 	cmd.AddCommand(create, list, revoke)
 	return cmd
 }
+
+func printKey(w io.Writer, asJSON bool, k admin.CreatedKey) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(k)
+	}
+	fmt.Fprintf(w, "project id: %s\n", k.ProjectID)
+	if k.KeyID != "" {
+		fmt.Fprintf(w, "key id:     %s\n", k.KeyID)
+	}
+	fmt.Fprintf(w, "API key:    %s   (shown once)\n", k.APIKey)
+	return nil
+}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/docsift/docsift/internal/ollamareal"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/store"
 )
 
@@ -257,7 +258,7 @@ func TestRealOllamaServePDFAndStreamedQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	// tinychat never stops before num_predict: its answer is reported cut.
-	if done.AnswerModel != "ollama:"+ollamareal.TinyChat.Name || len(done.Warnings) != 1 || !strings.Contains(done.Warnings[0], "cut at its limit") {
+	if done.AnswerModel != "ollama:"+ollamareal.TinyChat.Name || len(done.Warnings) != 1 || !strings.Contains(done.Warnings[0], "truncated at its limit") {
 		t.Errorf("done: answer_model %q, warnings %q; want ollama:%s and the cut answer's warning", done.AnswerModel, done.Warnings, ollamareal.TinyChat.Name)
 	}
 	if done.Answer == "" || done.Answer != strings.TrimSpace(deltas.String()) && done.Answer != deltas.String() {
@@ -394,7 +395,7 @@ func TestRealOllamaModelsPullOffline(t *testing.T) {
 		}
 	}
 	out, err := runCLI(t, append(args, "--chat-model", "all-minilm")...)
-	if !errors.Is(err, llm.ErrRegistryUnreachable) {
+	if !errors.Is(err, ollama.ErrRegistryUnreachable) {
 		t.Fatalf("pulling a missing model offline: %v; want ErrRegistryUnreachable", err)
 	}
 	for _, want := range []string{"models directory", "ollama create", "ollama pull all-minilm", "library/all-minilm/"} {
@@ -405,7 +406,7 @@ func TestRealOllamaModelsPullOffline(t *testing.T) {
 	if !strings.Contains(out, ollamareal.TinyEmbed.Name+": already in Ollama") {
 		t.Errorf("the present model was not skipped before the failure: %q", out)
 	}
-	if _, err := runCLI(t, append(args, "--chat-model", ollamareal.TinyChat.Name, "--update")...); !errors.Is(err, llm.ErrRegistryUnreachable) || !strings.Contains(err.Error(), "not updated, and the copy Ollama at") || strings.Contains(err.Error(), "is not in Ollama") {
+	if _, err := runCLI(t, append(args, "--chat-model", ollamareal.TinyChat.Name, "--update")...); !errors.Is(err, ollama.ErrRegistryUnreachable) || !strings.Contains(err.Error(), "not updated, and the copy Ollama at") || strings.Contains(err.Error(), "is not in Ollama") {
 		t.Errorf("--update offline, of a model Ollama has: %v; want ErrRegistryUnreachable, saying its copy stays", err)
 	}
 }

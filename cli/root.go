@@ -1,6 +1,9 @@
-// Package cli is docsift's command line: one file per command, holding its
-// flags (each also read from DOCSIFT_<FLAG>) and the wiring of the packages
-// it runs.
+// Package cli is docsift's command line: one file per command, named after
+// it, holding its flags (each also read from DOCSIFT_<FLAG>) and the wiring
+// of the packages it runs (serve's flags, the most, in serve_flags.go).
+// What several commands share has a file of its own: the store a data dir
+// or --store names (store.go), where the admin commands act (target.go),
+// the model flags and choice (modelchoice.go), sizes (bytesize.go).
 package cli
 
 import (

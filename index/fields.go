@@ -138,17 +138,18 @@ func (l *langSlots) add(s uint32, lang analysis.Lang) {
 // language's rules, as the query will be for this entry (see queryTerms).
 // The name goes first, as in the text embedders are given (ingest's
 // entryText), so that a built-in embedding of the same chunk finds its
-// language already detected. An entry whose Cut the built-in embedder
-// made takes its language and text's terms from it.
+// language already detected. An entry handed its Analyzed takes its
+// language and text's terms from it.
 func (c *termCounter) analyse(e Entry) analysed {
 	body := docTerms{}
 	var lang analysis.Lang
-	if e.Cut != nil {
-		lang = e.Cut.Lang
-		for _, t := range e.Cut.Terms {
+	if e.Analyzed != nil {
+		lang = e.Analyzed.Lang
+		for _, t := range e.Analyzed.Terms {
 			body.add(t)
 		}
 	} else {
+		// analysis.AnalyzeUnder(e.Name, e.Text), without its slice.
 		lang, _ = analysis.Detect(langText(e))
 		analysis.Analyze(e.Text, lang, body.add)
 	}

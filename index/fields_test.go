@@ -242,9 +242,10 @@ func TestSeparateQueryWordsFindCompound(t *testing.T) {
 }
 
 // TestAnalyseTakesCut checks that an entry's Cut stands in for detecting
-// and cutting its text: entries cut beforehand as Analyse would cut them
-// analyse alike, and a Cut that says otherwise is what the entry gets.
-func TestAnalyseTakesCut(t *testing.T) {
+// and analysing its text: entries analysed beforehand as Analyse would
+// analyse them (analysis.AnalyzeUnder) analyse alike, and an Analyzed that
+// says otherwise is what the entry gets.
+func TestAnalyseTakesAnalyzed(t *testing.T) {
 	x := entryIndex(t)
 	entries := []Entry{
 		{ID: 1, Text: "The worker claims the job and extracts per-page text.", Name: "pipeline.md", Title: "Ingest"},
@@ -253,35 +254,33 @@ func TestAnalyseTakesCut(t *testing.T) {
 		{ID: 4, Text: "L'homme qu'on attendait n'est jamais venu.", Title: "Roman"},
 		{ID: 5, Text: ""},
 	}
-	cut := make([]Entry, len(entries))
+	analysed := make([]Entry, len(entries))
 	for i, e := range entries {
-		lang, _ := analysis.Detect(langText(e))
-		c := &analysis.Cut{Lang: lang, Terms: []analysis.Term{}}
-		analysis.Analyze(e.Text, lang, func(t analysis.Term) { c.Terms = append(c.Terms, t) })
-		cut[i], cut[i].Cut = e, c
+		a := analysis.AnalyzeUnder(e.Name, e.Text)
+		analysed[i], analysed[i].Analyzed = e, &a
 	}
 	want, err := x.Analyse(entries...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := x.Analyse(cut...)
+	got, err := x.Analyse(analysed...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range want.entries {
 		w, g := want.entries[i], got.entries[i]
 		if !reflect.DeepEqual(w.counts, g.counts) || w.length != g.length || w.lang != g.lang || w.headLen != g.headLen {
-			t.Errorf("entry %d: analysed with its cut %v %d %v %d, without %v %d %v %d",
+			t.Errorf("entry %d: analysed with its Analyzed %v %d %v %d, without %v %d %v %d",
 				entries[i].ID, g.counts, g.length, g.lang, g.headLen, w.counts, w.length, w.lang, w.headLen)
 		}
 	}
 	other := entries[0]
-	other.Cut = &analysis.Cut{Lang: analysis.German, Terms: []analysis.Term{{Text: "frist"}}}
+	other.Analyzed = &analysis.Analyzed{Lang: analysis.German, Terms: []analysis.Term{{Text: "frist"}}}
 	a, err := x.Analyse(other)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e := a.entries[0]; e.lang != analysis.German || e.length != 1 || e.counts[0].of != keyOf("frist") {
-		t.Errorf("an entry whose cut says German and frist analysed as %v, %d terms, first %x", e.lang, e.length, e.counts[0].of)
+		t.Errorf("an entry whose Analyzed says German and frist analysed as %v, %d terms, first %x", e.lang, e.length, e.counts[0].of)
 	}
 }

@@ -36,11 +36,11 @@ type Entry struct {
 	// (see fields.go).
 	Name  string
 	Title string
-	// Cut, when set, is Text's language and terms as the built-in
-	// embedder cut them on the way to Vector (llm.Builtin.EmbedAfter,
-	// with Name as the head): what this package would detect and cut,
-	// which Analyse then takes instead of doing it again.
-	Cut *analysis.Cut
+	// Analyzed, when set, is analysis.AnalyzeUnder(Name, Text), made
+	// already by whoever built the entry (an embedder that analyses
+	// texts on their way to vectors): what this package would detect and
+	// analyse, which Analyse then takes instead of doing it again.
+	Analyzed *analysis.Analyzed
 }
 
 // Query is one search. Either side may be absent: a nil Vector searches text

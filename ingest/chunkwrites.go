@@ -135,8 +135,8 @@ func (q *chunkWrites) commit(owner string, group []*chunkWrite) {
 		// may be of this group too.
 		err := x.AddAnalysed(analysed...)
 		x.Delete(removed...)
-		e.indexes.noteWaiting(owner, waiting, nil)
-		e.indexes.noteWaiting(owner, nil, removed)
+		e.indexes.NoteWaiting(owner, waiting, nil)
+		e.indexes.NoteWaiting(owner, nil, removed)
 		return last, err
 	})
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 )
 
 // TestDocumentsCutEitherWayAreFound uploads a small text, whose chunks the
-// index takes cut from the built-in embedder, and one of more than
-// cutTextMax, whose chunks it cuts again itself, and finds each by a word
+// index takes analysed from the built-in embedder, and one of more than
+// analysedTextMax, whose chunks it analyses again itself, and finds each by a word
 // of its last chunk and by its name.
 func TestDocumentsCutEitherWayAreFound(t *testing.T) {
 	dir := t.TempDir()
@@ -23,7 +23,7 @@ func TestDocumentsCutEitherWayAreFound(t *testing.T) {
 	defer st.Close()
 	e := startEngine(t, st, dir, llm.NewBuiltin())
 	var large strings.Builder
-	for i := 0; large.Len() <= 2*cutTextMax; i++ { // past the bound whatever chunking trims
+	for i := 0; large.Len() <= 2*analysedTextMax; i++ { // past the bound whatever chunking trims
 		fmt.Fprintf(&large, "Paragraph %d of the handbook describes the loading dock and its schedule.\n\n", i)
 	}
 	large.WriteString("The last page names the quartermaster.")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/indexes"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/pdf"
@@ -59,7 +60,7 @@ const (
 // flight, 4,450–4,500 with 256 and 4,500–4,700 with 512. The text bound is what keeps their
 // memory small whatever their size: a job holds its text, its chunks (as
 // much again), their vectors (1.5 KB a chunk of some 1,500 bytes) and the
-// terms the built-in embedder cut for the index (2.5 times the text on
+// analyses the built-in embedder made for the index (2.5 times the text on
 // MS MARCO), some five and a half times its text, so at most ~44 MiB in
 // all; 512 passages of MS MARCO's size hold under 4 MiB.
 const (
@@ -95,10 +96,9 @@ type Config struct {
 	// zero value takes pdf's defaults.
 	Limits pdf.Limits
 
-	// Holds, in a cluster, reports whether this node holds an owner's
-	// index (see package cluster); nil: every owner's, as a single node.
-	// The engine then keeps only those owners' indexes in memory.
-	Holds func(owner string) bool
+	// Indexes tune the owners' live indexes, and say in a cluster which
+	// owners' this node holds (indexes.Options.Holds).
+	Indexes indexes.Options
 }
 
 func (c Config) withDefaults() Config {
@@ -130,7 +130,7 @@ func (c Config) withDefaults() Config {
 type Engine struct {
 	cfg       Config
 	store     store.Backend
-	indexes   *Indexes
+	indexes   *indexes.Set
 	embedder  llm.Embedder            // for owners with no vectors yet, and reindexing
 	embedders map[string]llm.Embedder // by model: every embedder this server can run
 	log       *slog.Logger
@@ -177,7 +177,7 @@ func New(st store.Backend, embedder llm.Embedder, indexDir string, cfg Config, l
 	e := &Engine{
 		cfg:       cfg.withDefaults(),
 		store:     st,
-		indexes:   NewIndexes(st, indexDir, embedder.Model(), embedder.Dim, log).placed(cfg.Holds),
+		indexes:   indexes.New(source{st, log}, indexDir, embedder.Model(), embedder.Dim, cfg.Indexes, log),
 		embedder:  embedder,
 		embedders: map[string]llm.Embedder{},
 		running:   map[string]context.CancelCauseFunc{},
@@ -205,13 +205,10 @@ func (e *Engine) Embedder(model string) (llm.Embedder, error) {
 	return nil, fmt.Errorf("this owner's vectors come from %s, which this server is not configured to run: start it with that embedder, or run `docsift reindex` to re-embed with %s", model, e.embedder.Model())
 }
 
-// Index returns an owner's live index, loading it on first use. Searches
-// read it without waiting for commits.
-func (e *Engine) Index(owner string) (*index.OwnerIndex, error) { return e.indexes.Get(owner) }
-
-// Waiting returns how many of an owner's chunks are in its index without
-// their vector yet: found by their words, not yet by their meaning.
-func (e *Engine) Waiting(owner string) int { return e.indexes.Waiting(owner) }
+// Indexes returns the owners' live indexes, which the engine writes
+// through: searches read them, and a cluster catches them up and evicts
+// them.
+func (e *Engine) Indexes() *indexes.Set { return e.indexes }
 
 // ownerModel is the model an owner's vectors come from: recorded in the
 // store once it has any, the default embedder's before.
@@ -281,7 +278,7 @@ func (e *Engine) DeleteDocument(doc *store.Document) error {
 	err := e.indexes.Update(doc.OwnerID, func(x *index.OwnerIndex) (uint64, error) {
 		removed, err := e.store.DeleteDocument(doc.ID)
 		x.Delete(removed...)
-		e.indexes.noteWaiting(doc.OwnerID, nil, removed)
+		e.indexes.NoteWaiting(doc.OwnerID, nil, removed)
 		return 0, err
 	})
 	if err == nil {
@@ -354,7 +351,7 @@ func (e *Engine) preload() {
 			return
 		default:
 		}
-		if !e.indexes.holds(owner) {
+		if !e.indexes.Holds(owner) {
 			continue
 		}
 		if _, err := e.indexes.Get(owner); err != nil {
@@ -689,24 +686,11 @@ func (e *Engine) signalEnded() {
 // (or unknown) idle workers look for work. Others' jobs do not wake them:
 // each claim would walk past those jobs for nothing.
 func (e *Engine) JobsChanged(owner string) {
-	if owner == "" || e.indexes.holds(owner) {
+	if owner == "" || e.indexes.Holds(owner) {
 		e.poke()
 	}
 	e.signalEnded()
 }
-
-// CatchUp brings an owner's index, if this node has it loaded, up to date
-// with the store after another node of its cluster changed the owner's
-// chunks.
-func (e *Engine) CatchUp(owner string) error { return e.indexes.CatchUp(owner) }
-
-// CatchUpAll is CatchUp of every loaded owner, after notifications may have
-// been missed.
-func (e *Engine) CatchUpAll() error { return e.indexes.CatchUpAll() }
-
-// PlacementChanged drops the indexes of the owners this node no longer
-// holds, after its cluster's nodes changed.
-func (e *Engine) PlacementChanged() { e.indexes.Evict() }
 
 // Ended returns a channel that is closed when the next run of any job ends,
 // however it ended: the signal to look again at what jobs leave behind.

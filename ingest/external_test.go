@@ -60,8 +60,8 @@ func TestReplacementCrashBeforeIndexCommit(t *testing.T) {
 
 	// Loading the owner's index reconciles the snapshot with the store.
 	logs := &logBuffer{}
-	r := ingest.NewIndexes(st, filepath.Join(dir, "index"), em.Model(), em.Dim, slog.New(slog.NewTextHandler(logs, nil)))
-	x, err := r.Get(owner)
+	e := ingest.New(st, em, filepath.Join(dir, "index"), ingest.Config{}, slog.New(slog.NewTextHandler(logs, nil)))
+	x, err := e.Indexes().Get(owner)
 	if err != nil {
 		t.Fatal(err)
 	}

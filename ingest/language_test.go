@@ -183,7 +183,7 @@ func TestOldAnalyzerOwnerIsReindexed(t *testing.T) {
 	markSnapshotOfOtherRules(t, snap)
 
 	e2 := startEngine(t, st, dir, llm.NewBuiltin())
-	x, err := e2.Index("cus_a")
+	x, err := e2.indexes.Get("cus_a")
 	if err != nil || x.Len() != 1 || x.Model() != "builtin-v1" {
 		t.Fatalf("index of the old owner: %v, %v", x, err)
 	}
@@ -208,7 +208,7 @@ func TestOldAnalyzerOwnerIsReindexed(t *testing.T) {
 	if err != nil || len(res) != 1 || len(warnings) != 0 {
 		t.Fatalf("search after reindex = %v, %q, %v", res, warnings, err)
 	}
-	if x, _ := e2.Index("cus_a"); x.Model() != llm.NewBuiltin().Model() {
+	if x, _ := e2.indexes.Get("cus_a"); x.Model() != llm.NewBuiltin().Model() {
 		t.Fatalf("model after reindex %q", x.Model())
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/internal/ollamatest"
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
 )
@@ -26,7 +26,7 @@ func ollamaEngine(t *testing.T, ol *ollamatest.Server, cfg Config) (*Engine, *st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	em, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: ol.URL, EmbedModel: testEmbedModel, Timeout: 5 * time.Second})
+	em, err := ollama.NewEmbedder(ollama.Config{URL: ol.URL, EmbedModel: testEmbedModel, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/docsift/docsift/internal/ollamareal"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/store"
 )
 
@@ -34,7 +35,7 @@ func TestRealOllamaDimensionAndReindex(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	ctx := context.Background()
 	embedder := func(model string) llm.Embedder {
-		em, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: srv.URL, EmbedModel: model, Timeout: 5 * time.Minute, BatchSize: llm.DefaultOllamaBatchSize})
+		em, err := ollama.NewEmbedder(ollama.Config{URL: srv.URL, EmbedModel: model, Timeout: 5 * time.Minute, BatchSize: ollama.DefaultBatchSize})
 		if err != nil {
 			t.Fatal(err)
 		}

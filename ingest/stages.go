@@ -40,9 +40,9 @@ type docRun struct {
 	chunks []store.Chunk // each chunk's Seq as last written
 	title  string        // the document's, for the chunks' titles
 	idoc   *index.Document
-	// cuts are the chunks' analyses, by chunk, when the embedder made
-	// them (see llm.CuttingEmbedder); nil otherwise.
-	cuts []analysis.Cut
+	// analyses are the chunks' analyses, by chunk, when the embedder made
+	// them (see llm.AnalyzingEmbedder); nil otherwise.
+	analyses []analysis.Analyzed
 }
 
 // pendingText is a text still to embed and the chunks (indexes in
@@ -75,8 +75,8 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 		// the embedding cache would (see store/embedcache.go), and less
 		// than a second commit and index update: the chunks are written
 		// once, with their vectors.
-		if ae, ok := embedder.(llm.CuttingEmbedder); ok && textBytes(d.chunks) <= cutTextMax {
-			vectors, err := d.embedCutting(ctx, ae, texts)
+		if ae, ok := embedder.(llm.AnalyzingEmbedder); ok && textBytes(d.chunks) <= analysedTextMax {
+			vectors, err := d.embedAnalyzing(ctx, ae, texts)
 			if err != nil {
 				return err
 			}
@@ -142,12 +142,12 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 	return nil
 }
 
-// cutTextMax bounds the text of a document whose cuts the index takes
-// from the embedder. The cuts, 2.5 times the text, are held from the
-// embedding until the chunks are written; a larger document (a long
-// PDF's) spares that memory, for a little more CPU, by letting the index
-// cut its chunks again.
-const cutTextMax = 1 << 20
+// analysedTextMax bounds the text of a document whose analyses the index
+// takes from the embedder. The analyses, 2.5 times the text, are held
+// from the embedding until the chunks are written; a larger document (a
+// long PDF's) spares that memory, for a little more CPU, by letting the
+// index analyse its chunks again.
+const analysedTextMax = 1 << 20
 
 func textBytes(chunks []store.Chunk) int {
 	n := 0
@@ -157,16 +157,16 @@ func textBytes(chunks []store.Chunk) int {
 	return n
 }
 
-// embedCutting embeds every chunk's text (entryText's) with ae and keeps
-// the cuts for the index.
-func (d *docRun) embedCutting(ctx context.Context, ae llm.CuttingEmbedder, texts []string) ([][]float32, error) {
+// embedAnalyzing embeds every chunk's text (entryText's) with ae and
+// keeps the analyses for the index.
+func (d *docRun) embedAnalyzing(ctx context.Context, ae llm.AnalyzingEmbedder, texts []string) ([][]float32, error) {
 	start := time.Now()
-	vectors, cuts, err := ae.EmbedAfter(ctx, d.doc.Name, texts)
+	vectors, analyses, err := ae.EmbedAnalyzed(ctx, d.doc.Name, texts)
 	d.engine.cfg.Metrics.Embedded(d.model, "document", time.Since(start))
 	if err != nil {
 		return nil, fmt.Errorf("embedding failed: %w", err)
 	}
-	d.cuts = cuts
+	d.analyses = analyses
 	return vectors, nil
 }
 
@@ -285,7 +285,7 @@ func (d *docRun) addVectors(batch []pendingText, vecs [][]float32) error {
 			entries = append(entries, d.entry(j, vectors[i]))
 			last = max(last, newSeqs[i])
 		}
-		e.indexes.noteWaiting(owner, nil, removed)
+		e.indexes.NoteWaiting(owner, nil, removed)
 		return last, x.Add(entries...)
 	})
 }
@@ -294,8 +294,8 @@ func (d *docRun) addVectors(batch []pendingText, vecs [][]float32) error {
 func (d *docRun) entry(i int, vec []float32) index.Entry {
 	c := d.chunks[i]
 	e := index.Entry{ID: c.Seq, Vector: vec, Text: c.Text, Doc: d.idoc, Name: d.doc.Name, Title: chunkTitle(d.title, c)}
-	if d.cuts != nil {
-		e.Cut = &d.cuts[i]
+	if d.analyses != nil {
+		e.Analyzed = &d.analyses[i]
 	}
 	return e
 }
@@ -309,7 +309,7 @@ func (e *Engine) dropChunks(doc *store.Document) error {
 			return 0, nil // deleted meanwhile, chunks and all
 		}
 		x.Delete(removed...)
-		e.indexes.noteWaiting(doc.OwnerID, nil, removed)
+		e.indexes.NoteWaiting(doc.OwnerID, nil, removed)
 		return 0, err
 	})
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/internal/ollamatest"
-	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
 )
@@ -164,7 +164,7 @@ func startGatedNodeWith(t *testing.T, dir string, gate *embedGate, model string)
 	}
 	// Held requests must outlast the test's look at them: the client's
 	// own time limit is not what is tested.
-	em, err := llm.NewOllamaEmbedder(llm.OllamaConfig{URL: gate.URL, EmbedModel: model, Timeout: 5 * time.Minute})
+	em, err := ollama.NewEmbedder(ollama.Config{URL: gate.URL, EmbedModel: model, Timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func hasWarning(warnings []string, part string) bool {
 // no chunk has a vector that shares a word with it.
 func bestVectorHit(t *testing.T, e *Engine, owner, text string) (float64, string) {
 	t.Helper()
-	x, err := e.Index(owner)
+	x, err := e.indexes.Get(owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestSearchableWhileEmbeddingHeld(t *testing.T) {
 	if j.Status != store.StatusProcessing || j.Chunks < 3 || j.ChunksEmbedded != 0 {
 		t.Fatalf("job while its embeddings are held: %s, %d chunks, %d embedded; want PROCESSING, several chunks, none embedded", j.Status, j.Chunks, j.ChunksEmbedded)
 	}
-	if got := n.engine.Waiting(owner); got != j.Chunks {
+	if got := n.engine.Indexes().Waiting(owner); got != j.Chunks {
 		t.Errorf("Waiting = %d, want every chunk (%d)", got, j.Chunks)
 	}
 
@@ -310,7 +310,7 @@ func TestSearchableWhileEmbeddingHeld(t *testing.T) {
 	if j.ChunksEmbedded != j.Chunks {
 		t.Errorf("SUCCEEDED job: %d of %d chunks embedded", j.ChunksEmbedded, j.Chunks)
 	}
-	if got := n.engine.Waiting(owner); got != 0 {
+	if got := n.engine.Indexes().Waiting(owner); got != 0 {
 		t.Errorf("Waiting after the job succeeded = %d, want 0", got)
 	}
 	res, warnings, err = n.search.Search(context.Background(), owner, "heliotrope valve grease", 3)
@@ -392,7 +392,7 @@ func TestRestartWhileWaitingKeepsLexical(t *testing.T) {
 	gate.holdAfter(1)
 	second := startGatedNode(t, dir, gate)
 	gate.waitHeld(t)
-	if got := second.engine.Waiting(owner); got != j.Chunks {
+	if got := second.engine.Indexes().Waiting(owner); got != j.Chunks {
 		t.Errorf("after the restart, Waiting = %d, want %d", got, j.Chunks)
 	}
 	res, warnings, err := second.search.Search(context.Background(), owner, "heliotrope valve grease", 3)

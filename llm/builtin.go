@@ -20,8 +20,9 @@ import (
 // sub-word evidence that a bag of words lacks.
 //
 // A text's terms are those of the language it is written in (as detected
-// by analysis.Detect), as the lexical index cuts it. A query too short to
-// detect is cut in the language of the owner's chunks (EmbedQueryFor).
+// by analysis.Detect), as the lexical index analyses it. A query too short
+// to detect is analysed in the language of the owner's chunks
+// (EmbedQueryFor).
 const (
 	// builtinModel names the feature set. Bump the version whenever the
 	// features, weights, hash or the analysis rules change (v2: language
@@ -40,7 +41,7 @@ const (
 	charGramWeight = 0.3
 )
 
-// LanguageQueryEmbedder is a QueryEmbedder that cuts text by its language,
+// LanguageQueryEmbedder is a QueryEmbedder that analyses text by its language,
 // and can be told the language of the chunks a query searches, for a query
 // too short to tell its own.
 type LanguageQueryEmbedder interface {
@@ -93,26 +94,27 @@ func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error
 	return out, nil
 }
 
-// CuttingEmbedder is an embedder that also hands over what it cut of
-// each text on the way to its vector (the built-in one; see EmbedAfter),
-// which the lexical index then takes rather than cutting the text again.
-type CuttingEmbedder interface {
-	EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error)
+// AnalyzingEmbedder is an embedder that analyses each text on the way to
+// its vector and hands the analysis over (the built-in one; see
+// EmbedAnalyzed), for whoever needs it next (ingest gives it to the
+// lexical index, which would otherwise analyse the text again).
+type AnalyzingEmbedder interface {
+	EmbedAnalyzed(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Analyzed, error)
 }
 
-// EmbedAfter is Embed for texts that each begin with head and a line
+// EmbedAnalyzed is Embed for texts that each begin with head and a line
 // break (the text alone when head is empty), as a document's chunks are
-// embedded under its name. It also returns the cut of each text's own
-// part, after head: its terms in the language its vector was cut in. The
-// lexical index would otherwise detect that language and cut the part
-// again, which took 6.6% of the server's CPU in an ingest of MS MARCO
-// passages.
-func (b *Builtin) EmbedAfter(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Cut, error) {
+// embedded under its name. It also returns the analysis of each text's
+// own part, after head, as analysis.AnalyzeUnder(head, part) gives it:
+// its terms in the language its vector was made in. The lexical index
+// would otherwise detect that language and analyse the part again, which
+// took 6.6% of the server's CPU in an ingest of MS MARCO passages.
+func (b *Builtin) EmbedAnalyzed(ctx context.Context, head string, texts []string) ([][]float32, []analysis.Analyzed, error) {
 	prefix := ""
 	if head != "" {
 		prefix = head + "\n"
 	}
-	vecs, cuts := make([][]float32, len(texts)), make([]analysis.Cut, len(texts))
+	vecs, analyses := make([][]float32, len(texts)), make([]analysis.Analyzed, len(texts))
 	for i, t := range texts {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -126,18 +128,19 @@ func (b *Builtin) EmbedAfter(ctx context.Context, head string, texts []string) (
 		lang, _ := analysis.Detect(t)
 		sc := getScratch()
 		// The line break separates head's last word from the part's
-		// first, so cutting one after the other cuts the whole text.
-		sc.cut(head, lang)
+		// first, so analysing one after the other analyses the whole
+		// text.
+		sc.analyse(head, lang)
 		at := len(sc.terms)
-		sc.cut(own, lang)
+		sc.analyse(own, lang)
 		terms := make([]analysis.Term, len(sc.terms)-at)
 		for j := range terms {
 			terms[j] = analysis.Term{Text: sc.terms[at+j], Alt: sc.alt[at+j]}
 		}
-		vecs[i], cuts[i] = sc.vector(), analysis.Cut{Lang: lang, Terms: terms}
+		vecs[i], analyses[i] = sc.vector(), analysis.Analyzed{Lang: lang, Terms: terms}
 		sc.release()
 	}
-	return vecs, cuts, nil
+	return vecs, analyses, nil
 }
 
 // EmbedQuery embeds a query in the language detection finds for it.
@@ -149,7 +152,7 @@ func (b *Builtin) EmbedQuery(ctx context.Context, query string) ([]float32, erro
 // EmbedQueryFor embeds a query in its own language when detection is sure
 // of it, and otherwise in likely, the language of the chunks it is
 // searched against: a few words are often too few to tell English from
-// French, and cut in the wrong language they share fewer features with
+// French, and analysed in the wrong language they share fewer features with
 // the chunks they are about.
 func (b *Builtin) EmbedQueryFor(ctx context.Context, query string, likely analysis.Lang) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
@@ -211,15 +214,15 @@ func (sc *embedScratch) release() {
 func embedText(text string, lang analysis.Lang) []float32 {
 	sc := getScratch()
 	defer sc.release()
-	sc.cut(text, lang)
+	sc.analyse(text, lang)
 	return sc.vector()
 }
 
-// cut analyses text in lang: its terms are kept for vector, its words'
-// character grams added as the pass finds them. Texts cut one after
-// another give what their concatenation would, with a line break or any
-// other separator between them.
-func (sc *embedScratch) cut(text string, lang analysis.Lang) {
+// analyse analyses text in lang: its terms are kept for vector, its
+// words' character grams added as the pass finds them. Texts analysed one
+// after another give what their concatenation would, with a line break or
+// any other separator between them.
+func (sc *embedScratch) analyse(text string, lang analysis.Lang) {
 	analysis.AnalyzeWords(text, lang, sc.onTerm, sc.onWord)
 }
 
@@ -229,7 +232,7 @@ func (sc *embedScratch) term(t analysis.Term) {
 }
 
 func (sc *embedScratch) word(w string) {
-	// A run of CJK text is already cut into character bigrams.
+	// A run of CJK text is already split into character bigrams.
 	if len(w) < charGramLen || !analysis.Spaced(w) {
 		return
 	}
@@ -244,7 +247,7 @@ func (sc *embedScratch) word(w string) {
 
 func (sc *embedScratch) add(h uint64, w float64) { sc.feats = append(sc.feats, feature{h, w}) }
 
-// vector adds the features of the terms cut, after the words' grams, and
+// vector adds the features of the terms analysed, after the words' grams, and
 // hashes them all into a unit vector.
 func (sc *embedScratch) vector() []float32 {
 	prev := ""

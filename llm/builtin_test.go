@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -131,11 +132,12 @@ func BenchmarkBuiltinEmbed(b *testing.B) {
 	}
 }
 
-// TestBuiltinEmbedAfter checks EmbedAfter against Embed of the head and
-// text joined by a line break, bit for bit, and each text's terms and
-// language against analysis's own, for texts in every language the
-// analysis knows (the language test sets) under heads of every kind.
-func TestBuiltinEmbedAfter(t *testing.T) {
+// TestBuiltinEmbedAnalyzed checks EmbedAnalyzed against Embed of the head
+// and text joined by a line break, bit for bit, and each text's terms and
+// language against analysis.AnalyzeUnder's, the contract of
+// index.Entry.Analyzed, for texts in every language the analysis knows
+// (the language test sets) under heads of every kind.
+func TestBuiltinEmbedAnalyzed(t *testing.T) {
 	texts := []string{
 		"L'homme qu'on attendait n'est jamais venu jusqu'à l'aube d'hier.",
 		"Die Steuererklärungsfrist endet am 31. Juli; Read-only-Dateien bleiben unverändert.",
@@ -170,7 +172,7 @@ func TestBuiltinEmbedAfter(t *testing.T) {
 				wholes[i] = head + "\n" + text
 			}
 		}
-		vecs, cuts, err := b.EmbedAfter(context.Background(), head, wholes)
+		vecs, analyses, err := b.EmbedAnalyzed(context.Background(), head, wholes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,15 +182,13 @@ func TestBuiltinEmbedAfter(t *testing.T) {
 			if !slices.Equal(vecs[i], want[0]) {
 				t.Fatalf("head %q, text %q: the vector differs from Embed's", head, text)
 			}
-			lang, _ := analysis.Detect(whole)
-			var terms []analysis.Term
-			analysis.Analyze(text, lang, func(t analysis.Term) { terms = append(terms, t) })
-			if cuts[i].Lang != lang || !slices.Equal(cuts[i].Terms, terms) || cuts[i].Terms == nil {
-				t.Fatalf("head %q, text %q: cut %v %v, want %v %v", head, text, cuts[i].Lang, cuts[i].Terms, lang, terms)
+			analysed := analysis.AnalyzeUnder(head, text)
+			if got := analyses[i]; got.Lang != analysed.Lang || !slices.Equal(got.Terms, analysed.Terms) || got.Terms == nil {
+				t.Fatalf("head %q, text %q: analysed %v %v, want %v %v", head, text, got.Lang, got.Terms, analysed.Lang, analysed.Terms)
 			}
 		}
 	}
-	if _, _, err := b.EmbedAfter(context.Background(), "notes.txt", []string{"other.txt\nA text under another head."}); err == nil {
+	if _, _, err := b.EmbedAnalyzed(context.Background(), "notes.txt", []string{"other.txt\nA text under another head."}); err == nil {
 		t.Error("a text not under its head was embedded")
 	}
 }
@@ -201,7 +201,7 @@ func TestBuiltinCJK(t *testing.T) {
 	}
 }
 
-// TestBuiltinQueryLanguage checks that a query is cut in its own language
+// TestBuiltinQueryLanguage checks that a query is analysed in its own language
 // when detection is sure of it, and otherwise in the language of the
 // chunks it searches.
 func TestBuiltinQueryLanguage(t *testing.T) {
@@ -231,12 +231,19 @@ type inProcessWrapper struct{ Embedder }
 
 func (w inProcessWrapper) InProcess() bool { return InProcess(w.Embedder) }
 
+// serverEmbedder stands for an embedder that sends its texts to a model
+// server: nothing says it embeds in process.
+type serverEmbedder struct{}
+
+func (serverEmbedder) Model() string { return "server" }
+func (serverEmbedder) Dim() int      { return 1 }
+func (serverEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return nil, errors.New("not reached")
+}
+
 func TestInProcess(t *testing.T) {
 	b := NewBuiltin()
-	o, err := NewOllamaEmbedder(OllamaConfig{URL: "http://127.0.0.1:1", EmbedModel: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := serverEmbedder{} // as a model server's client is (llm/ollama tests its own)
 	for _, c := range []struct {
 		name string
 		e    Embedder
@@ -244,8 +251,8 @@ func TestInProcess(t *testing.T) {
 	}{
 		{"builtin", b, true},
 		{"wrapped builtin", inProcessWrapper{b}, true},
-		{"ollama", o, false},
-		{"wrapped ollama", inProcessWrapper{o}, false},
+		{"server's", o, false},
+		{"wrapped server's", inProcessWrapper{o}, false},
 		{"wrapper that does not say", struct{ Embedder }{b}, false},
 	} {
 		if got := InProcess(c.e); got != c.want {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/docsift/docsift/internal/redact"
 )
 
 // Modes of choosing a model, as the --embedder and --answerer flags take
@@ -23,63 +21,55 @@ const (
 // that takes longer than this to say its version is not one to rely on.
 const probeTimeout = 3 * time.Second
 
+// Remote is a model on a model server (Ollama's, from llm/ollama), as
+// choosing needs it: Open makes the model without reaching the server
+// (called only in the modes that may use it), check says whether the
+// server answers and holds the model, and Ready why it was chosen when it
+// does.
+type Remote[T any] struct {
+	Open  func() (model T, check func(context.Context) error, err error)
+	Ready func(T) string
+}
+
 // ChooseEmbedder returns the embedder mode asks for and a sentence saying
-// why it was chosen. In auto mode it is Ollama's when Ollama answers and has
-// the model, else the built-in one. In ollama mode an unreachable Ollama is
-// not an error: the server starts, and jobs wait for it (the reason says so).
-func ChooseEmbedder(ctx context.Context, mode string, cfg OllamaConfig) (Embedder, string, error) {
-	cfg = cfg.WithDefaults()
+// why it was chosen. In auto mode it is the remote one when its server
+// answers and has the model, else the built-in one. In ollama mode an
+// unreachable server is not an error: the server starts, and jobs wait for
+// it (the reason says so).
+func ChooseEmbedder(ctx context.Context, mode string, remote Remote[Embedder]) (Embedder, string, error) {
 	return choose(ctx, mode, modelChoice[Embedder]{
 		flag: "--embedder", local: ModeBuiltin,
 		localModel: func() Embedder { return NewBuiltin() },
-		ollama: func() (Embedder, func(context.Context) error, error) {
-			e, err := NewOllamaEmbedder(cfg)
-			if err != nil {
-				return nil, nil, err
-			}
-			return e, e.Check, nil
-		},
-		ready: func(e Embedder) string {
-			return fmt.Sprintf("Ollama at %s has %s (%d dimensions)", redact.Text(cfg.URL), cfg.EmbedModel, e.Dim())
-		},
-		waiting: "indexing jobs wait and retry until Ollama answers",
-		missing: "indexing jobs fail until the model is pulled",
-		instead: "using the built-in embedder",
+		remote:     remote,
+		waiting:    "indexing jobs wait and retry until Ollama answers",
+		missing:    "indexing jobs fail until the model is pulled",
+		instead:    "using the built-in embedder",
 	})
 }
 
-// ChooseAnswerer is ChooseEmbedder for answers: Ollama's chat model, or
+// ChooseAnswerer is ChooseEmbedder for answers: the remote chat model, or
 // extractive answers.
-func ChooseAnswerer(ctx context.Context, mode string, cfg OllamaConfig) (Answerer, string, error) {
-	cfg = cfg.WithDefaults()
+func ChooseAnswerer(ctx context.Context, mode string, remote Remote[Answerer]) (Answerer, string, error) {
 	return choose(ctx, mode, modelChoice[Answerer]{
 		flag: "--answerer", local: ModeExtractive,
 		localModel: func() Answerer { return NewExtractive() },
-		ollama: func() (Answerer, func(context.Context) error, error) {
-			a, err := NewOllamaAnswerer(cfg)
-			if err != nil {
-				return nil, nil, err
-			}
-			return a, a.Check, nil
-		},
-		ready:   func(Answerer) string { return fmt.Sprintf("Ollama at %s has %s", redact.Text(cfg.URL), cfg.ChatModel) },
-		waiting: "queries answer extractively until Ollama answers",
-		missing: "queries answer extractively until the model is pulled",
-		instead: "answers are extractive",
+		remote:     remote,
+		waiting:    "queries answer extractively until Ollama answers",
+		missing:    "queries answer extractively until the model is pulled",
+		instead:    "answers are extractive",
 	})
 }
 
 // modelChoice is what differs between choosing an embedder and an answerer:
-// the flag, the local model that needs nothing, and how to reach Ollama's.
+// the flag, the local model that needs nothing, and the remote one.
 type modelChoice[T any] struct {
 	flag       string // the flag being decided, for messages
 	local      string // the mode that names the local model
 	localModel func() T
-	ollama     func() (model T, check func(context.Context) error, err error)
-	ready      func(T) string // why Ollama's model was chosen
-	waiting    string         // what happens while a forced Ollama is down
-	missing    string         // and while its model is not pulled
-	instead    string         // what auto mode uses when Ollama is not usable
+	remote     Remote[T]
+	waiting    string // what happens while a forced Ollama is down
+	missing    string // and while its model is not pulled
+	instead    string // what auto mode uses when Ollama is not usable
 }
 
 // choose probes Ollama in auto and ollama modes. Auto falls back to the
@@ -96,7 +86,7 @@ func choose[T any](ctx context.Context, mode string, c modelChoice[T]) (T, strin
 	default:
 		return zero, "", fmt.Errorf("%s must be %s, %s or %s, not %q", c.flag, ModeAuto, ModeOllama, c.local, mode)
 	}
-	m, check, err := c.ollama()
+	m, check, err := c.remote.Open()
 	if err != nil {
 		return zero, "", err
 	}
@@ -108,7 +98,7 @@ func choose[T any](ctx context.Context, mode string, c modelChoice[T]) (T, strin
 	case errors.As(err, &mce):
 		return zero, "", fmt.Errorf("%s: %w", c.flag, err)
 	case err == nil:
-		return m, c.ready(m), nil
+		return m, c.remote.Ready(m), nil
 	case mode == ModeOllama:
 		then := c.waiting
 		var mnf *ModelNotFoundError

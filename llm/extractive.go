@@ -26,7 +26,7 @@ const (
 	// one endless "sentence" (a table, a code listing) cannot flood it.
 	maxExtractAnswerRunes = 700
 
-	// maxExtractSentenceRunes bounds one quoted sentence; longer ones are cut
+	// maxExtractSentenceRunes bounds one quoted sentence; longer ones are truncated
 	// to a window around their first matching term.
 	maxExtractSentenceRunes = 320
 
@@ -100,7 +100,7 @@ func extractAnswer(query string, sources []Source) string {
 	if nq == 0 {
 		return NoMatchAnswer
 	}
-	// Cut and analyse every sentence once; a source's terms are the union of
+	// Split into sentences and analyse each once; a source's terms are the union of
 	// its sentences', which gives the document frequencies for idf.
 	type sentence struct {
 		source, pos int
@@ -277,7 +277,7 @@ func extractAnswer(query string, sources []Source) string {
 // answerLanguage is the language the query and its sources are compared
 // in: the query's own when detection is sure of it, otherwise the first
 // source's (a chunk is long enough to tell), so that every word of both is
-// cut by the same rules. The source's language is the one the index cut
+// analysed by the same rules. The source's language is the one the index analysed
 // it in, when it came from there: a retrieved chunk is seldom in
 // detection's memo, and detecting one outside plain English took 0.36 ms
 // of an answer's 0.48 from five German passages
@@ -336,7 +336,7 @@ func (a *answerTerms) of(text string, buf []int32, alsoStop ...analysis.Lang) []
 // queryStopLangs are the languages whose stop words a query drops, as
 // search drops them (index.view.queryTerms): the query's own when
 // detection is sure of it, and the language most of the sources are in.
-// A query too short to tell its language is cut in the first source's
+// A query too short to tell its language is analysed in the first source's
 // (answerLanguage); if that source is Japanese among English ones, "the"
 // in "the password" would otherwise be a word of the question.
 func queryStopLangs(query string, sources []Source) []analysis.Lang {
@@ -460,7 +460,7 @@ func nearDuplicate(c extractCandidate, picked []extractCandidate) bool {
 }
 
 // clipSentence bounds s to maxExtractSentenceRunes, keeping a window that
-// starts a little before the first word matching a query term, cut at word
+// starts a little before the first word matching a query term, trimmed at word
 // boundaries and marked with "…" where text was dropped. In a sentence
 // over the bound, words too long to read (see shortenLongWords) are
 // shortened first.
@@ -494,7 +494,7 @@ func clipSentence(s string, isQueryTerm func(string) bool, lang analysis.Lang) s
 	end := min(len(runes), start+maxExtractSentenceRunes)
 	start = max(0, end-maxExtractSentenceRunes)
 	// Move inward to word boundaries, unless there is none near: text
-	// written without spaces (Chinese, Thai) is cut where the window ends.
+	// written without spaces (Chinese, Thai) is truncated where the window ends.
 	if start > 0 {
 		k := start
 		for k < end && k-start < maxWordRunes && !unicode.IsSpace(runes[k-1]) {
@@ -578,7 +578,7 @@ func isWordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '\'' || r == '’'
 }
 
-// splitAfterCitations cuts an answer into pieces that each end with a
+// splitAfterCitations splits an answer into pieces that each end with a
 // citation (and the space after it), so that their concatenation is the
 // answer itself.
 func splitAfterCitations(answer string) []string {
@@ -597,7 +597,7 @@ func splitAfterCitations(answer string) []string {
 	return pieces
 }
 
-// splitSentences cuts text into sentences: at blank lines and bullet lines
+// splitSentences splits text into sentences: at blank lines and bullet lines
 // (structure a PDF or Markdown text keeps), and where analysis.Sentences
 // ends one, as chunking does. Whitespace inside a sentence is collapsed, so
 // PDF line breaks disappear.

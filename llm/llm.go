@@ -1,9 +1,11 @@
 // Package llm holds the models docsift talks to: embedders that turn text into
 // vectors and answerers that write an answer grounded in retrieved chunks.
 //
-// Two families implement the interfaces: the built-in ones (deterministic, no
-// model files, always available) and Ollama's (a local model server). Callers
-// depend only on the interfaces, so the choice is made once, at start-up.
+// Two families implement the interfaces: the built-in ones here
+// (deterministic, no model files, always available) and a model server's
+// (Ollama's, in llm/ollama). Callers depend only on the interfaces and on
+// the errors of errors.go, so the choice is made once, at start-up
+// (choose.go), and only the wiring knows which server is behind them.
 package llm
 
 import (
@@ -37,7 +39,7 @@ type Source struct {
 	Title string // document name
 	Page  int    // 1-based page, 0 when the document has no pages
 	Text  string
-	// Lang is the language Text was cut in when it was indexed; Neutral
+	// Lang is the language Text was analysed in when it was indexed; Neutral
 	// when it is not known (or the text is in none of analysis's
 	// languages), and then detected where it matters.
 	Lang analysis.Lang
@@ -47,7 +49,7 @@ type Source struct {
 //
 // When onDelta is non-nil it receives the answer as it is produced (one call
 // per piece); the returned string is always the whole answer. An answer the
-// model stopped at its length limit comes with a *CutAnswerError: a warning
+// model stopped at its length limit comes with a *TruncatedAnswerError: a warning
 // for the reader, with the answer intact, not a failure.
 type Answerer interface {
 	Model() string

@@ -20,7 +20,7 @@ import (
 
 const (
 	// pdfTrailerWindow is how far from the end of a PDF the "%%EOF" marker
-	// must appear. A PDF without it was cut short (an interrupted upload
+	// must appear. A PDF without it was truncated (an interrupted upload
 	// or copy); MuPDF would "repair" it and silently index only the pages
 	// it could find, so it is refused as corrupt instead.
 	pdfTrailerWindow = 1024

@@ -42,7 +42,7 @@ func enterSandbox(opts workerOptions) sandboxReport {
 			r.LandlockErr += ": " + err.Error()
 		}
 	default:
-		// The newest configuration the library knows, cut down to what
+		// The newest configuration the library knows, reduced to what
 		// the kernel supports: each newer ABI only refuses more.
 		cfg := landlock.V11
 		// Before landlockOneDomain, each thread enters a sandbox of its

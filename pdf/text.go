@@ -80,7 +80,7 @@ func decodeText(data []byte, partial bool) (string, bool) {
 	return s, notBinary(s)
 }
 
-// trimIncompleteUTF8 drops a multi-byte sequence cut off at the end of b.
+// trimIncompleteUTF8 drops a multi-byte sequence truncated at the end of b.
 func trimIncompleteUTF8(b []byte) []byte {
 	for i := 1; i < utf8.UTFMax && i <= len(b); i++ {
 		if utf8.RuneStart(b[len(b)-i]) {

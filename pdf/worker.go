@@ -437,7 +437,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 func (t *tailBuffer) String() string { return string(t.buf) }
 
-// clip cuts s to at most n bytes, on a character's boundary.
+// clip truncates s to at most n bytes, on a character's boundary.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s

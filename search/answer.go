@@ -81,7 +81,7 @@ func (s *Service) answer(ctx context.Context, query string, sources []llm.Source
 	start := time.Now()
 	text, err := s.answerer.Answer(ctx, query, sources, relay)
 	model := s.answerer.Model()
-	if cut := (*llm.CutAnswerError)(nil); errors.As(err, &cut) {
+	if cut := (*llm.TruncatedAnswerError)(nil); errors.As(err, &cut) {
 		warnings, err = append(warnings, cut.Error()), nil // usable, but incomplete
 	}
 	if err == nil {

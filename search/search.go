@@ -16,28 +16,22 @@ import (
 
 	"github.com/docsift/docsift/analysis"
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/indexes"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/store"
 	"github.com/docsift/docsift/websearch"
 )
 
-// Indexes gives search an owner's live index and the embedder its vectors
-// came from; *ingest.Engine is one. Defined here, where it is used, so that
-// search does not depend on the indexing pipeline.
-type Indexes interface {
-	// Index returns the owner's index, loading it on first use.
-	Index(owner string) (*index.OwnerIndex, error)
+// Engine gives search the owners' live indexes and the embedders their
+// vectors came from; *ingest.Engine is one. Defined here, where it is
+// used, so that search does not depend on the indexing pipeline.
+type Engine interface {
+	// Indexes returns the owners' live indexes.
+	Indexes() *indexes.Set
 	// Embedder returns the embedder of model, or an error saying what to
 	// do when this server cannot run it.
 	Embedder(model string) (llm.Embedder, error)
-	// Waiting returns how many of the owner's chunks are indexed without
-	// their vector yet: found by their words only, until it comes.
-	Waiting(owner string) int
-	// CatchingUp returns how many of the owner's chunks are not found
-	// yet because its index, loaded from a snapshot, is still being
-	// caught up with the store.
-	CatchingUp(owner string) int
 }
 
 // DefaultQueryEmbedTimeout bounds how long a query waits for its vector.
@@ -59,7 +53,8 @@ var ErrWebNotConfigured = errors.New("internet search is not configured: set --s
 
 // Service runs queries.
 type Service struct {
-	indexes  Indexes
+	indexes  *indexes.Set
+	engine   Engine
 	store    store.Backend
 	answerer llm.Answerer
 	fallback llm.Answerer // answers when answerer fails
@@ -76,8 +71,8 @@ type Service struct {
 }
 
 // New returns a query service. web may be nil.
-func New(indexes Indexes, st store.Backend, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
-	return &Service{indexes: indexes, store: st, answerer: answerer, fallback: llm.NewExtractive(), web: web, log: log,
+func New(engine Engine, st store.Backend, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
+	return &Service{indexes: engine.Indexes(), engine: engine, store: st, answerer: answerer, fallback: llm.NewExtractive(), web: web, log: log,
 		searching: make(chan struct{}, DefaultMaxSearches())}
 }
 
@@ -148,13 +143,13 @@ const (
 // them). The filter is applied inside retrieval, so k chunks come back
 // whenever k allowed chunks match.
 func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int, filter *Filter) ([]Result, []string, error) {
-	x, err := s.indexes.Index(owner)
+	x, err := s.indexes.Get(owner)
 	if err != nil {
 		return nil, nil, err
 	}
 	var warnings []string
 	q := index.Query{Text: query, K: k, Filter: filter.indexFilter(), FilterKey: filter.key()}
-	embedder, err := s.indexes.Embedder(x.Model())
+	embedder, err := s.engine.Embedder(x.Model())
 	if err != nil {
 		warnings = append(warnings, "results are lexical only: "+err.Error())
 	} else if q.Vector, err = s.embedQueryWithin(ctx, embedder, query, x); err != nil {

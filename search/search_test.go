@@ -10,18 +10,29 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/indexes"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
 )
 
-// oneIndex serves one owner's index, without an embedder: searches are
-// lexical.
-type oneIndex struct{ x *index.OwnerIndex }
+// noChunks is an indexes.Source of owners without chunks.
+type noChunks struct{}
 
-func (o oneIndex) Index(string) (*index.OwnerIndex, error) { return o.x, nil }
-func (oneIndex) Embedder(string) (llm.Embedder, error)     { return nil, errors.New("no embedder here") }
-func (oneIndex) Waiting(string) int                        { return 0 }
-func (oneIndex) CatchingUp(string) int                     { return 0 }
+func (noChunks) OwnerSeqs(string) ([]uint64, error)                   { return nil, nil }
+func (noChunks) OwnerModel(string) (*store.OwnerModel, error)         { return nil, store.ErrNotFound }
+func (noChunks) MissingVectors(string, string) ([]uint64, error)      { return nil, nil }
+func (noChunks) Entries(string, int, []uint64) ([]index.Entry, error) { return nil, nil }
+
+// emptyOwners serves owners with empty indexes, without an embedder:
+// searches are lexical.
+type emptyOwners struct{ set *indexes.Set }
+
+func newEmptyOwners(t *testing.T) emptyOwners {
+	return emptyOwners{indexes.New(noChunks{}, t.TempDir(), "none", func() int { return 0 }, indexes.Options{}, slog.New(slog.DiscardHandler))}
+}
+
+func (o emptyOwners) Indexes() *indexes.Set               { return o.set }
+func (emptyOwners) Embedder(string) (llm.Embedder, error) { return nil, errors.New("no embedder here") }
 
 func TestSearchesWaitForASlot(t *testing.T) {
 	st, err := store.Open(t.TempDir())
@@ -29,7 +40,7 @@ func TestSearchesWaitForASlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s := New(oneIndex{index.New("none", 0)}, st, llm.NewExtractive(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := New(newEmptyOwners(t), st, llm.NewExtractive(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if n := cap(s.searching); n != DefaultMaxSearches() {
 		t.Fatalf("%d searches at once by default, want %d", n, DefaultMaxSearches())
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,9 +19,9 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/internal/testpdf"
+	"github.com/docsift/docsift/subpage"
 
 	"github.com/docsift/docsift/pdf"
-	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
@@ -285,7 +284,7 @@ func TestSubpageClampingReuseExpiryAndErrors(t *testing.T) {
 	wantError(t, e.fetch(t, a.SubpageURL), http.StatusGone, "expired")
 }
 
-// A PDF that MuPDF repairs as it reads it, but pdfcpu cannot cut (its
+// A PDF that MuPDF repairs as it reads it, but pdfcpu cannot slice (its
 // startxref points nowhere), is indexed, and its subpages are refused in
 // words, not with a 500.
 func TestSubpageOfDamagedPDF(t *testing.T) {
@@ -318,7 +317,7 @@ func TestSubpagesGoWithTheirDocument(t *testing.T) {
 		}
 		return up.DocumentID
 	}
-	cut := func(doc string) string {
+	slice := func(doc string) string {
 		t.Helper()
 		q := e.query(t, e.a.key, "/query/customer", map[string]any{"customer_id": owner, "query": "two things", "top_k": 10})
 		for _, c := range q.Chunks {
@@ -337,7 +336,7 @@ func TestSubpagesGoWithTheirDocument(t *testing.T) {
 		return len(entries)
 	}
 	kept, deleted := upload("kept"), upload("deleted")
-	keptURL, deletedURL := cut(kept), cut(deleted)
+	keptURL, deletedURL := slice(kept), slice(deleted)
 	if n := files(); n != 2 {
 		t.Fatalf("%d subpage files, want 2", n)
 	}
@@ -434,30 +433,32 @@ func TestTextUploadIsTextWhateverItStartsWith(t *testing.T) {
 	}
 }
 
-// Subpages are cut two at a time: a cut holds its whole PDF in memory, and
-// a request for a cut that the one before it made takes that one.
-func TestSubpageCutsWaitTheirTurn(t *testing.T) {
-	e := newEnv(t, withMaxFileBytes(1<<20))
+// Subpages are sliced two at a time: a slice holds its whole PDF in
+// memory, and a request for a slice that the one before it made takes
+// that one.
+func TestSubpageSlicesWaitTheirTurn(t *testing.T) {
+	var slices slicer
+	e := newEnv(t, withMaxFileBytes(1<<20), withSlicer(&slices))
 	owner := e.a.customers[0]
 	if j := e.uploadPDF(t, e.a.key, owner, "numbered.pdf", numberedPDF(9)); j.Status != store.StatusSucceeded {
 		t.Fatalf("job: %+v", j)
 	}
 	chunk := e.query(t, e.a.key, "/query/customer", map[string]any{"customer_id": owner, "query": "five things", "top_k": 1}).Chunks[0].ChunkID
 
-	var running, most, cuts atomic.Int32
+	var running, most, made atomic.Int32
 	entered, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(server.WatchCuts(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
+	slices.set(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
 		n := running.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
-		cuts.Add(1)
+		made.Add(1)
 		entered <- struct{}{}
 		<-release
 		running.Add(-1)
 		return slice(data, first, last)
-	}))
+	})
 
-	// Four cuts of their own, and four asking for one cut: the whole
+	// Four slices of their own, and four asking for one slice: the whole
 	// document, which variences of 4 and more all name.
 	variences := []int{0, 1, 2, 3, 4, 4, 5, 50}
 	urls := make([]string, len(variences))
@@ -485,35 +486,36 @@ func TestSubpageCutsWaitTheirTurn(t *testing.T) {
 		}
 		break
 	}
-	if m := most.Load(); m > server.MaxCuts || server.MaxCuts >= 5 {
-		t.Errorf("%d cuts ran at once, want at most %d, fewer than the 5 asked for", m, server.MaxCuts)
+	if m := most.Load(); m > subpage.MaxSlices || subpage.MaxSlices >= 5 {
+		t.Errorf("%d slices ran at once, want at most %d, fewer than the 5 asked for", m, subpage.MaxSlices)
 	}
-	if n := cuts.Load(); n > int32(5+server.MaxCuts-1) {
-		t.Errorf("%d cuts for 5 subpages: the requests for one cut did not take the first's", n)
+	if n := made.Load(); n > int32(5+subpage.MaxSlices-1) {
+		t.Errorf("%d slices for 5 subpages: the requests for one slice did not take the first's", n)
 	}
 	for i := 5; i < len(urls); i++ {
 		if urls[i] != urls[4] {
-			t.Errorf("one cut gave two URLs: %s, %s", urls[4], urls[i])
+			t.Errorf("one slice gave two URLs: %s, %s", urls[4], urls[i])
 		}
 	}
 }
 
-// A document deleted while a subpage of it is cut leaves no subpage: its
+// A document deleted while a subpage of it is sliced leaves no subpage: its
 // URL would serve the deleted pages, with no key, until it expired.
-func TestSubpageOfADocumentDeletedWhileCut(t *testing.T) {
-	e := newEnv(t, withMaxFileBytes(1<<20))
+func TestSubpageOfADocumentDeletedWhileSliced(t *testing.T) {
+	var slices slicer
+	e := newEnv(t, withMaxFileBytes(1<<20), withSlicer(&slices))
 	owner := e.a.customers[0]
 	up := decodeAs[apiUpload](t, e.uploadFile(t, e.a.key, dataPart(map[string]string{"owner_id": owner}), filePart("numbered.pdf", numberedPDF(3))))
 	if j := e.waitJob(t, e.a.key, up.JobID); j.Status != store.StatusSucceeded {
 		t.Fatalf("job: %+v", j)
 	}
 	chunk := e.query(t, e.a.key, "/query/customer", map[string]any{"customer_id": owner, "query": "two things", "top_k": 1}).Chunks[0].ChunkID
-	t.Cleanup(server.WatchCuts(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
+	slices.set(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
 		if r := e.do(t, http.MethodDelete, "/documents/"+up.DocumentID, e.a.key, "", nil); r.status != http.StatusOK {
-			t.Errorf("delete during the cut: %s", r)
+			t.Errorf("delete during the slice: %s", r)
 		}
 		return slice(data, first, last)
-	}))
+	})
 	wantError(t, e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": chunk, "owner_id": owner, "varience": 1}), http.StatusNotFound, "chunk "+chunk+" not found")
 	entries, err := os.ReadDir(filepath.Join(e.dir, "subpages"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -521,25 +523,5 @@ func TestSubpageOfADocumentDeletedWhileCut(t *testing.T) {
 	}
 	if len(entries) != 0 {
 		t.Errorf("%d subpage files of a deleted document kept", len(entries))
-	}
-}
-
-func TestSubpageFileName(t *testing.T) {
-	for _, c := range []struct{ doc, want string }{
-		{"numbered.pdf", "numbered-pages-1-2.pdf"},
-		{"UPPER.PDF", "UPPER-pages-1-2.pdf"},
-		{"Отчёт 2024.pdf", "Отчёт_2024-pages-1-2.pdf"},
-		{"報告書.pdf", "報告書-pages-1-2.pdf"},
-		{"a/b\\c\"d;e.pdf", "a_b_c_d_e-pages-1-2.pdf"},
-		{"???.pdf", "document-pages-1-2.pdf"},
-	} {
-		if got := server.SubpageFileName(c.doc, 1, 2); got != c.want {
-			t.Errorf("subpageFileName(%q) = %q, want %q", c.doc, got, c.want)
-		}
-	}
-	// The header carries a name in any script, as RFC 2231 encodes it.
-	_, params, err := mime.ParseMediaType(mime.FormatMediaType("inline", map[string]string{"filename": server.SubpageFileName("Отчёт.pdf", 1, 2)}))
-	if err != nil || params["filename"] != "Отчёт-pages-1-2.pdf" {
-		t.Errorf("Content-Disposition filename = %q, %v", params["filename"], err)
 	}
 }

@@ -259,7 +259,7 @@ func (s *Server) driveFiles(c echo.Context) error {
 }
 
 func (s *Server) driveItemOf(f *drive.File) driveItem {
-	it := driveItem{ID: f.ID, Name: f.Name, MimeType: f.MimeType, Type: driveTypeLabel(f.MimeType), Folder: f.Folder()}
+	it := driveItem{ID: f.ID, Name: f.Name, MimeType: f.MimeType, Type: drive.TypeLabel(f.MimeType), Folder: f.Folder()}
 	if f.Size >= 0 {
 		size := f.Size
 		it.Size = &size
@@ -269,7 +269,7 @@ func (s *Server) driveItemOf(f *drive.File) driveItem {
 		it.ModifiedTime = &t
 	}
 	if !it.Folder {
-		_, it.Refused = driveRefusal(f, s.cfg.MaxFileBytes)
+		_, it.Refused = driveRefusal(f.Importable(s.cfg.MaxFileBytes), s.cfg.MaxFileBytes)
 		it.Importable = it.Refused == ""
 	}
 	return it
@@ -306,14 +306,7 @@ func (s *Server) driveImport(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), driveImportTimeout)
 	defer cancel()
-	f, err := s.cfg.Drive.Stat(ctx, sess.ID, req.FileID)
-	if err != nil {
-		return s.driveError(c, err, "file_id")
-	}
-	if status, reason := driveRefusal(f, s.cfg.MaxFileBytes); reason != "" {
-		return errorf(status, "%s", reason)
-	}
-	body, err := s.cfg.Drive.Download(ctx, sess.ID, f, s.cfg.MaxFileBytes)
+	f, body, err := s.cfg.Drive.Fetch(ctx, sess.ID, req.FileID, s.cfg.MaxFileBytes)
 	if err != nil {
 		return s.driveError(c, err, "file_id")
 	}
@@ -372,9 +365,29 @@ func (s *Server) driveDisconnect(c echo.Context) error {
 	return c.JSON(http.StatusOK, driveDisconnectResponse{Disconnected: true, Revoked: revoked})
 }
 
+// driveRefusal words why a file cannot be imported (drive.File.Importable)
+// under a limit of limit bytes, with the status an import answers; 0 and
+// "" for any other error.
+func driveRefusal(err error, limit int64) (int, string) {
+	var tooLarge *drive.TooLargeError
+	var unsupported *drive.UnsupportedError
+	switch {
+	case errors.Is(err, drive.ErrFolder):
+		return http.StatusBadRequest, "this is a folder: open it and choose files"
+	case errors.As(err, &unsupported):
+		return http.StatusUnsupportedMediaType, unsupported.Reason
+	case errors.As(err, &tooLarge) && tooLarge.Size >= 0:
+		return http.StatusRequestEntityTooLarge, "the file is " + overLimit(tooLarge.Size, limit)
+	}
+	return 0, ""
+}
+
 // driveError answers a failure of the drive package in the page's words.
 // field names the request field an invalid id came in.
 func (s *Server) driveError(c echo.Context, err error, field string) error {
+	if status, msg := driveRefusal(err, s.cfg.MaxFileBytes); status != 0 {
+		return errorf(status, "%s", msg)
+	}
 	var tooLarge *drive.TooLargeError
 	switch {
 	case errors.Is(err, drive.ErrNotConnected):
@@ -386,8 +399,6 @@ func (s *Server) driveError(c echo.Context, err error, field string) error {
 	case errors.Is(err, drive.ErrRateLimited):
 		c.Response().Header().Set("Retry-After", strconv.Itoa(driveRetryAfterSeconds))
 		return errorf(http.StatusTooManyRequests, "Google Drive is limiting requests right now: try again in a minute")
-	case errors.As(err, &tooLarge) && tooLarge.Size >= 0:
-		return errorf(http.StatusRequestEntityTooLarge, "the file is %s", overLimit(tooLarge.Size, s.cfg.MaxFileBytes))
 	case errors.As(err, &tooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, "the file is over the limit of %s", humanBytes(s.cfg.MaxFileBytes))
 	case errors.Is(err, drive.ErrExportTooLarge):
@@ -403,119 +414,6 @@ func (s *Server) driveError(c echo.Context, err error, field string) error {
 		return errorf(http.StatusServiceUnavailable, "Google Drive is not answering as it should right now: try again in a moment")
 	}
 	return err
-}
-
-// driveRefusal says why f cannot be imported, with the status an import
-// answers, or "" when it can: judged from its type and reported size, before
-// anything is downloaded. The content's own type is checked again on
-// submit, as for any upload.
-func driveRefusal(f *drive.File, limit int64) (int, string) {
-	switch {
-	case f.Folder():
-		return http.StatusBadRequest, "this is a folder: open it and choose files"
-	case f.MimeType == drive.ShortcutType:
-		return http.StatusUnsupportedMediaType, "shortcuts are not imported: open the folder of the file it points to and choose the file itself"
-	case f.GoogleFormat() && f.ExportType() == "":
-		return http.StatusUnsupportedMediaType, driveTypeLabel(f.MimeType) + " files cannot be imported; Google Docs, Sheets and Slides can"
-	case f.Size > limit:
-		return http.StatusRequestEntityTooLarge, "the file is " + overLimit(f.Size, limit)
-	case f.GoogleFormat():
-		return 0, ""
-	}
-	if reason := driveTypeRefusal(f.MimeType); reason != "" {
-		return http.StatusUnsupportedMediaType, reason
-	}
-	return 0, ""
-}
-
-// driveImportTypes are the MIME types Drive gives the formats docsift reads
-// (see pdf.Supported). Any text/ type is read as text too, and a file Drive
-// could not type (application/octet-stream) is fetched and judged by its
-// content, as an upload is.
-var driveImportTypes = []string{
-	"application/pdf",
-	"application/epub+zip",
-	"application/vnd.ms-xpsdocument", "application/oxps",
-	"application/x-fictionbook+xml", "application/x-fictionbook",
-	"application/x-mobipocket-ebook",
-	"application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-	"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-	"application/vnd.openxmlformats-officedocument.presentationml.presentation",
-	"application/xhtml+xml",
-	"image/png", "image/jpeg", "image/tiff", // read through OCR
-	"application/octet-stream",
-}
-
-// driveTypeRefusal says why a file of mimeType is not imported, in the
-// words of docsift's 415s, or "" when it is.
-func driveTypeRefusal(mimeType string) string {
-	mt := strings.ToLower(mimeType)
-	switch {
-	case slices.Contains(driveImportTypes, mt):
-		return ""
-	case mt == "text/rtf":
-		return "RTF documents are not supported: save it as PDF or DOCX"
-	case strings.HasPrefix(mt, "text/"):
-		return ""
-	case strings.HasPrefix(mt, "image/"):
-		return "of images, only PNG, JPEG and TIFF are read (through OCR)"
-	case strings.HasPrefix(mt, "audio/"), strings.HasPrefix(mt, "video/"):
-		return "audio and video are not documents"
-	case mt == "application/msword", mt == "application/vnd.ms-excel", mt == "application/vnd.ms-powerpoint":
-		return "legacy Microsoft Office files (.doc/.xls/.ppt) are not supported: save it as PDF or DOCX"
-	case strings.HasPrefix(mt, "application/vnd.oasis.opendocument."):
-		return "OpenDocument files are not supported: save it as PDF or DOCX"
-	case mt == "application/rtf":
-		return "RTF documents are not supported: save it as PDF or DOCX"
-	case mt == "application/zip", mt == "application/x-zip-compressed", mt == "application/x-7z-compressed",
-		mt == "application/x-rar-compressed", mt == "application/vnd.rar", mt == "application/gzip", mt == "application/x-tar":
-		return "archives are not supported: import the files inside it"
-	}
-	return "files of type " + mimeType + " are not supported"
-}
-
-// driveTypeLabels name the types the picker shows most.
-var driveTypeLabels = map[string]string{
-	drive.FolderType:                      "Folder",
-	drive.DocumentType:                    "Google Doc",
-	drive.SpreadsheetType:                 "Google Sheet",
-	drive.PresentationType:                "Google Slides",
-	drive.ShortcutType:                    "Shortcut",
-	"application/vnd.google-apps.form":    "Google Form",
-	"application/vnd.google-apps.drawing": "Google Drawing",
-	"application/vnd.google-apps.site":    "Google Site",
-	"application/vnd.google-apps.map":     "Google My Maps",
-	"application/pdf":                     "PDF",
-	"application/epub+zip":                "EPUB",
-	"application/vnd.openxmlformats-officedocument.wordprocessingml.document":   "Word",
-	"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet":         "Excel",
-	"application/vnd.openxmlformats-officedocument.presentationml.presentation": "PowerPoint",
-	"application/msword":            "Word (legacy .doc)",
-	"application/vnd.ms-excel":      "Excel (legacy .xls)",
-	"application/vnd.ms-powerpoint": "PowerPoint (legacy .ppt)",
-	"text/plain":                    "Text",
-	"text/markdown":                 "Markdown",
-	"text/x-markdown":               "Markdown",
-	"text/html":                     "HTML",
-	"text/csv":                      "CSV",
-}
-
-func driveTypeLabel(mimeType string) string {
-	if l, ok := driveTypeLabels[strings.ToLower(mimeType)]; ok {
-		return l
-	}
-	switch major, _, _ := strings.Cut(mimeType, "/"); major {
-	case "image":
-		return "Image"
-	case "video":
-		return "Video"
-	case "audio":
-		return "Audio"
-	}
-	if strings.HasPrefix(mimeType, "application/vnd.google-apps.") {
-		return "Google " + strings.TrimPrefix(mimeType, "application/vnd.google-apps.")
-	}
-	return mimeType
 }
 
 // driveOutcomeMessage is what the page says after a sign-in, from the

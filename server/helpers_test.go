@@ -27,6 +27,7 @@ import (
 	"github.com/docsift/docsift/internal/drivetest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/outbound"
+	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
@@ -246,6 +247,30 @@ func withMaxTextBytes(n int64) func(*envOptions) {
 }
 
 func withDefaultLimits() func(*envOptions) { return func(o *envOptions) { o.defaultLimits = true } }
+
+// slicer is what a test sees of the slicing of subpages' PDFs: the server
+// slices through it, with pdf.Slice, and through watch once the test has
+// set it (after the env it may use is built).
+type slicer struct {
+	watch atomic.Pointer[func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error)]
+}
+
+// set has watch slice the subpages' PDFs, given pdf.Slice to call.
+func (s *slicer) set(watch func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error)) {
+	s.watch.Store(&watch)
+}
+
+func (s *slicer) slice(data []byte, first, last int) ([]byte, error) {
+	if w := s.watch.Load(); w != nil {
+		return (*w)(pdf.Slice, data, first, last)
+	}
+	return pdf.Slice(data, first, last)
+}
+
+// withSlicer has the server slice subpages' PDFs through s.
+func withSlicer(s *slicer) func(*envOptions) {
+	return func(o *envOptions) { o.cfg.SlicePDF = s.slice }
+}
 
 func (e *env) newTenant(t *testing.T, name string, customers int) tenant {
 	t.Helper()

@@ -12,6 +12,7 @@ import (
 	"github.com/docsift/docsift/internal/ollamatest"
 	"github.com/docsift/docsift/internal/searxtest"
 	"github.com/docsift/docsift/llm"
+	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/websearch"
 )
@@ -26,8 +27,8 @@ const (
 func ollamaEnv(t *testing.T, wrap func(llm.Answerer) llm.Answerer) (*env, *ollamatest.Server) {
 	t.Helper()
 	ol := ollamatest.New(t, ollamatest.Model{Name: testEmbedModel, Dim: 64}, ollamatest.Model{Name: testChatModel})
-	cfg := llm.OllamaConfig{URL: ol.URL, EmbedModel: testEmbedModel, ChatModel: testChatModel, Timeout: 10 * time.Second}
-	em, err := llm.NewOllamaEmbedder(cfg)
+	cfg := ollama.Config{URL: ol.URL, EmbedModel: testEmbedModel, ChatModel: testChatModel, Timeout: 10 * time.Second}
+	em, err := ollama.NewEmbedder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func ollamaEnv(t *testing.T, wrap func(llm.Answerer) llm.Answerer) (*env, *ollam
 		t.Fatal(err)
 	}
 	var a llm.Answerer
-	if a, err = llm.NewOllamaAnswerer(cfg); err != nil {
+	if a, err = ollama.NewAnswerer(cfg); err != nil {
 		t.Fatal(err)
 	}
 	if wrap != nil {

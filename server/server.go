@@ -26,6 +26,7 @@ import (
 	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/subpage"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/sync/semaphore"
@@ -44,7 +45,7 @@ const (
 	// DefaultSubpageBudget bounds the disk one owner's live subpages take:
 	// a thousand subpages of a typical PDF (around a megabyte each), or
 	// seventy of a document whose pages share a 14 MB image; one owner
-	// cannot fill the disk with cuts of its documents.
+	// cannot fill the disk with slices of its documents.
 	DefaultSubpageBudget = 1 << 30
 	// DefaultMaxSubpagesPerProject bounds the live subpages of a project:
 	// a hundred for each of a thousand customers, and the owner budgets
@@ -93,6 +94,9 @@ type Config struct {
 
 	SubpageBudget         int64 // bytes one owner's live subpages may take
 	MaxSubpagesPerProject int   // live subpages one project may keep
+	// SlicePDF slices a subpage's pages out of its PDF; nil: pdf.Slice
+	// (see subpage.Config.Slice).
+	SlicePDF func(data []byte, first, last int) ([]byte, error)
 
 	// Quotas of one project (see quotas.go); 0: none. Unlike the
 	// limits above, a zero value does not take a Default: it is off.
@@ -169,8 +173,8 @@ type Server struct {
 
 	projectLimit, sessionLimit *rateLimiter
 
-	// cuts holds a place for each subpage being cut (see maxCuts).
-	cuts chan struct{}
+	// subpages makes subpages (POST /subpage).
+	subpages *subpage.Service
 
 	// bodies is the memory request bodies may take at once (bodies.go).
 	bodies *semaphore.Weighted
@@ -184,7 +188,11 @@ type Server struct {
 // New builds the API over its parts.
 func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Service, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg.withDefaults(), store: st, engine: engine, search: search, log: log,
-		cuts: make(chan struct{}, maxCuts), sessionUploads: map[string]int{}, bodies: semaphore.NewWeighted(bodyBudget)}
+		sessionUploads: map[string]int{}, bodies: semaphore.NewWeighted(bodyBudget)}
+	s.subpages = subpage.New(st, subpage.Config{
+		TTL: s.cfg.SubpageTTL, OwnerBytes: s.cfg.SubpageBudget, MaxPerProject: s.cfg.MaxSubpagesPerProject,
+		Slice: s.cfg.SlicePDF,
+	})
 	s.projectLimit = newRateLimiter(s.cfg.RateLimit, "project", s.cfg.RateBuckets)
 	s.sessionLimit = newRateLimiter(s.cfg.SessionRateLimit, "upload session", s.cfg.RateBuckets)
 	e := echo.New()

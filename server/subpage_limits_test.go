@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
 )
 
@@ -52,20 +51,21 @@ func (e *env) subpageFiles(t *testing.T) (n int, bytes int64) {
 	return n, bytes
 }
 
-// Finding 5: every chunk × varience was a cut of its own, each a full
+// Finding 5: every chunk × varience was a slice of its own, each a full
 // copy of what its pages share (153 requests on one PDF wrote 2.2 GB). Now
 // the requests that name the same pages, by any chunk and varience,
-// share one cut and one file.
-func TestSubpagesOfTheSamePagesShareOneCut(t *testing.T) {
-	e := newEnv(t, withMaxFileBytes(1<<20))
+// share one slice and one file.
+func TestSubpagesOfTheSamePagesShareOneSlice(t *testing.T) {
+	var slices slicer
+	e := newEnv(t, withMaxFileBytes(1<<20), withSlicer(&slices))
 	owner := e.a.customers[0]
 	const pages, maxV = 4, 4 // 20 requests, 9 runs of pages
 	chunks := e.chunksByPage(t, e.a.key, owner, pages)
-	var cuts atomic.Int32
-	t.Cleanup(server.WatchCuts(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
-		cuts.Add(1)
+	var made atomic.Int32
+	slices.set(func(slice func([]byte, int, int) ([]byte, error), data []byte, first, last int) ([]byte, error) {
+		made.Add(1)
 		return slice(data, first, last)
-	}))
+	})
 	urls := map[[2]int]string{}
 	requests := 0
 	for page := 1; page <= pages; page++ {
@@ -87,13 +87,13 @@ func TestSubpagesOfTheSamePagesShareOneCut(t *testing.T) {
 		}
 	}
 	files, size := e.subpageFiles(t)
-	t.Logf("%d requests: %d cuts, %d files, %d bytes", requests, cuts.Load(), files, size)
-	if int(cuts.Load()) != len(urls) || files != len(urls) {
-		t.Errorf("%d requests for %d runs of pages made %d cuts and %d files, want one of each a run", requests, len(urls), cuts.Load(), files)
+	t.Logf("%d requests: %d slices, %d files, %d bytes", requests, made.Load(), files, size)
+	if int(made.Load()) != len(urls) || files != len(urls) {
+		t.Errorf("%d requests for %d runs of pages made %d slices and %d files, want one of each a run", requests, len(urls), made.Load(), files)
 	}
 }
 
-// An owner's live subpages have a disk budget: a cut past it is a 429
+// An owner's live subpages have a disk budget: a slice past it is a 429
 // naming the budget, with a Retry-After of when the first of them expires,
 // and nothing is kept; the subpages there are still handed out, and room
 // comes back as they expire.
@@ -133,12 +133,12 @@ func TestSubpageBudget(t *testing.T) {
 	other := e.a.customers[1]
 	otherChunks := e.chunksByPage(t, e.a.key, other, 1)
 	if r := e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": otherChunks[1], "owner_id": other, "varience": 0}); r.status != http.StatusOK {
-		t.Errorf("another owner's cut: %s", r)
+		t.Errorf("another owner's slice: %s", r)
 	}
 	// Once they expire, their room is free.
 	e.clock.Advance(25 * time.Hour)
 	if r := e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": chunks[4], "owner_id": owner, "varience": 0}); r.status != http.StatusOK {
-		t.Errorf("a cut once the owner's subpages expired: %s", r)
+		t.Errorf("a slice once the owner's subpages expired: %s", r)
 	}
 }
 
@@ -149,7 +149,7 @@ func TestSubpagesPerProject(t *testing.T) {
 	chunks := e.chunksByPage(t, e.a.key, owner, 3)
 	for page := 1; page <= 2; page++ {
 		if r := e.postJSON(t, "/subpage", e.a.key, map[string]any{"chunk_id": chunks[page], "owner_id": owner, "varience": 0}); r.status != http.StatusOK {
-			t.Fatalf("cut %d: %s", page, r)
+			t.Fatalf("slice %d: %s", page, r)
 		}
 	}
 	e.unchanged(t, func() {
@@ -162,6 +162,6 @@ func TestSubpagesPerProject(t *testing.T) {
 	// Another project counts its own.
 	b := e.chunksByPage(t, e.b.key, e.b.customers[0], 1)
 	if r := e.postJSON(t, "/subpage", e.b.key, map[string]any{"chunk_id": b[1], "owner_id": e.b.customers[0], "varience": 0}); r.status != http.StatusOK {
-		t.Errorf("another project's cut: %s", r)
+		t.Errorf("another project's slice: %s", r)
 	}
 }
