@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // A backup is a tar archive: the database (bbolt's consistent copy), the
@@ -60,15 +60,15 @@ func (m *Manifest) Bytes() int64 {
 // and queries go on meanwhile; the backup holds the store as of one moment,
 // and index snapshots as they are (a restored server catches them up with
 // the database, as it does after any restart).
-func WriteBackup(w io.Writer, st *store.Store, dataDir string) (*Manifest, error) {
+func WriteBackup(w io.Writer, st *bolt.Store, dataDir string) (*Manifest, error) {
 	// A copy of a damaged database holds the damage: better no backup
 	// than one that replaces a sound one in its rotation.
-	if _, err := st.Inspect(); errors.Is(err, store.ErrDamaged) {
+	if _, err := st.Inspect(); errors.Is(err, bolt.ErrDamaged) {
 		return nil, fmt.Errorf("%w: no backup was written, as it would hold the damage; keep the backups you have, and see docsift doctor", err)
 	}
 	tw := tar.NewWriter(w)
 	m := &Manifest{Format: backupFormat, CreatedAt: time.Now().UTC()}
-	add := func(it store.BackupItem) error {
+	add := func(it bolt.BackupItem) error {
 		h := sha256.New()
 		hdr := &tar.Header{Name: it.Name, Size: it.Size, Mode: 0o600, ModTime: m.CreatedAt, Typeflag: tar.TypeReg}
 		if err := tw.WriteHeader(hdr); err != nil {
@@ -112,7 +112,7 @@ func WriteBackup(w io.Writer, st *store.Store, dataDir string) (*Manifest, error
 // addFiles adds the finished files of the data dir's folder name: index
 // snapshots or subpages. Both are written whole and renamed into place,
 // so an open file is a whole one; temporary files are left out.
-func addFiles(add func(store.BackupItem) error, dataDir, name string) error {
+func addFiles(add func(bolt.BackupItem) error, dataDir, name string) error {
 	dir := filepath.Join(dataDir, name)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -125,7 +125,7 @@ func addFiles(add func(store.BackupItem) error, dataDir, name string) error {
 		if !e.Type().IsRegular() || strings.Contains(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		err := store.AddFile(add, name+"/"+e.Name(), filepath.Join(dir, e.Name()))
+		err := bolt.AddFile(add, name+"/"+e.Name(), filepath.Join(dir, e.Name()))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // one removed since the listing is no loss
 			return err
 		}
@@ -138,24 +138,24 @@ func addFiles(add func(store.BackupItem) error, dataDir, name string) error {
 // a copy, which opening upgrades, so that what is restored stays as that
 // version wrote it: restoring is how one goes back to it.
 func checkRestored(dir string) error {
-	st, err := store.OpenAsIs(dir)
-	if errors.Is(err, store.ErrOlderData) {
+	st, err := bolt.OpenAsIs(dir)
+	if errors.Is(err, bolt.ErrOlderData) {
 		scratch, mkErr := os.MkdirTemp(dir, ".check-")
 		if mkErr != nil {
 			return fmt.Errorf("admin: restore: %w", mkErr)
 		}
 		defer os.RemoveAll(scratch)
-		if cpErr := copyFile(filepath.Join(dir, store.DBFileName), filepath.Join(scratch, store.DBFileName)); cpErr != nil {
+		if cpErr := copyFile(filepath.Join(dir, bolt.DBFileName), filepath.Join(scratch, bolt.DBFileName)); cpErr != nil {
 			return fmt.Errorf("admin: restore: %w", cpErr)
 		}
-		st, err = store.Open(scratch)
+		st, err = bolt.Open(scratch)
 	}
 	if err != nil {
 		return fmt.Errorf("restore: the backup's database does not open: %w", err)
 	}
 	_, inspectErr := st.Inspect()
 	st.Close()
-	if errors.Is(inspectErr, store.ErrDamaged) {
+	if errors.Is(inspectErr, bolt.ErrDamaged) {
 		return fmt.Errorf("restore: the backup's database is damaged (%v): restore an older backup", inspectErr)
 	}
 	return nil
@@ -353,7 +353,7 @@ func syncDir(dir string) error {
 // after the first byte can no longer change the status: it goes in the
 // Docsift-Error trailer, and the archive lacks its manifest, so it cannot
 // be restored by mistake.
-func backupHandler(st *store.Store, dataDir string) http.HandlerFunc {
+func backupHandler(st *bolt.Store, dataDir string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-tar")
 		w.Header().Set("Trailer", backupErrorTrailer)

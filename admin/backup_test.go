@@ -19,20 +19,21 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // node is a data dir with its store, engine and admin socket, as a running
 // server has them.
 type node struct {
 	dir    string
-	store  *store.Store
+	store  *bolt.Store
 	engine *ingest.Engine
 	search *search.Service
 }
 
 func startNode(t *testing.T, dir string) *node {
 	t.Helper()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func backupThroughSocket(t *testing.T, dir string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Files) == 0 || m.Files[0].Name != store.DBFileName {
+	if len(m.Files) == 0 || m.Files[0].Name != bolt.DBFileName {
 		t.Fatalf("manifest %+v: want the database first", m)
 	}
 	return buf.Bytes()
@@ -281,7 +282,7 @@ func TestRestoreRefusesWhatItShould(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(aside, "keep.txt")); err != nil || string(b) != "mine" {
 		t.Errorf("moved-aside contents: %q, %v", b, err)
 	}
-	if _, err := os.Stat(filepath.Join(occupied, store.DBFileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(occupied, bolt.DBFileName)); err != nil {
 		t.Errorf("restored database: %v", err)
 	}
 	// Again at once (within the second that names what moves aside): the
@@ -290,7 +291,7 @@ func TestRestoreRefusesWhatItShould(t *testing.T) {
 	if err != nil || again == aside {
 		t.Fatalf("a second restore over the same dir: %v (moved aside to %q, the first to %q)", err, again, aside)
 	}
-	if _, err := os.Stat(filepath.Join(again, store.DBFileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(again, bolt.DBFileName)); err != nil {
 		t.Errorf("the second restore's moved-aside contents: %v", err)
 	}
 }

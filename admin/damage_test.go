@@ -14,10 +14,10 @@ import (
 	"strings"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"github.com/docsift/docsift/admin"
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // A damaged database (a page bbolt did not write) is said to be damaged
@@ -40,16 +40,16 @@ func TestDamagedDatabase(t *testing.T) {
 	n.store.Close()
 
 	// The documents bucket's root page gets flags no page has.
-	file, err := os.ReadFile(filepath.Join(dir, store.DBFileName))
+	file, err := os.ReadFile(filepath.Join(dir, bolt.DBFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	damage(t, file)
-	if err := os.WriteFile(filepath.Join(dir, store.DBFileName), file, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, bolt.DBFileName), file, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestDamagedDatabase(t *testing.T) {
 		t.Errorf("doctor on a damaged database: %+v", f)
 	}
 	var out bytes.Buffer
-	if _, err := admin.WriteBackup(&out, st, dir); !errors.Is(err, store.ErrDamaged) || out.Len() != 0 {
+	if _, err := admin.WriteBackup(&out, st, dir); !errors.Is(err, bolt.ErrDamaged) || out.Len() != 0 {
 		t.Errorf("a backup of a damaged database: %v, %d bytes written", err, out.Len())
 	}
 
@@ -83,12 +83,12 @@ func damage(t *testing.T, db []byte) {
 	if err := os.WriteFile(path, db, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	bdb, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var offset int64
-	bdb.View(func(tx *bolt.Tx) error {
+	bdb.View(func(tx *bbolt.Tx) error {
 		offset = int64(tx.Bucket([]byte("documents")).Root())*int64(bdb.Info().PageSize) + 8
 		return nil
 	})
@@ -122,7 +122,7 @@ func rewriteDatabase(t *testing.T, archive []byte, change func([]byte)) []byte {
 	}
 	var sum string
 	for _, e := range entries {
-		if e.hdr.Name == store.DBFileName {
+		if e.hdr.Name == bolt.DBFileName {
 			change(e.body)
 			h := sha256.Sum256(e.body)
 			sum = hex.EncodeToString(h[:])
@@ -137,7 +137,7 @@ func rewriteDatabase(t *testing.T, archive []byte, change func([]byte)) []byte {
 				t.Fatal(err)
 			}
 			for i := range m.Files {
-				if m.Files[i].Name == store.DBFileName {
+				if m.Files[i].Name == bolt.DBFileName {
 					m.Files[i].SHA256 = sum
 				}
 			}
@@ -153,7 +153,7 @@ func rewriteDatabase(t *testing.T, archive []byte, change func([]byte)) []byte {
 		t.Fatal(err)
 	}
 	if sum == "" {
-		t.Fatalf("no %s in the backup", store.DBFileName)
+		t.Fatalf("no %s in the backup", bolt.DBFileName)
 	}
 	return buf.Bytes()
 }

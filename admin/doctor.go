@@ -12,6 +12,7 @@ import (
 
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // Finding statuses, from good to bad.
@@ -45,7 +46,7 @@ type Finding struct {
 // there is to hold them, and free disk space.
 // serverRunning says whether a server holds the dir (the report then comes
 // from inside it).
-func Doctor(st *store.Store, dataDir string, serverRunning bool) []Finding {
+func Doctor(st *bolt.Store, dataDir string, serverRunning bool) []Finding {
 	var out []Finding
 	add := func(check, status, detail, fix string) {
 		out = append(out, Finding{Check: check, Status: status, Detail: detail, Fix: fix})
@@ -55,7 +56,7 @@ func Doctor(st *store.Store, dataDir string, serverRunning bool) []Finding {
 	case errors.Is(err, fs.ErrPermission):
 		add("store", StatusFail, err.Error(), "give the data dir to the user docsift serves as (chown -R)")
 		return out
-	case errors.Is(err, store.ErrDamaged):
+	case errors.Is(err, bolt.ErrDamaged):
 		add("store", StatusFail, err.Error(), "restore the data dir from a backup taken before the damage (docsift restore)")
 		return out
 	case err != nil:
@@ -112,7 +113,7 @@ func checkMaps(snapshots, limit int) Finding {
 // checkSnapshots reads every owner's snapshot. A missing, corrupt or stale
 // one is never wrong (the store is the truth), only slow: the owner's index
 // is rebuilt or caught up when it loads.
-func checkSnapshots(dir string, owners map[string]store.Holder) []Finding {
+func checkSnapshots(dir string, owners map[string]bolt.Holder) []Finding {
 	var out []Finding
 	var behind []string
 	var temp []string

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // TestSocketRefusesOtherUsers serves the real admin API on a real socket
@@ -30,7 +30,7 @@ func TestSocketRefusesOtherUsers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			st, err := store.Open(dir)
+			st, err := bolt.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,15 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/docsift/docsift/store"
-	bolt "go.etcd.io/bbolt"
+	"github.com/docsift/docsift/store/bolt"
+	"go.etcd.io/bbolt"
 )
 
 // A backup of data an older docsift wrote is checked on a copy: restoring
 // it is how one goes back to that version, so it must not be upgraded.
 func TestRestoreCheckLeavesOlderDataAlone(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,11 +22,11 @@ func TestRestoreCheckLeavesOlderDataAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	db, err := bolt.Open(filepath.Join(dir, store.DBFileName), 0o600, nil)
+	db, err := bbolt.Open(filepath.Join(dir, bolt.DBFileName), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	if err := db.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), []byte{0, 0, 0, 0, 0, 0, 0, 5})
 	}); err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestRestoreCheckLeavesOlderDataAlone(t *testing.T) {
 	if err := checkRestored(dir); err != nil {
 		t.Fatalf("check of older data: %v", err)
 	}
-	if st, err := store.OpenAsIs(dir); !errors.Is(err, store.ErrOlderData) {
+	if st, err := bolt.OpenAsIs(dir); !errors.Is(err, bolt.ErrOlderData) {
 		if st != nil {
 			st.Close()
 		}
@@ -47,7 +47,7 @@ func TestRestoreCheckLeavesOlderDataAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != store.DBFileName && e.Name() != "files" {
+		if e.Name() != bolt.DBFileName && e.Name() != "files" {
 			t.Errorf("the check left %s", e.Name())
 		}
 	}

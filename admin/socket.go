@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // bbolt lets one process open the data file. So that `docsift project
@@ -29,7 +30,7 @@ import (
 // SocketName is the admin socket's file name in the data dir.
 const SocketName = "docsift.sock"
 
-// Store is what the admin commands need; *store.Store is one, Client (the
+// Store is what the admin commands need; *bolt.Store is one, Client (the
 // running server's socket) the other.
 type Store interface {
 	CreateProject(name string) (*store.Project, string, error)
@@ -40,6 +41,13 @@ type Store interface {
 	CreateWebhook(projectID, url string, events []string) (*store.Webhook, error)
 	Webhooks(projectID string) ([]store.Webhook, error)
 	DeleteWebhook(id string) error
+}
+
+// Served is what the socket serves from: the admin commands' store and
+// the owners' models (a server's store.Backend).
+type Served interface {
+	Store
+	Owners() (map[string]store.OwnerModel, error)
 }
 
 // errorReply is the socket's error shape.
@@ -59,7 +67,7 @@ type CreatedKey struct {
 // dataDir/docsift.sock, to the server's user and root (see peer.go).
 // checkEndpoint, when set, says whether a webhook may be registered for a
 // URL (its address), as the API's does. The returned function stops it.
-func Listen(dataDir string, st store.Backend, reindexer Reindexer, checkEndpoint func(ctx context.Context, url string) error) (func(), error) {
+func Listen(dataDir string, st Served, reindexer Reindexer, checkEndpoint func(ctx context.Context, url string) error) (func(), error) {
 	return listen(dataDir, handler(st, dataDir, reindexer, checkEndpoint), serverUIDs())
 }
 
@@ -82,7 +90,7 @@ func listen(dataDir string, h http.Handler, uids []int) (func(), error) {
 	return func() { srv.Close(); os.Remove(path) }, nil
 }
 
-func handler(st store.Backend, dataDir string, reindexer Reindexer, checkEndpoint func(context.Context, string) error) http.Handler {
+func handler(st Served, dataDir string, reindexer Reindexer, checkEndpoint func(context.Context, string) error) http.Handler {
 	var admin Store = st
 	mux := http.NewServeMux()
 	mux.Handle("POST /reindex", reindexHandler(reindexer))
@@ -103,10 +111,10 @@ func handler(st store.Backend, dataDir string, reindexer Reindexer, checkEndpoin
 	}
 	// Backup and doctor read the bbolt file and the files beside it in the
 	// data dir; a store kept elsewhere has neither.
-	if bolt, ok := st.(*store.Store); ok {
-		mux.Handle("GET /backup", backupHandler(bolt, dataDir))
+	if file, ok := st.(*bolt.Store); ok {
+		mux.Handle("GET /backup", backupHandler(file, dataDir))
 		mux.HandleFunc("GET /doctor", func(w http.ResponseWriter, r *http.Request) {
-			reply(w, Doctor(bolt, dataDir, true), nil)
+			reply(w, Doctor(file, dataDir, true), nil)
 		})
 	} else {
 		elsewhere := func(w http.ResponseWriter, r *http.Request) {

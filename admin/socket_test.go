@@ -11,6 +11,7 @@ import (
 
 	"github.com/docsift/docsift/admin"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // backendOnly hides every method of the bbolt store that is not on
@@ -22,7 +23,7 @@ type backendOnly struct{ store.Backend }
 // doctor, which read the bbolt file, are refused with what to use instead.
 func TestSocketOnBackendOnly(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // BenchmarkRealOllamaQueriesDuringIngest indexes a PDF through the real
@@ -96,7 +97,7 @@ func benchQueriesDuringIngest(b *testing.B, url, model, file string) {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		b.Fatal(err)
 	}

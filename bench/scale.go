@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/docsift/docsift/eval"
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // Defaults of Scale; `docsift bench scale` shows them as its flags'.
@@ -370,7 +370,7 @@ func (r *scaleRun) afterCleanStop(ctx context.Context) error {
 		return err
 	}
 	res.StopSeconds = time.Since(stopping).Seconds()
-	res.DatabaseBytes = fileSize(filepath.Join(r.dir, "data", store.DBFileName))
+	res.DatabaseBytes = fileSize(filepath.Join(r.dir, "data", bolt.DBFileName))
 	res.SnapshotBytes = filesBytes(r.dir, "*.idx")
 	res.SegmentBytes = filesBytes(r.dir, "*.idx.seg*")
 	fmt.Fprintln(r.cfg.Progress, "stopped cleanly; restarting from the snapshot")

@@ -22,7 +22,8 @@ import (
 
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
-	bolt "go.etcd.io/bbolt"
+	"github.com/docsift/docsift/store/bolt"
+	"go.etcd.io/bbolt"
 )
 
 // cliWait bounds how long a test waits for the server to come up or stop.
@@ -190,7 +191,7 @@ func TestProjectCreateWithoutServer(t *testing.T) {
 	dir := t.TempDir()
 	p := createProject(t, dir, "acme")
 
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatalf("the command left the data dir locked: %v", err)
 	}
@@ -385,7 +386,7 @@ func TestServeRefusesBeforePrintingAKey(t *testing.T) {
 	if _, err := runCLI(t, "serve", "--data", dir, "--addr", freeAddr(t), "--webhook-allow-cidr", "10.0.0.0/33"); err == nil || !strings.Contains(err.Error(), `--webhook-allow-cidr: "10.0.0.0/33" is not a network`) {
 		t.Errorf("serve --webhook-allow-cidr 10.0.0.0/33: %v", err)
 	}
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +421,7 @@ func TestClusterAndSingleDataDirsKeptApart(t *testing.T) {
 			t.Errorf("docsift %s: %v, want an error saying %q", strings.Join(c.args, " "), err, c.want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(node, store.DBFileName)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(node, bolt.DBFileName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused command made a store in the node's directory: %v", err)
 	}
 }
@@ -435,8 +436,8 @@ func TestCLIWithRunningServer(t *testing.T) {
 
 	// A second server on the same data dir is refused, and leaves the
 	// first one's admin socket alone.
-	if _, err := runCLI(t, "serve", "--addr", freeAddr(t), "--data", dir, "--embedder", "builtin", "--answerer", "extractive"); !errors.Is(err, store.ErrLocked) {
-		t.Errorf("a second serve on the same data dir: %v, want %v", err, store.ErrLocked)
+	if _, err := runCLI(t, "serve", "--addr", freeAddr(t), "--data", dir, "--embedder", "builtin", "--answerer", "extractive"); !errors.Is(err, bolt.ErrLocked) {
+		t.Errorf("a second serve on the same data dir: %v, want %v", err, bolt.ErrLocked)
 	}
 
 	p := createProject(t, dir, "acme")
@@ -521,7 +522,7 @@ func TestCLIWithRunningServer(t *testing.T) {
 	if k := listKeys()[created.KeyID]; k.RevokedAt == nil {
 		t.Errorf("the revocation did not persist: %+v", k)
 	}
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +545,7 @@ func TestFirstStartPrintsWorkingCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -919,12 +920,12 @@ func TestReindexSaysItUpgraded(t *testing.T) {
 // markOlder marks the data in dir as an older docsift's: schema 5.
 func markOlder(t *testing.T, dir string) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(dir, store.DBFileName), 0o600, nil)
+	db, err := bbolt.Open(filepath.Join(dir, bolt.DBFileName), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error {
+	if err := db.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), []byte{0, 0, 0, 0, 0, 0, 0, 5})
 	}); err != nil {
 		t.Fatal(err)

@@ -12,13 +12,14 @@ import (
 	"github.com/docsift/docsift/internal/ollamatest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // indexWithBuiltin makes a data dir whose project has one text indexed by
 // the built-in embedder, and returns the project id.
 func indexWithBuiltin(t *testing.T, dir string) string {
 	t.Helper()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func indexWithBuiltin(t *testing.T, dir string) string {
 
 func ownerModel(t *testing.T, dir, owner string) string {
 	t.Helper()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

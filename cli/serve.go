@@ -31,7 +31,8 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
-	"github.com/docsift/docsift/store/pgstore"
+	"github.com/docsift/docsift/store/bolt"
+	"github.com/docsift/docsift/store/postgres"
 	"github.com/spf13/cobra"
 )
 
@@ -146,7 +147,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return err
 	}
 	defer st.Close()
-	if s, ok := st.(*store.Store); ok && s.UpgradedFrom() > 0 {
+	if s, ok := st.(*bolt.Store); ok && s.UpgradedFrom() > 0 {
 		log.Info("data upgraded from an older docsift: older versions now refuse it (restore a backup taken before to go back)", "data", o.data, "from_schema", s.UpgradedFrom())
 	}
 	// Bound before the first start prints its key and the curl lines that
@@ -164,7 +165,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		if o.nodeURL == "" {
 			o.nodeURL = defaultNodeURL(o.addr)
 		}
-		if member, err = cluster.JoinMember(pg, o.nodeURL, pgstore.HeartbeatInterval, log); err != nil {
+		if member, err = cluster.JoinMember(pg, o.nodeURL, postgres.HeartbeatInterval, log); err != nil {
 			return err
 		}
 		log.Info("joined the cluster", "node", member.Node().ID(), "url", redact.URL(o.nodeURL), "live_nodes", len(member.Node().Live()))

@@ -12,7 +12,8 @@ import (
 
 	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/store"
-	"github.com/docsift/docsift/store/pgstore"
+	"github.com/docsift/docsift/store/bolt"
+	"github.com/docsift/docsift/store/postgres"
 )
 
 // isDatabaseURL reports whether a --store value names a PostgreSQL
@@ -25,27 +26,27 @@ func isDatabaseURL(s string) bool {
 // file in the data dir, or with a postgres:// URL the database a cluster
 // of nodes shares. The data dir then holds only this node's index
 // snapshots and admin socket, so it is locked here instead of by bbolt.
-func openStore(storeURL, data string) (st store.Backend, pg *pgstore.Store, err error) {
+func openStore(storeURL, data string) (st store.Backend, pg *postgres.Store, err error) {
 	switch {
 	case storeURL == "":
 		if isClusterDir(data) {
 			return nil, nil, fmt.Errorf("%s is a cluster node's data directory, whose records are in PostgreSQL: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE), or give this server a data directory of its own", data)
 		}
-		s, err := store.Open(data)
+		s, err := bolt.Open(data)
 		if err != nil {
 			return nil, nil, err // not s: a nil *Store would be a non-nil Backend
 		}
 		return s, nil, nil
 	case isDatabaseURL(storeURL):
-		if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err == nil {
+		if _, err := os.Stat(filepath.Join(data, bolt.DBFileName)); err == nil {
 			// Its records would sit unused beside a node's snapshots.
-			return nil, nil, fmt.Errorf("%s holds a single server's records (%s), which a cluster node does not read: give the node a data directory of its own (moving a single server's records into PostgreSQL is not supported yet: see docs/cluster.md)", data, store.DBFileName)
+			return nil, nil, fmt.Errorf("%s holds a single server's records (%s), which a cluster node does not read: give the node a data directory of its own (moving a single server's records into PostgreSQL is not supported yet: see docs/cluster.md)", data, bolt.DBFileName)
 		}
 		unlock, err := lockDataDir(data)
 		if err != nil {
 			return nil, nil, err
 		}
-		pg, err := pgstore.Open(storeURL)
+		pg, err := postgres.Open(storeURL)
 		if err != nil {
 			unlock()
 			return nil, nil, err
@@ -57,7 +58,7 @@ func openStore(storeURL, data string) (st store.Backend, pg *pgstore.Store, err 
 
 // closing is a store that also releases the data dir when closed.
 type closing struct {
-	*pgstore.Store
+	*postgres.Store
 	unlock func()
 }
 
@@ -110,15 +111,15 @@ func defaultNodeURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// openExisting opens the store of a data dir that has one. store.Open
+// openExisting opens the store of a data dir that has one. bolt.Open
 // would create an empty one: a mistyped --data must not make a backup or a
 // health report of nothing. Data of an older docsift is upgraded only when
 // upgrade is set (see openAsIs).
-func openExisting(data string, upgrade bool) (*store.Store, error) {
+func openExisting(data string, upgrade bool) (*bolt.Store, error) {
 	if isClusterDir(data) {
 		return nil, fmt.Errorf("%s is a cluster node's data directory: its records are in PostgreSQL; back them up and check them with PostgreSQL's own tools (pg_dump, a streaming replica), see docs/cluster.md", data)
 	}
-	if _, err := os.Stat(filepath.Join(data, store.DBFileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(data, bolt.DBFileName)); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, permissionDenied(data)
 		}
@@ -128,7 +129,7 @@ func openExisting(data string, upgrade bool) (*store.Store, error) {
 		return nil, fmt.Errorf("no docsift data in %s (%v)", data, err)
 	}
 	if upgrade {
-		return store.Open(data)
+		return bolt.Open(data)
 	}
 	return openAsIs(data)
 }
@@ -137,9 +138,9 @@ func openExisting(data string, upgrade bool) (*store.Store, error) {
 // docsift, which older versions would then refuse: a backup taken to go
 // back to the older version with, or a look at its health, must leave it
 // as it is.
-func openAsIs(data string) (*store.Store, error) {
-	st, err := store.OpenAsIs(data)
-	if errors.Is(err, store.ErrOlderData) {
+func openAsIs(data string) (*bolt.Store, error) {
+	st, err := bolt.OpenAsIs(data)
+	if errors.Is(err, bolt.ErrOlderData) {
 		return nil, fmt.Errorf("%s holds data of an older docsift (%v): use that version for this, or start `docsift serve --data %s` once to upgrade the data (older versions then refuse it)", data, err, data)
 	}
 	return st, err

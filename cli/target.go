@@ -11,7 +11,8 @@ import (
 	"github.com/docsift/docsift/admin"
 	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/store"
-	"github.com/docsift/docsift/store/pgstore"
+	"github.com/docsift/docsift/store/bolt"
+	"github.com/docsift/docsift/store/postgres"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -41,7 +42,7 @@ func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool
 		return c, func() {}, false, nil
 	}
 	if isDatabaseURL(a.store) {
-		pg, err := pgstore.Open(a.store)
+		pg, err := postgres.Open(a.store)
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -50,7 +51,7 @@ func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool
 	if isClusterDir(a.data) {
 		return nil, nil, false, fmt.Errorf("%s is a cluster node's data directory and its node is not running: pass the cluster's database as --store postgres://… (or DOCSIFT_STORE)", a.data)
 	}
-	_, err = os.Stat(filepath.Join(a.data, store.DBFileName))
+	_, err = os.Stat(filepath.Join(a.data, bolt.DBFileName))
 	if errors.Is(err, fs.ErrPermission) {
 		return nil, nil, false, permissionDenied(a.data)
 	}
@@ -60,7 +61,7 @@ func (a *adminTarget) open(create bool) (st admin.Store, close func(), made bool
 	}
 	opener := openAsIs // a command does not upgrade data it did not make
 	if made {
-		opener = store.Open
+		opener = bolt.Open
 	}
 	bolt, err := opener(a.data)
 	if err != nil {

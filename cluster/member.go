@@ -11,7 +11,7 @@ import (
 // Store is what a member needs of the store the cluster shares: its
 // membership, the notifications of the other nodes' changes, and the
 // sweep of the rate limits' idle buckets. The PostgreSQL store
-// (store/pgstore) is one.
+// (store/postgres) is one.
 type Store interface {
 	Membership
 	// Listen calls chunks(owner, node) when node changed owner's chunks

@@ -13,7 +13,7 @@ import (
 
 // Membership is what a node needs of the cluster's store: to join, to
 // heartbeat, to see the live nodes, and to leave. The PostgreSQL store
-// (store/pgstore) is one.
+// (store/postgres) is one.
 type Membership interface {
 	Join(url string) (id, secret string, err error)
 	Heartbeat() error

@@ -17,6 +17,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // DefaultTopK is the cut-off of the reported metrics.
@@ -50,7 +51,7 @@ type Result struct {
 // pipeline as uploads: what eval scores, and what bench times.
 type Corpus struct {
 	Dir    string
-	Store  *store.Store
+	Store  *bolt.Store
 	Engine *ingest.Engine
 	Owner  string            // the project that owns every document
 	ByDoc  map[string]string // docsift document id → corpus id
@@ -86,7 +87,7 @@ func IngestCorpus(docs []Doc, embedder llm.Embedder, workers, uploads int, throw
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	r := &Corpus{Dir: dir, ByDoc: make(map[string]string, len(docs))}
-	if r.Store, err = store.Open(dir); err != nil {
+	if r.Store, err = bolt.Open(dir); err != nil {
 		r.Close()
 		return nil, err
 	}

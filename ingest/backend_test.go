@@ -13,6 +13,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // backendOnly hides every method of the bbolt store that is not on
@@ -21,7 +22,7 @@ type backendOnly struct{ store.Backend }
 
 // TestEngineOnBackendOnly runs the engine over nothing but store.Backend:
 // it starts without the bbolt store's sweep of orphaned files (which the
-// bare *store.Store does run), indexes a document and finds it.
+// bare *bolt.Store does run), indexes a document and finds it.
 func TestEngineOnBackendOnly(t *testing.T) {
 	dir, projectID := newProject(t)
 	orphan := filepath.Join(dir, "files", projectID, "0000orphan")
@@ -32,7 +33,7 @@ func TestEngineOnBackendOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +74,6 @@ func TestEngineOnBackendOnly(t *testing.T) {
 	}
 	defer bare.Shutdown(context.Background())
 	if _, err := os.Stat(orphan); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("orphan after a start on *store.Store: %v, want it swept", err)
+		t.Fatalf("orphan after a start on *bolt.Store: %v, want it swept", err)
 	}
 }

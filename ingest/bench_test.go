@@ -13,6 +13,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // msmarcoCorpus is the shared MS MARCO sample `docsift bench scale
@@ -27,7 +28,7 @@ const msmarcoCorpus = "../../shared/data/msmarco-5k/corpus.jsonl"
 func BenchmarkIngestSmallTexts(b *testing.B) {
 	texts := readPassages(b, msmarcoCorpus)
 	dir := b.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		b.Fatal(err)
 	}

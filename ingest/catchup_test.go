@@ -13,6 +13,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // TestLoadSearchableBeforeCatchUp: an owner whose snapshot lacks many of
@@ -21,7 +22,7 @@ import (
 // and finds them once the catch-up is done.
 func TestLoadSearchableBeforeCatchUp(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func must(t *testing.T, err error) {
 // snapshot.
 func TestRestartReadsSegment(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	must(t, err)
 	p, _, err := st.CreateProject("segment")
 	must(t, err)

@@ -13,7 +13,7 @@ import (
 // hundred a second at most, however many workers run. So documents of one
 // owner that reach step 1 while another one's is under way wait, and the
 // next commit takes all of them: their store writes go at once, and the
-// store commits them together (store/commit.go), and one index commit adds
+// store commits them together (store/bolt/commit.go), and one index commit adds
 // all their chunks.
 
 // chunkWrites queues step 1 of documents by owner.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // TestDocumentsCutEitherWayAreFound uploads a small text, whose chunks the
@@ -16,7 +17,7 @@ import (
 // of its last chunk and by its name.
 func TestDocumentsCutEitherWayAreFound(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

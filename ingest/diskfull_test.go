@@ -14,6 +14,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // The engine against a store that cannot write (a full disk).
@@ -21,7 +22,7 @@ import (
 // failingFinish is a store that cannot record the first few job
 // outcomes, as on a full disk.
 type failingFinish struct {
-	*store.Store
+	*bolt.Store
 	fails atomic.Int32 // failures left
 }
 
@@ -36,7 +37,7 @@ func (f *failingFinish) FinishJob(jobID string, chunks, pages int, errMsg string
 // once it can: it does not stay PROCESSING until the next start.
 func TestOutcomeRecordedOnceTheStoreCan(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestOutcomeRecordedOnceTheStoreCan(t *testing.T) {
 // failingClaims is a store that cannot claim jobs, as on a full disk; it
 // says when it has been asked n times.
 type failingClaims struct {
-	*store.Store
+	*bolt.Store
 	calls atomic.Int32
 	n     int32
 	asked chan struct{}
@@ -83,7 +84,7 @@ func (f *failingClaims) ClaimJobs(int, func(*store.Document) bool, []string) ([]
 // 1st, 2nd and 4th failures are, not the 3rd or the 5th.
 func TestClaimFailuresLoggedLessAndLess(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // The cache is read once, before embedding: vectors committed meanwhile by
 // another job of the same owner are not looked for again, which costs at
 // most a duplicate embedding, never a wrong vector. An in-process embedder
-// does not use it (see store/embedcache.go).
+// does not use it (see store/bolt/embedcache.go).
 func (e *Engine) embedCached(ctx context.Context, owner string, embedder llm.Embedder, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	if !llm.InProcess(embedder) {

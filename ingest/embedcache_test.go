@@ -12,6 +12,7 @@ import (
 
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // countingEmbedder counts the texts it is asked to embed, and fails once
@@ -70,7 +71,7 @@ func submitWait(t *testing.T, e *Engine, owner, name, text string) *store.Job {
 }
 
 // docVectors returns the vectors of a document's chunks, by chunk text.
-func docVectors(t *testing.T, st *store.Store, model, owner, docID string) map[string][]float32 {
+func docVectors(t *testing.T, st *bolt.Store, model, owner, docID string) map[string][]float32 {
 	t.Helper()
 	seqs, err := st.OwnerSeqs(owner)
 	if err != nil {
@@ -99,7 +100,7 @@ func docVectors(t *testing.T, st *store.Store, model, owner, docID string) map[s
 // sends a text to the embedder, and the vectors are the ones it made.
 func TestEmbedCacheReuploadAndRerun(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestEmbedCacheReuploadAndRerun(t *testing.T) {
 // really differ.
 func TestEmbedCacheSharedPage(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestEmbedCacheSharedPage(t *testing.T) {
 // stays cached, and one no document holds any more is embedded again.
 func TestEmbedCacheForgetsDeletedDocuments(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestReindexResumes(t *testing.T) {
 
 func testReindexResumes(t *testing.T, old llm.Embedder, inProcess bool) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +341,7 @@ func testReindexResumes(t *testing.T, old llm.Embedder, inProcess bool) {
 // texts have no hash to tell them apart by).
 func TestInProcessChunksSkipTheCache(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ const (
 // Small text documents (plain text, Markdown or HTML of at most
 // smallTextBytes) are read in-process in microseconds, and with the
 // built-in embedder a job of one is mostly waiting for its commits, which
-// only a group of such jobs at once makes cheap (store/commit.go,
+// only a group of such jobs at once makes cheap (store/bolt/commit.go,
 // chunkwrites.go). So a worker that claims one runs it beside its own
 // work and goes on claiming, up to smallJobsInFlight such jobs at once
 // and smallBytesInFlight of their text. Workers thus still bounds the
@@ -236,7 +236,7 @@ type Upload struct {
 	Format   pdf.Format // empty: detected from the content
 	// ExternalID, when set, is the caller's id for the document: the
 	// upload replaces the owner's document with that id once its job
-	// succeeds (see store/external.go).
+	// succeeds (see store/rules.go).
 	ExternalID string
 	// Limits are the project's quotas the upload must fit in (the zero
 	// value: none), checked by the store as it creates the document.
@@ -490,7 +490,7 @@ func (e *Engine) work(ctx context.Context) {
 }
 
 // batchClaimer is a store that claims several jobs in one transaction
-// (the bbolt store; see store.Store.ClaimJobs).
+// (the bbolt store; see bolt.Store.ClaimJobs).
 type batchClaimer interface {
 	ClaimJobs(n int, also func(*store.Document) bool, skip []string) ([]*store.Job, []*store.Document, error)
 }
@@ -843,7 +843,7 @@ func (e *Engine) process(ctx context.Context, doc *store.Document) (int, int, er
 		return 0, pages, err
 	}
 	texts := make([]string, len(chunks))
-	cached := !llm.InProcess(embedder) // see store/embedcache.go
+	cached := !llm.InProcess(embedder) // see store/bolt/embedcache.go
 	for i, c := range chunks {
 		texts[i] = entryText(doc.Name, c.Text)
 		if cached {

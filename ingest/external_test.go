@@ -12,6 +12,7 @@ import (
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // TestReplacementCrashBeforeIndexCommit: the process dies after a
@@ -36,7 +37,7 @@ func TestReplacementCrashBeforeIndexCommit(t *testing.T) {
 
 	// The replacement's job runs up to its store transaction, then the
 	// process dies: the job stays PROCESSING, the index is not told.
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

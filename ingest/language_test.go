@@ -13,6 +13,7 @@ import (
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // upload indexes texts (name → text) for one owner through the upload
@@ -20,7 +21,7 @@ import (
 func upload(t *testing.T, em llm.Embedder, owner string, docs map[string]string) (*Engine, map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestCompoundsAndAccents(t *testing.T) {
 // moves it to the current model.
 func TestOldAnalyzerOwnerIsReindexed(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,15 @@ import (
 	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 const testEmbedModel = "nomic-embed-text"
 
-func ollamaEngine(t *testing.T, ol *ollamatest.Server, cfg Config) (*Engine, *store.Store) {
+func ollamaEngine(t *testing.T, ol *ollamatest.Server, cfg Config) (*Engine, *bolt.Store) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

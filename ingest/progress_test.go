@@ -7,6 +7,7 @@ import (
 
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // TestProgressReportsAreCoalesced checks how a running job's progress
@@ -15,7 +16,7 @@ import (
 // is not running.
 func TestProgressReportsAreCoalesced(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

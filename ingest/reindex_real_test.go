@@ -11,6 +11,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // smallEmbed is a second embedding model for the real server, of another
@@ -28,7 +29,7 @@ var smallEmbed = ollamareal.Bert("smallembed", ollamareal.BertSpec{
 func TestRealOllamaDimensionAndReindex(t *testing.T) {
 	srv := ollamareal.StartConfig(t, ollamareal.Config{Models: []ollamareal.Model{ollamareal.TinyEmbed, smallEmbed}})
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

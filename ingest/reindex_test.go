@@ -12,6 +12,7 @@ import (
 
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // renamed is the built-in embedder under another model name: a stand-in
@@ -25,7 +26,7 @@ func (r renamed) Model() string { return r.name }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func startEngine(t *testing.T, st *store.Store, dir string, em llm.Embedder) *Engine {
+func startEngine(t *testing.T, st *bolt.Store, dir string, em llm.Embedder) *Engine {
 	t.Helper()
 	e := New(st, em, filepath.Join(dir, "index"), Config{Workers: 1}, quietLog())
 	if err := e.Start(); err != nil {
@@ -48,7 +49,7 @@ func waitJob(t *testing.T, e *Engine, id string) *store.Job {
 
 func TestReindexSwitchesModelWithoutMixing(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestReindexSwitchesModelWithoutMixing(t *testing.T) {
 }
 
 func TestShutdownOfAnEngineNeverStarted(t *testing.T) {
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestShutdownOfAnEngineNeverStarted(t *testing.T) {
 
 func TestPreloadLoadsEveryOwnerWithVectors(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

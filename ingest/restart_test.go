@@ -20,6 +20,7 @@ import (
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // waitLimit bounds every wait on a job or the embedder.
@@ -48,7 +49,7 @@ func (b *logBuffer) String() string {
 type node struct {
 	t      *testing.T
 	dir    string
-	store  *store.Store
+	store  *bolt.Store
 	engine *ingest.Engine
 	logs   *logBuffer
 	closed bool
@@ -56,7 +57,7 @@ type node struct {
 
 func startNode(t *testing.T, dir string, embedder llm.Embedder) *node {
 	t.Helper()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -134,7 +135,7 @@ func (n *node) ownerSeqs(owner string) []uint64 {
 func newProject(t *testing.T) (dir, projectID string) {
 	t.Helper()
 	dir = t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +432,7 @@ func TestDeleteWhileDown(t *testing.T) {
 	}
 	first.stop(context.Background())
 
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 		return err
 	} else if candidate {
 		// Searches see one version of a document under an external id,
-		// the old or the new (store/external.go): the new one's chunks
+		// the old or the new (store/rules.go): the new one's chunks
 		// enter the index all at once, vectors and all, as the old one's
 		// leave.
 		vectors, err := e.embedCached(ctx, d.doc.OwnerID, embedder, texts)
@@ -72,7 +72,7 @@ func (d *docRun) embedAndIndex(ctx context.Context, embedder llm.Embedder, texts
 	}
 	if llm.InProcess(embedder) {
 		// Embedding here takes microseconds a chunk, less than reading
-		// the embedding cache would (see store/embedcache.go), and less
+		// the embedding cache would (see store/bolt/embedcache.go), and less
 		// than a second commit and index update: the chunks are written
 		// once, with their vectors.
 		if ae, ok := embedder.(llm.AnalyzingEmbedder); ok && textBytes(d.chunks) <= analysedTextMax {

@@ -21,6 +21,7 @@ import (
 	"github.com/docsift/docsift/llm/ollama"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // embedGate stands between docsift and the Ollama stand-in. It forwards
@@ -145,7 +146,7 @@ func inputs(body []byte) int {
 
 // gatedNode is a store and a started engine on dir, embedding through gate.
 type gatedNode struct {
-	store  *store.Store
+	store  *bolt.Store
 	engine *Engine
 	search *search.Service
 }
@@ -158,7 +159,7 @@ func startGatedNode(t *testing.T, dir string, gate *embedGate) *gatedNode {
 // startGatedNodeWith is startGatedNode with the embedding model model.
 func startGatedNodeWith(t *testing.T, dir string, gate *embedGate, model string) *gatedNode {
 	t.Helper()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

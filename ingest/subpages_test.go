@@ -9,13 +9,14 @@ import (
 
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // Expired subpages go with their files, as do the files a crash left
 // without a record: at start, and then at every maintenance tick.
 func TestExpiredSubpagesAndOrphansAreCollected(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

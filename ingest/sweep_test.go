@@ -11,6 +11,7 @@ import (
 
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // Upload sessions that ended are removed from the store, at start and
@@ -20,7 +21,7 @@ import (
 // the ticks too, not only at the next start.
 func TestEndedSessionsAndOrphanedFilesAreCollected(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 func TestDocumentTitle(t *testing.T) {
@@ -105,7 +106,7 @@ func TestOutlineSectionsSearched(t *testing.T) {
 		t.Skipf("shared PDF not available (%v); skipping", err)
 	}
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,11 +51,18 @@ type WebSearcher interface {
 // configured.
 var ErrWebNotConfigured = errors.New("internet search is not configured: set --searxng-url")
 
+// Store is what a query reads of the store: the chunks the indexes found
+// and their documents' names.
+type Store interface {
+	ChunksBySeq(seqs []uint64) ([]store.Chunk, error)
+	DocumentNames(chunks []store.Chunk) (map[string]string, error)
+}
+
 // Service runs queries.
 type Service struct {
 	indexes  *indexes.Set
 	engine   Engine
-	store    store.Backend
+	store    Store
 	answerer llm.Answerer
 	fallback llm.Answerer // answers when answerer fails
 	web      WebSearcher  // nil: internet search is off
@@ -71,7 +78,7 @@ type Service struct {
 }
 
 // New returns a query service. web may be nil.
-func New(engine Engine, st store.Backend, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
+func New(engine Engine, st Store, answerer llm.Answerer, web WebSearcher, log *slog.Logger) *Service {
 	return &Service{indexes: engine.Indexes(), engine: engine, store: st, answerer: answerer, fallback: llm.NewExtractive(), web: web, log: log,
 		searching: make(chan struct{}, DefaultMaxSearches())}
 }

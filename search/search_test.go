@@ -13,6 +13,7 @@ import (
 	"github.com/docsift/docsift/indexes"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // noChunks is an indexes.Source of owners without chunks.
@@ -35,7 +36,7 @@ func (o emptyOwners) Indexes() *indexes.Set               { return o.set }
 func (emptyOwners) Embedder(string) (llm.Embedder, error) { return nil, errors.New("no embedder here") }
 
 func TestSearchesWaitForASlot(t *testing.T) {
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

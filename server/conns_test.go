@@ -18,7 +18,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/server"
-	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // connServer runs the API as `docsift serve` does (its http.Server and
@@ -34,13 +34,13 @@ func connServer(t *testing.T, limits server.ConnLimits) (addr, key, projectID st
 // store, for tests that set records up underneath the API.
 type connEnv struct {
 	addr, key, projectID string
-	store                *store.Store
+	store                *bolt.Store
 }
 
 func connServerEnv(t *testing.T, limits server.ConnLimits) *connEnv {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // Limits of the test server: small, so that over-limit bodies stay cheap.
@@ -55,7 +56,7 @@ type tenant struct {
 // engine and the API behind a real HTTP listener.
 type env struct {
 	dir    string
-	store  *store.Store
+	store  *bolt.Store
 	engine *ingest.Engine
 	srv    *httptest.Server
 	base   string
@@ -138,7 +139,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -166,7 +167,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 // listener whose URL is the server's base URL, and stops both (and closes
 // st) when the test ends. Each of configure may complete the config once
 // the base URL is known (a Drive client needs it for its redirect URL).
-func startAPI(t *testing.T, dir string, st *store.Store, cfg server.Config, em llm.Embedder, a llm.Answerer, web search.WebSearcher, workers int, log *slog.Logger, configure ...func(*server.Config)) (*ingest.Engine, *httptest.Server) {
+func startAPI(t *testing.T, dir string, st *bolt.Store, cfg server.Config, em llm.Embedder, a llm.Answerer, web search.WebSearcher, workers int, log *slog.Logger, configure ...func(*server.Config)) (*ingest.Engine, *httptest.Server) {
 	t.Helper()
 	engine := ingest.New(st, em, filepath.Join(dir, "index"), ingest.Config{Workers: workers}, log)
 	if err := engine.Start(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
@@ -38,7 +39,7 @@ func TestOpenAPIDriveResponsesMatchSchemas(t *testing.T) {
 	photo := g.AddFile(drivetest.File{Name: "pier.gif", MimeType: "image/gif", Content: []byte("GIF89a")})
 
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

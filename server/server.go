@@ -162,10 +162,26 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Store is what the API keeps its records in: every part of a
+// store.Backend but the owners' models and the webhook outbox, which
+// ingest and the webhook sender work on.
+type Store interface {
+	store.ProjectStore
+	store.CustomerStore
+	store.SessionStore
+	store.QuotaStore
+	store.DocumentStore
+	store.JobStore
+	store.ChunkStore
+	store.SubpageStore
+	store.WebhookStore
+	Now() time.Time
+}
+
 // Server is the HTTP API.
 type Server struct {
 	cfg    Config
-	store  store.Backend
+	store  Store
 	engine *ingest.Engine
 	search *search.Service
 	log    *slog.Logger
@@ -186,7 +202,7 @@ type Server struct {
 }
 
 // New builds the API over its parts.
-func New(cfg Config, st store.Backend, engine *ingest.Engine, search *search.Service, log *slog.Logger) *Server {
+func New(cfg Config, st Store, engine *ingest.Engine, search *search.Service, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg.withDefaults(), store: st, engine: engine, search: search, log: log,
 		sessionUploads: map[string]int{}, bodies: semaphore.NewWeighted(bodyBudget)}
 	s.subpages = subpage.New(st, subpage.Config{

@@ -22,6 +22,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/server"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 )
 
 // xssName is a file name that runs script if a page inserts it as HTML.
@@ -32,7 +33,7 @@ const xssName = `<img src=x onerror="window.__xss=1">.txt`
 type uiEnv struct {
 	base     string
 	server   *httptest.Server
-	store    *store.Store
+	store    *bolt.Store
 	engine   *ingest.Engine
 	project  *store.Project
 	customer *store.Customer
@@ -58,7 +59,7 @@ func newUIEnv(t *testing.T, opts ...func(*uiOptions)) *uiEnv {
 		f(&o)
 	}
 	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "data"))
+	st, err := bolt.Open(filepath.Join(dir, "data"))
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

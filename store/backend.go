@@ -2,17 +2,40 @@ package store
 
 import "time"
 
-// Backend is the store a running server works with: every method the
-// server, ingest, search, webhook and admin-socket packages call while
-// serving. *Store (bbolt, one process on one data dir) implements it, and
-// so does pgstore.Store (PostgreSQL, shared by the nodes of a cluster);
-// store/storetest holds both to the same behaviour.
+// The store's seam is cut by what its callers need: each interface below
+// is one kind of record and the operations on it, so that a caller names
+// the few it uses (the webhook sender a DeliveryQueue, search a
+// ChunkStore's reads) and a test stands in for those alone.
+//
+// Backend, all of them together, is what the one place that wires a
+// server needs. store/bolt (bbolt, one process on one data dir) and
+// store/postgres (PostgreSQL, shared by the nodes of a cluster) implement
+// it, store/storetest holds both to the same behaviour, and the rules
+// they share are written once in this package (rules.go).
 //
 // Operations that only make sense for a bbolt file (Backup, SetThrowaway,
 // SweepFiles, Fingerprint, Inspect) are not on it: callers that use them
-// take *Store or ask for them with a type assertion.
+// take the bbolt store itself.
 type Backend interface {
-	// Projects, API keys, customers and upload sessions.
+	ProjectStore
+	CustomerStore
+	SessionStore
+	QuotaStore
+	DocumentStore
+	JobStore
+	ChunkStore
+	ModelStore
+	SubpageStore
+	WebhookStore
+	DeliveryQueue
+
+	// Now is the clock expiry times are compared against.
+	Now() time.Time
+	Close() error
+}
+
+// ProjectStore keeps projects and their API keys.
+type ProjectStore interface {
 	CreateProject(name string) (*Project, string, error)
 	Project(id string) (*Project, error)
 	Projects() ([]Project, error)
@@ -20,21 +43,35 @@ type Backend interface {
 	Keys(projectID string) ([]APIKey, error)
 	RevokeKey(keyID string) (*APIKey, error)
 	Authenticate(secret string) (*Project, string, error)
+}
+
+// CustomerStore keeps a project's customers.
+type CustomerStore interface {
 	CreateCustomer(projectID, name string, limits ProjectLimits) (*Customer, error)
 	Customer(id string) (*Customer, error)
 	Customers(projectID, find, after string, limit int) ([]Customer, string, error)
+}
+
+// SessionStore keeps upload sessions.
+type SessionStore interface {
 	CreateSession(sess Session, ttl time.Duration, limits ProjectLimits) (*Session, string, error)
 	SessionByToken(token string) (*Session, error)
 	CloseSession(token, how string) (*Session, error)
 	SweepSessions() (int, error)
+}
 
-	// What a project keeps against its quotas (ProjectLimits), which the
-	// creates above and CreateDocument check in their transactions, and
-	// a cheap check of the same to ask before an upload's body is read.
+// QuotaStore reads what a project keeps against its quotas
+// (ProjectLimits), which the creates of the other stores check in their
+// transactions; CheckQuotas is a cheap check of the same to ask before an
+// upload's body is read.
+type QuotaStore interface {
 	ProjectUsage(projectID string) (ProjectUsage, error)
 	CheckQuotas(projectID string, limits ProjectLimits, more ProjectUsage) error
+}
 
-	// Documents and their original files.
+// DocumentStore keeps documents, their original files and their external
+// ids (one holder each, see OtherHolder).
+type DocumentStore interface {
 	CreateDocument(d *Document, o *Original, limits ProjectLimits) (*Job, error)
 	Document(id string) (*Document, error)
 	Documents(ownerID, after string, limit int) ([]Document, string, error)
@@ -44,8 +81,11 @@ type Backend interface {
 	DocumentNames(chunks []Chunk) (map[string]string, error)
 	ReadOriginal(d *Document) ([]byte, error)
 	OpenOriginal(d *Document) (*Original, error)
+	DocumentByExternalID(ownerID, externalID string) (*Document, error)
+}
 
-	// Jobs: the indexing queue.
+// JobStore is the indexing queue.
+type JobStore interface {
 	Job(id string) (*Job, error)
 	ClaimJob(skip []string) (*Job, *Document, error)
 	NextDue() (time.Time, bool)
@@ -54,8 +94,11 @@ type Backend interface {
 	RetryJob(jobID string, notBefore time.Time, errMsg string) error
 	RequeueInterrupted(maxInterrupted int) (int, []*Job, error)
 	PendingJobs() (n int, oldest time.Time, err error)
+}
 
-	// Chunks and their vectors, by sequence number.
+// ChunkStore keeps chunks and their vectors, by sequence number, and the
+// embedding cache.
+type ChunkStore interface {
 	ReplaceChunks(documentID, model string, chunks []Chunk, vectors [][]float32) ([]uint64, error)
 	AddVectors(documentID, model string, seqs []uint64, vectors [][]float32) (newSeqs, removed []uint64, complete bool, err error)
 	DeleteChunks(documentID string) ([]uint64, error)
@@ -64,8 +107,12 @@ type Backend interface {
 	OwnerSeqs(ownerID string) ([]uint64, error)
 	Vector(model string, seq uint64) ([]float32, error)
 	Vectors(model string, seqs []uint64) ([][]float32, error)
+	CachedVectors(owner, model string, hashes []string) ([][]float32, error)
+}
 
-	// Owners' embedding models and reindexing onto another one.
+// ModelStore keeps owners' embedding models and reindexing onto another
+// one.
+type ModelStore interface {
 	OwnerModel(owner string) (*OwnerModel, error)
 	ClaimOwnerModel(owner, model string, dim int) error
 	Owners() (map[string]OwnerModel, error)
@@ -73,15 +120,11 @@ type Backend interface {
 	PutVectors(model string, seqs []uint64, vectors [][]float32) error
 	MissingVectors(owner, model string) ([]uint64, error)
 	FinishReindex(owner, model string, dim int) error
+}
 
-	// Embedding cache.
-	CachedVectors(owner, model string, hashes []string) ([][]float32, error)
-
-	// External ids: a caller's own id of a document, one holder per owner.
-	DocumentByExternalID(ownerID, externalID string) (*Document, error)
-
-	// Subpages: PDF slices of a document's pages served at capability
-	// URLs, one a run of pages, within limits on what is kept.
+// SubpageStore keeps subpages: PDF slices of a document's pages served at
+// capability URLs, one a run of pages, within limits on what is kept.
+type SubpageStore interface {
 	SubpageFor(documentID string, first, last int) (*Subpage, error)
 	SubpageUsage(projectID, ownerID string) (SubpageUsage, error)
 	CreateSubpage(sp Subpage, data []byte, ttl time.Duration, limits SubpageLimits) (*Subpage, error)
@@ -89,21 +132,24 @@ type Backend interface {
 	Subpage(id string) (*Subpage, error)
 	OpenSubpage(id string) (SubpageFile, error)
 	SweepSubpages() (int, error)
+}
 
-	// Webhooks and their deliveries.
+// WebhookStore keeps a project's webhooks and the record of their
+// deliveries.
+type WebhookStore interface {
 	CreateWebhook(projectID, url string, events []string) (*Webhook, error)
 	Webhook(id string) (*Webhook, error)
 	Webhooks(projectID string) ([]Webhook, error)
 	DeleteWebhook(id string) error
+	Deliveries(webhookID string, limit int) ([]Delivery, error)
+}
+
+// DeliveryQueue is the outbox of webhook deliveries a sender works
+// through; a job's end queues its event's deliveries (EventDeliveries) in
+// the same transaction.
+type DeliveryQueue interface {
 	ClaimDelivery(lease time.Duration, busyWebhooks, busyProjects []string) (*Delivery, *Webhook, error)
 	ReleaseDeliveries() (int, error)
 	NextDeliveryDue() (time.Time, bool)
 	DeliveryAttempted(id string, status int, errMsg string, retryAt time.Time) error
-	Deliveries(webhookID string, limit int) ([]Delivery, error)
-
-	// The clock expiry times are compared against, and closing.
-	Now() time.Time
-	Close() error
 }
-
-var _ Backend = (*Store)(nil)

@@ -2,10 +2,8 @@ package store
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -109,14 +107,4 @@ func NewSecret(prefix string) string {
 // a job overwrites the chunks it wrote before instead of adding copies.
 func ChunkID(documentID string, position int) string {
 	return fmt.Sprintf("%s%s-%04d", PrefixChunk, strings.TrimPrefix(documentID, PrefixDocument), position)
-}
-
-// chunkPrefix is the common prefix of every ChunkID of a document.
-func chunkPrefix(documentID string) string {
-	return PrefixChunk + strings.TrimPrefix(documentID, PrefixDocument) + "-"
-}
-
-func hashSecret(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
 }

@@ -26,6 +26,12 @@ type Original struct {
 	path string // the spooled file; "" once the store took it
 }
 
+// contentHash is the name of an original: its SHA-256 in hex.
+func contentHash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
 // Bytes is an Original held in memory.
 func Bytes(data []byte) *Original {
 	return &Original{size: int64(len(data)), hash: contentHash(data), data: data}
@@ -105,9 +111,9 @@ func (o *Original) ReaderAt() io.ReaderAt {
 	return bytes.NewReader(o.data)
 }
 
-// openOriginalFile is the stored file at path as an Original, to read: its
-// Close closes it and leaves it where it is.
-func openOriginalFile(path, hash string) (*Original, error) {
+// OpenOriginalFile is a stored file at path, for a store that keeps
+// originals as files, as an Original to read: its Close closes it and leaves it where it is.
+func OpenOriginalFile(path, hash string) (*Original, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -132,10 +138,11 @@ func (o *Original) ReadAll() ([]byte, error) {
 	return io.ReadAll(o.Reader())
 }
 
-// takeFile moves the spooled file to path, synced first when sync is set,
-// and reports whether it could: a file not spooled, or spooled on another
-// file system, is copied by the caller instead.
-func (o *Original) takeFile(path string, sync bool) (bool, error) {
+// TakeFile moves the spooled file to path, for a store that keeps
+// originals as files, synced first when sync is set, and reports whether
+// it could: a file not spooled, or spooled on another file system, is
+// copied by the caller instead.
+func (o *Original) TakeFile(path string, sync bool) (bool, error) {
 	if o.path == "" {
 		return false, nil
 	}

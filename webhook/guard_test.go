@@ -16,6 +16,7 @@ import (
 
 	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 	"github.com/docsift/docsift/webhook"
 )
 
@@ -35,7 +36,7 @@ func counted(t *testing.T, status int, body string) (*httptest.Server, *atomic.I
 
 // waitAttempted waits until every delivery of the webhooks has been tried
 // at least once, and returns the latest of each.
-func waitAttempted(t *testing.T, st *store.Store, webhooks ...string) []store.Delivery {
+func waitAttempted(t *testing.T, st *bolt.Store, webhooks ...string) []store.Delivery {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {

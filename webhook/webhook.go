@@ -133,7 +133,7 @@ const (
 // at most maxPerProjectInFlight at a time.
 type Sender struct {
 	cfg    Config
-	store  store.Backend
+	store  store.DeliveryQueue
 	client *http.Client
 	wake   func() <-chan struct{} // closed when there may be new deliveries
 	log    *slog.Logger
@@ -145,7 +145,7 @@ type Sender struct {
 
 // New returns a sender of st's outbox. wake returns a channel that is
 // closed when new deliveries may have been queued (a job ended).
-func New(st store.Backend, wake func() <-chan struct{}, cfg Config, log *slog.Logger) *Sender {
+func New(st store.DeliveryQueue, wake func() <-chan struct{}, cfg Config, log *slog.Logger) *Sender {
 	cfg = cfg.withDefaults()
 	return &Sender{
 		cfg: cfg, store: st, wake: wake, log: log, stop: make(chan struct{}),

@@ -21,6 +21,7 @@ import (
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/store"
+	"github.com/docsift/docsift/store/bolt"
 	"github.com/docsift/docsift/webhook"
 )
 
@@ -98,7 +99,7 @@ func (r *receiver) waitFor(n int) []webhook.Payload {
 }
 
 type rig struct {
-	store  *store.Store
+	store  *bolt.Store
 	engine *ingest.Engine
 	sender *webhook.Sender
 }
@@ -114,7 +115,7 @@ func newRig(t *testing.T, configure ...func(*webhook.Config)) *rig {
 // newLoggedRig is newRig with the sender's log written to logTo.
 func newLoggedRig(t *testing.T, logTo io.Writer, configure ...func(*webhook.Config)) *rig {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func minCount(m map[string]int) int {
 
 func TestGivingUpAfterTheWindow(t *testing.T) {
 	dir := t.TempDir()
-	st, _ := store.Open(dir)
+	st, _ := bolt.Open(dir)
 	defer st.Close()
 	log := slog.New(slog.DiscardHandler)
 	e := ingest.New(st, llm.NewBuiltin(), filepath.Join(dir, "index"), ingest.Config{Workers: 1}, log)

@@ -18,30 +18,9 @@ import (
 // external ids, whose take-over happens when a document's chunks are done.
 type Chunks interface {
 	Jobs
-	ReplaceChunks(documentID, model string, chunks []store.Chunk, vectors [][]float32) ([]uint64, error)
-	AddVectors(documentID, model string, seqs []uint64, vectors [][]float32) (newSeqs, removed []uint64, complete bool, err error)
-	DeleteChunks(documentID string) ([]uint64, error)
-	Chunk(id string) (*store.Chunk, error)
-	ChunksBySeq(seqs []uint64) ([]store.Chunk, error)
-	OwnerSeqs(ownerID string) ([]uint64, error)
-	Vector(model string, seq uint64) ([]float32, error)
-	Vectors(model string, seqs []uint64) ([][]float32, error)
-	DocumentNames(chunks []store.Chunk) (map[string]string, error)
-	DocumentsOf(chunks []store.Chunk) (map[string]*store.Document, error)
-
-	OwnerModel(owner string) (*store.OwnerModel, error)
-	ClaimOwnerModel(owner, model string, dim int) error
-	Owners() (map[string]store.OwnerModel, error)
-	BeginReindex(owner, next string) error
-	PutVectors(model string, seqs []uint64, vectors [][]float32) error
-	MissingVectors(owner, model string) ([]uint64, error)
-	FinishReindex(owner, model string, dim int) error
-
-	CachedVectors(owner, model string, hashes []string) ([][]float32, error)
+	store.ChunkStore
+	store.ModelStore
 	EmbedCacheEntries(owner string) (int, error)
-
-	DocumentByExternalID(ownerID, externalID string) (*store.Document, error)
-
 	CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration, limits store.SubpageLimits) (*store.Subpage, error)
 	Subpage(id string) (*store.Subpage, error)
 }

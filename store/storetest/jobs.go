@@ -16,23 +16,10 @@ import (
 // they need no chunks or vectors: creating a document with its original
 // and its job, reading, listing and deleting documents, and the queue.
 type Jobs interface {
-	CreateDocument(d *store.Document, o *store.Original, limits store.ProjectLimits) (*store.Job, error)
-	Document(id string) (*store.Document, error)
-	Documents(ownerID, after string, limit int) ([]store.Document, string, error)
-	SessionDocuments(ownerID, sessionID string) ([]store.Document, error)
-	DeleteDocument(id string) ([]uint64, error)
-	ReadOriginal(d *store.Document) ([]byte, error)
-	OpenOriginal(d *store.Document) (*store.Original, error)
-	Job(id string) (*store.Job, error)
-	ClaimJob(skip []string) (*store.Job, *store.Document, error)
-	NextDue() (time.Time, bool)
-	FinishJob(jobID string, chunks, pages int, errMsg string) error
-	SetJobProgress(jobID string, p store.JobProgress) error
-	RetryJob(jobID string, notBefore time.Time, errMsg string) error
-	RequeueInterrupted(maxInterrupted int) (int, []*store.Job, error)
+	store.DocumentStore
+	store.JobStore
 	ReplaceChunks(documentID, model string, chunks []store.Chunk, vectors [][]float32) ([]uint64, error)
 	OwnerSeqs(ownerID string) ([]uint64, error)
-	PendingJobs() (n int, oldest time.Time, err error)
 	SetClock(now func() time.Time)
 }
 

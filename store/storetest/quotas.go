@@ -17,9 +17,7 @@ import (
 type Quotas interface {
 	Projects
 	Chunks
-	ProjectUsage(projectID string) (store.ProjectUsage, error)
-	CheckQuotas(projectID string, limits store.ProjectLimits, more store.ProjectUsage) error
-	SweepSessions() (int, error)
+	store.QuotaStore
 }
 
 // RunQuotas runs every test of the Quotas slice, each on a new store.

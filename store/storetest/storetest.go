@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite of docsift's stores: the same
-// tests run against the bbolt store (package store) and the PostgreSQL one
-// (package pgstore), so that the two behave alike wherever the server can
+// tests run against the bbolt store (package bolt) and the PostgreSQL one
+// (package postgres), so that the two behave alike wherever the server can
 // tell. Each suite takes a function that opens a new, empty store.
 //
 // Times are compared with Equal, not ==: PostgreSQL keeps microseconds.
@@ -21,19 +21,9 @@ import (
 // Projects is the slice of the store covered so far: projects, API keys,
 // customers and upload sessions.
 type Projects interface {
-	CreateProject(name string) (*store.Project, string, error)
-	Project(id string) (*store.Project, error)
-	Projects() ([]store.Project, error)
-	CreateKey(projectID string) (string, *store.APIKey, error)
-	Keys(projectID string) ([]store.APIKey, error)
-	RevokeKey(keyID string) (*store.APIKey, error)
-	Authenticate(secret string) (*store.Project, string, error)
-	CreateCustomer(projectID, name string, limits store.ProjectLimits) (*store.Customer, error)
-	Customer(id string) (*store.Customer, error)
-	Customers(projectID, find, after string, limit int) ([]store.Customer, string, error)
-	CreateSession(sess store.Session, ttl time.Duration, limits store.ProjectLimits) (*store.Session, string, error)
-	SessionByToken(token string) (*store.Session, error)
-	CloseSession(token, how string) (*store.Session, error)
+	store.ProjectStore
+	store.CustomerStore
+	store.SessionStore
 	SetClock(now func() time.Time)
 }
 

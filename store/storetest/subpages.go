@@ -18,11 +18,7 @@ import (
 // it.
 type Subpages interface {
 	Chunks
-	SubpageFor(documentID string, first, last int) (*store.Subpage, error)
-	SubpageUsage(projectID, ownerID string) (store.SubpageUsage, error)
-	ExtendSubpage(id string, ttl time.Duration) (*store.Subpage, error)
-	OpenSubpage(id string) (store.SubpageFile, error)
-	SweepSubpages() (int, error)
+	store.SubpageStore
 }
 
 // RunSubpages runs every test of the Subpages slice, each on a new store.

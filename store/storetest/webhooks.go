@@ -13,19 +13,11 @@ import (
 // Webhooks is the slice of webhooks and the outbox of their deliveries,
 // with what it takes to make events: a project, and jobs that end.
 type Webhooks interface {
-	CreateProject(name string) (*store.Project, string, error)
-	CreateDocument(d *store.Document, o *store.Original, limits store.ProjectLimits) (*store.Job, error)
-	ClaimJob(skip []string) (*store.Job, *store.Document, error)
-	FinishJob(jobID string, chunks, pages int, errMsg string) error
-	CreateWebhook(projectID, url string, events []string) (*store.Webhook, error)
-	Webhook(id string) (*store.Webhook, error)
-	Webhooks(projectID string) ([]store.Webhook, error)
-	DeleteWebhook(id string) error
-	ClaimDelivery(lease time.Duration, busyWebhooks, busyProjects []string) (*store.Delivery, *store.Webhook, error)
-	ReleaseDeliveries() (int, error)
-	NextDeliveryDue() (time.Time, bool)
-	DeliveryAttempted(id string, status int, errMsg string, retryAt time.Time) error
-	Deliveries(webhookID string, limit int) ([]store.Delivery, error)
+	store.ProjectStore
+	store.DocumentStore
+	store.JobStore
+	store.WebhookStore
+	store.DeliveryQueue
 	SetClock(now func() time.Time)
 }
 
