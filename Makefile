@@ -46,9 +46,9 @@ test-ollama:
 # tokens/s on the real server, the candidate default embedders' speeds side
 # by side (BenchmarkRealOllamaEmbedModels, docs/benchmarks.md's "The real
 # Ollama"), and docsift's ingest throughput with the nomic-sized model
-# beside Ollama's own on the same requests (eval).
+# beside Ollama's own on the same requests (bench).
 bench-ollama:
-	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -run '^$$' -bench RealOllama -benchtime 1x -timeout 90m ./llm/ollama/ ./eval/
+	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -run '^$$' -bench RealOllama -benchtime 1x -timeout 90m ./llm/ollama/ ./bench/
 
 # The hostile suite (hostile/): a real `docsift serve` in a memory cgroup
 # the suite makes (so it runs as root, as CI does), attacked through its
