@@ -5,7 +5,11 @@ TESTFLAGS ?=
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build run test bench fuzz clean
+.PHONY: build run test lint bench fuzz clean
+
+# golangci-lint at the version .golangci.yml was written for, built by the
+# go command from the module proxy (and cached by it) on first use.
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/docsift .
@@ -13,10 +17,14 @@ build:
 run: build
 	./bin/docsift serve
 
-test:
+test: lint
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m $(TESTFLAGS) ./...
+
+# The linters of .golangci.yml (go vet among them) over every package.
+lint:
+	$(GOLANGCI_LINT) run ./...
 
 # Go benchmarks of the index, the lexical scorer, the embedder and extraction.
 bench:
