@@ -5,7 +5,11 @@ TESTFLAGS ?=
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build run test bench fuzz clean
+.PHONY: build run test lint bench fuzz clean
+
+# golangci-lint at the version .golangci.yml was written for, built by the
+# go command from the module proxy (and cached by it) on first use.
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/docsift .
@@ -13,10 +17,14 @@ build:
 run: build
 	./bin/docsift serve
 
-test:
+test: lint
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m $(TESTFLAGS) ./...
+
+# The linters of .golangci.yml (go vet among them) over every package.
+lint:
+	$(GOLANGCI_LINT) run ./...
 
 # Go benchmarks of the index, the lexical scorer, the embedder and extraction.
 bench:
@@ -46,9 +54,9 @@ test-ollama:
 # tokens/s on the real server, the candidate default embedders' speeds side
 # by side (BenchmarkRealOllamaEmbedModels, docs/benchmarks.md's "The real
 # Ollama"), and docsift's ingest throughput with the nomic-sized model
-# beside Ollama's own on the same requests (eval).
+# beside Ollama's own on the same requests (bench).
 bench-ollama:
-	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -run '^$$' -bench RealOllama -benchtime 1x -timeout 90m ./llm/ollama/ ./eval/
+	bin=$$(scripts/ollama-build.sh) && DOCSIFT_REQUIRE_OLLAMA=1 DOCSIFT_OLLAMA_BIN="$$bin" $(GO) test -run '^$$' -bench RealOllama -benchtime 1x -timeout 90m ./llm/ollama/ ./bench/
 
 # The hostile suite (hostile/): a real `docsift serve` in a memory cgroup
 # the suite makes (so it runs as root, as CI does), attacked through its

@@ -130,3 +130,46 @@ func TestImportsFollowTheArchitecture(t *testing.T) {
 		}
 	}
 }
+
+// testFixture matches the packages that exist for tests only
+// (internal/pgtest, internal/ollamatest, internal/testpdf, store/storetest…):
+// those whose last path element begins or ends with "test".
+var testFixture = regexp.MustCompile(`(^|/)(test[^/]*|[^/]*test)$`)
+
+// The server binary links no test fixture: what `docsift bench` and
+// `docsift eval` need of one (a throwaway PostgreSQL) lives in a package of
+// its own (internal/pgserver) that the fixture is built on.
+func TestBinaryLinksNoTestFixture(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	linked := 0
+	for _, path := range strings.Fields(string(out)) {
+		if !ours(path) {
+			continue
+		}
+		linked++
+		if pkg := relative(path); testFixture.MatchString(pkg) {
+			t.Errorf("the server binary links %s, a package for tests", pkg)
+		}
+	}
+	// The binary's own packages are many: a listing without them would
+	// pass whatever it links.
+	if linked < 10 {
+		t.Fatalf("go list -deps . lists %d of this project's packages:\n%s", linked, out)
+	}
+}
+
+func TestTestFixturePattern(t *testing.T) {
+	for pkg, want := range map[string]bool{
+		"internal/pgtest": true, "internal/ollamatest": true, "internal/searxtest": true,
+		"internal/drivetest": true, "internal/testpdf": true, "store/storetest": true,
+		"internal/pgserver": false, "internal/progress": false, "index": false, "main": false,
+		"hostile": false, "internal/ollamareal": false,
+	} {
+		if got := testFixture.MatchString(pkg); got != want {
+			t.Errorf("%s: test fixture %v, want %v", pkg, got, want)
+		}
+	}
+}

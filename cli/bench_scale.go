@@ -6,14 +6,14 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/docsift/docsift/eval"
+	"github.com/docsift/docsift/bench"
 	"github.com/spf13/cobra"
 )
 
 // benchScaleCmd is `docsift bench scale`: one owner of many chunks through
 // a child server, measured as a user of one VM would see it.
 func benchScaleCmd(asJSON *bool) *cobra.Command {
-	var cfg eval.ScaleConfig
+	var cfg bench.ScaleConfig
 	cmd := &cobra.Command{
 		Use:   "scale",
 		Short: "Capacity: ingest rate, memory per chunk, snapshot size, query latency and restart time of N chunks, in one owner or spread over customers",
@@ -53,54 +53,59 @@ hosted page and that page's list of its uploads).`,
 			// their data.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res, err := eval.BenchScale(ctx, cfg)
+			res, err := bench.Scale(ctx, cfg)
 			if err != nil {
 				return err
 			}
-			snapshot := "none at kill"
-			if res.SnapshotAtKill {
-				snapshot = "a periodic one"
-			}
-			mb := func(b int64) float64 { return float64(b) / (1 << 20) }
-			rows := [][2]string{
-				{"chunks", chunksLine(res)},
-				{"ingest", fmt.Sprintf("%.0f chunks/s (%.1f s)", res.IngestChunksPerSecond, res.IngestSeconds)},
-				{"CPU per document", fmt.Sprintf("%.3f ms in the server, %.3f ms in the uploaders", res.IngestServerCPUMsPerDoc, res.IngestUploaderCPUMsPerDoc)},
-				{"written during ingest", fmt.Sprintf("%.1f KB/chunk, of which index saves %.1f KB", res.IngestWrittenBytesPerChunk/1024, res.IngestIndexWrittenBytesPerChunk/1024)},
-				{"index saves during ingest", fmt.Sprintf("held chunks %.1f s of the %.1f s (moments of each save, and a whole snapshot's move)", res.IngestIndexSaveSeconds, res.IngestSeconds)},
-				{"memory after ingest", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk (during it, at most %.0f MB)", mb(res.RSSAnonAfterIngestBytes), res.RSSAnonAfterIngestPerChunk, mb(res.RSSAnonPeakIngestBytes))},
-				{"memory after restart", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk (and %.0f MB file-backed)", mb(res.RSSAnonBytes), res.RSSAnonPerChunk, mb(res.RSSFileBytes))},
-				{"database", fmt.Sprintf("%.1f MB, %.0f bytes/chunk", mb(res.DatabaseBytes), float64(res.DatabaseBytes)/float64(max(res.Chunks, 1)))},
-				{"snapshot", fmt.Sprintf("%.1f MB, and segments of %.1f MB", mb(res.SnapshotBytes), mb(res.SegmentBytes))},
-				{"new queries, 1 client", latency(res.Query1)},
-				{"new queries, 8 clients", latency(res.Query8)},
-				{"CPU per query", fmt.Sprintf("%.2f ms in the server, %.2f ms in the clients (8 clients)", res.Query8.ServerCPUMs, res.Query8.ClientCPUMs)},
-				{"other reads", fmt.Sprintf("a page of documents %.1f ms, an upload through a hosted page %.1f ms, its list of uploads %.1f ms", res.Reads.ListPageMs, res.Reads.SessionUploadMs, res.Reads.SessionJobsMs)},
-				{"first query after kill -9", fmt.Sprintf("%.2f s (snapshot: %s)", res.FirstQueryAfterKillSeconds, snapshot)},
-				{"every chunk found after kill -9", fmt.Sprintf("%.2f s", res.CaughtUpAfterKillSeconds)},
-				{"clean stop", fmt.Sprintf("%.2f s (writing the snapshots)", res.StopSeconds)},
-				{"first query after restart", fmt.Sprintf("%.2f s (from the shutdown snapshot)", res.FirstQueryAfterRestartSeconds)},
-				{"memory maps", fmt.Sprintf("%d (the kernel allows 65,530 a process unless vm.max_map_count says otherwise)", res.MemoryMaps)},
-				{"Go heap in use", fmt.Sprintf("%.0f bytes/chunk after ingest, %.0f after restart", res.GoHeapInuseAfterIngestPerChunk, res.GoHeapInusePerChunk)},
-			}
-			for _, p := range res.MemoryParts {
-				rows = append(rows, [2]string{"  index " + p.Part, fmt.Sprintf("%.0f bytes/chunk heap, %.0f mapped", p.HeapPerChunk, p.MappedPerChunk)})
-			}
-			return printResult(cmd.OutOrStdout(), *asJSON, res, rows)
+			return printResult(cmd.OutOrStdout(), *asJSON, res, scaleRows(res))
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&cfg.Chunks, "chunks", eval.ScaleDefaultChunks, "chunks in the owner")
-	f.IntVar(&cfg.Words, "words", eval.ScaleDefaultWords, "words per document (up to 250 is one chunk each)")
-	f.IntVar(&cfg.Uploaders, "uploaders", eval.ScaleDefaultUploaders, "uploads in flight")
+	f.IntVar(&cfg.Chunks, "chunks", bench.ScaleDefaultChunks, "chunks in the owner")
+	f.IntVar(&cfg.Words, "words", bench.ScaleDefaultWords, "words per document (up to 250 is one chunk each)")
+	f.IntVar(&cfg.Uploaders, "uploaders", bench.ScaleDefaultUploaders, "uploads in flight")
 	f.StringVar(&cfg.Corpus, "corpus", "", "upload the documents of a BEIR corpus.jsonl, each once, instead of synthetic text (--chunks and --words then do not apply)")
 	f.IntVar(&cfg.Customers, "customers", 0, "spread the documents over this many customers, each an owner with an index of its own (0: the project owns them all)")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the servers' data and logs, and the queries run (queries.jsonl), in this new or empty directory (default: a temporary one, removed)")
 	return cmd
 }
 
+// scaleRows are bench scale's figures as table rows.
+func scaleRows(res *bench.ScaleResult) [][2]string {
+	snapshot := "none at kill"
+	if res.SnapshotAtKill {
+		snapshot = "a periodic one"
+	}
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	rows := [][2]string{
+		{"chunks", chunksLine(res)},
+		{"ingest", fmt.Sprintf("%.0f chunks/s (%.1f s)", res.IngestChunksPerSecond, res.IngestSeconds)},
+		{"CPU per document", fmt.Sprintf("%.3f ms in the server, %.3f ms in the uploaders", res.IngestServerCPUMsPerDoc, res.IngestUploaderCPUMsPerDoc)},
+		{"written during ingest", fmt.Sprintf("%.1f KB/chunk, of which index saves %.1f KB", res.IngestWrittenBytesPerChunk/1024, res.IngestIndexWrittenBytesPerChunk/1024)},
+		{"index saves during ingest", fmt.Sprintf("held chunks %.1f s of the %.1f s (moments of each save, and a whole snapshot's move)", res.IngestIndexSaveSeconds, res.IngestSeconds)},
+		{"memory after ingest", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk (during it, at most %.0f MB)", mb(res.RSSAnonAfterIngestBytes), res.RSSAnonAfterIngestPerChunk, mb(res.RSSAnonPeakIngestBytes))},
+		{"memory after restart", fmt.Sprintf("%.0f MB anonymous, %.0f bytes/chunk (and %.0f MB file-backed)", mb(res.RSSAnonBytes), res.RSSAnonPerChunk, mb(res.RSSFileBytes))},
+		{"database", fmt.Sprintf("%.1f MB, %.0f bytes/chunk", mb(res.DatabaseBytes), float64(res.DatabaseBytes)/float64(max(res.Chunks, 1)))},
+		{"snapshot", fmt.Sprintf("%.1f MB, and segments of %.1f MB", mb(res.SnapshotBytes), mb(res.SegmentBytes))},
+		{"new queries, 1 client", latency(res.Query1)},
+		{"new queries, 8 clients", latency(res.Query8)},
+		{"CPU per query", fmt.Sprintf("%.2f ms in the server, %.2f ms in the clients (8 clients)", res.Query8.ServerCPUMs, res.Query8.ClientCPUMs)},
+		{"other reads", fmt.Sprintf("a page of documents %.1f ms, an upload through a hosted page %.1f ms, its list of uploads %.1f ms", res.Reads.ListPageMs, res.Reads.SessionUploadMs, res.Reads.SessionJobsMs)},
+		{"first query after kill -9", fmt.Sprintf("%.2f s (snapshot: %s)", res.FirstQueryAfterKillSeconds, snapshot)},
+		{"every chunk found after kill -9", fmt.Sprintf("%.2f s", res.CaughtUpAfterKillSeconds)},
+		{"clean stop", fmt.Sprintf("%.2f s (writing the snapshots)", res.StopSeconds)},
+		{"first query after restart", fmt.Sprintf("%.2f s (from the shutdown snapshot)", res.FirstQueryAfterRestartSeconds)},
+		{"memory maps", fmt.Sprintf("%d (the kernel allows 65,530 a process unless vm.max_map_count says otherwise)", res.MemoryMaps)},
+		{"Go heap in use", fmt.Sprintf("%.0f bytes/chunk after ingest, %.0f after restart", res.GoHeapInuseAfterIngestPerChunk, res.GoHeapInusePerChunk)},
+	}
+	for _, p := range res.MemoryParts {
+		rows = append(rows, [2]string{"  index " + p.Part, fmt.Sprintf("%.0f bytes/chunk heap, %.0f mapped", p.HeapPerChunk, p.MappedPerChunk)})
+	}
+	return rows
+}
+
 // chunksLine is the chunks line of bench scale's table.
-func chunksLine(res *eval.ScaleResult) string {
+func chunksLine(res *bench.ScaleResult) string {
 	if res.Customers > 0 {
 		return fmt.Sprintf("%d in %d documents of %d customers", res.Chunks, res.Documents, res.Customers)
 	}
@@ -108,7 +113,7 @@ func chunksLine(res *eval.ScaleResult) string {
 }
 
 // latency is a query run's line of bench scale's table.
-func latency(q eval.QueryLatency) string {
+func latency(q bench.QueryLatency) string {
 	return fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (%d errors); in the server p50 %.2f ms, p99 %.2f ms",
 		q.P50Ms, q.P99Ms, q.Errors, q.ServerP50Ms, q.ServerP99Ms)
 }

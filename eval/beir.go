@@ -1,7 +1,8 @@
-// Package eval measures docsift on a user's own data: retrieval quality on a
-// BEIR-format dataset (the metrics computed exactly as the BM25 reference
-// script computes them, so the two compare in one run), ingest throughput,
-// and query latency of a running server.
+// Package eval is `docsift eval`: retrieval quality on a user's own data,
+// a BEIR-format dataset (the metrics computed exactly as the BM25
+// reference script computes them, so the two compare in one run) or
+// questions about documents. Its BEIR files and its corpus ingested in
+// process (IngestCorpus) serve package bench's speed measurements too.
 package eval
 
 import (

@@ -141,14 +141,14 @@ func RunQA(ctx context.Context, cfg QAConfig) (*QAResult, error) {
 			}
 		}
 	}
-	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, 1, true, cfg.Progress, cfg.Log)
+	run, err := IngestCorpus(docs, cfg.Embedder, cfg.Workers, 1, true, cfg.Progress, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
 	defer run.Close()
-	searcher := search.New(run.engine, run.store, llm.NewExtractive(), nil, cfg.Log)
+	searcher := search.New(run.Engine, run.Store, llm.NewExtractive(), nil, cfg.Log)
 
-	res := &QAResult{Documents: len(docs), Chunks: run.chunks, Embedder: cfg.Embedder.Model()}
+	res := &QAResult{Documents: len(docs), Chunks: run.Chunks, Embedder: cfg.Embedder.Model()}
 	var refQuestions []refQuestion
 	var lat []float64
 	total := 0
@@ -163,7 +163,7 @@ func RunQA(ctx context.Context, cfg QAConfig) (*QAResult, error) {
 				relevant[pageKey(name, p)] = true
 			}
 			start := time.Now()
-			results, _, err := searcher.Search(ctx, run.owner, q.Text, qaChunks)
+			results, _, err := searcher.Search(ctx, run.Owner, q.Text, qaChunks)
 			if err != nil {
 				return nil, fmt.Errorf("eval: question %q: %w", q.Text, err)
 			}
@@ -171,7 +171,7 @@ func RunQA(ctx context.Context, cfg QAConfig) (*QAResult, error) {
 			var ranked []string
 			seen := map[string]bool{}
 			for _, r := range results {
-				k := pageKey(run.byDoc[r.Chunk.DocumentID], r.Chunk.Page)
+				k := pageKey(run.ByDoc[r.Chunk.DocumentID], r.Chunk.Page)
 				if !seen[k] {
 					seen[k] = true
 					ranked = append(ranked, k)
@@ -189,7 +189,7 @@ func RunQA(ctx context.Context, cfg QAConfig) (*QAResult, error) {
 		return nil, errors.New("eval: the questions file holds no question")
 	}
 	res.finish()
-	res.QueryP50Ms = percentile(lat, 0.50)
+	res.QueryP50Ms = Percentile(lat, 0.50)
 	res.Pages = len(pages)
 	if cfg.Reference != "" {
 		if res.BM25, err = runReference(ctx, cfg.Reference, pages, refQuestions); err != nil {

@@ -47,29 +47,30 @@ type Result struct {
 	Embedder      string  `json:"embedder"`
 }
 
-// corpusRun is a corpus ingested into a throwaway data dir through the same
-// pipeline as uploads.
-type corpusRun struct {
-	dir    string
-	store  *bolt.Store
-	engine *ingest.Engine
-	owner  string
-	byDoc  map[string]string // docsift document id → corpus id
-	chunks int
-	took   time.Duration
+// Corpus is a corpus ingested into a throwaway data dir through the same
+// pipeline as uploads: what eval scores, and what bench times.
+type Corpus struct {
+	Dir    string
+	Store  *bolt.Store
+	Engine *ingest.Engine
+	Owner  string            // the project that owns every document
+	ByDoc  map[string]string // docsift document id → corpus id
+	Chunks int
+	Took   time.Duration // from the first upload to the last job's end
 }
 
-func (r *corpusRun) Close() {
-	if r.engine != nil {
-		r.engine.Shutdown(context.Background())
+// Close stops the engine and store and removes the data dir.
+func (r *Corpus) Close() {
+	if r.Engine != nil {
+		r.Engine.Shutdown(context.Background())
 	}
-	if r.store != nil {
-		r.store.Close()
+	if r.Store != nil {
+		r.Store.Close()
 	}
-	os.RemoveAll(r.dir)
+	os.RemoveAll(r.Dir)
 }
 
-// ingestCorpus uploads every document (title as the name, text as the
+// IngestCorpus uploads every document (title as the name, text as the
 // content) and waits until every job has ended. As BEIR's own BM25 runs
 // do, the title is searched beside the text as a field of its own: the
 // index scores a document's name as a title field (BM25F, index/fields.go),
@@ -80,32 +81,32 @@ func (r *corpusRun) Close() {
 // many documents are submitted at once (as clients of the API do); with
 // one they are submitted in the corpus's order, so that every run numbers
 // them alike.
-func ingestCorpus(docs []Doc, embedder llm.Embedder, workers, uploads int, throwaway bool, bars io.Writer, log *slog.Logger) (*corpusRun, error) {
+func IngestCorpus(docs []Doc, embedder llm.Embedder, workers, uploads int, throwaway bool, bars io.Writer, log *slog.Logger) (*Corpus, error) {
 	dir, err := os.MkdirTemp("", "docsift-eval-*")
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
-	r := &corpusRun{dir: dir, byDoc: make(map[string]string, len(docs))}
-	if r.store, err = bolt.Open(dir); err != nil {
+	r := &Corpus{Dir: dir, ByDoc: make(map[string]string, len(docs))}
+	if r.Store, err = bolt.Open(dir); err != nil {
 		r.Close()
 		return nil, err
 	}
 	if throwaway {
-		r.store.SetThrowaway()
+		r.Store.SetThrowaway()
 	}
-	p, _, err := r.store.CreateProject("eval")
+	p, _, err := r.Store.CreateProject("eval")
 	if err != nil {
 		r.Close()
 		return nil, err
 	}
-	r.owner = p.ID
-	r.engine = ingest.New(r.store, embedder, filepath.Join(dir, "index"), ingest.Config{Workers: workers}, log)
-	if err := r.engine.Start(); err != nil {
+	r.Owner = p.ID
+	r.Engine = ingest.New(r.Store, embedder, filepath.Join(dir, "index"), ingest.Config{Workers: workers}, log)
+	if err := r.Engine.Start(); err != nil {
 		r.Close()
 		return nil, err
 	}
 	start := time.Now()
-	jobs, err := r.submit(p.ID, docs, uploads)
+	jobs, err := r.Submit(p.ID, docs, uploads)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -113,7 +114,7 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers, uploads int, throw
 	bar := progress.New(bars, "ingesting", len(docs))
 	failed, finished := 0, 0
 	for id := range jobs {
-		j, err := r.engine.WaitJob(context.Background(), id)
+		j, err := r.Engine.WaitJob(context.Background(), id)
 		if err != nil {
 			r.Close()
 			return nil, err
@@ -122,12 +123,12 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers, uploads int, throw
 			failed++
 			log.Warn("document failed to index", "document", j.DocumentID, "err", j.Error)
 		}
-		r.chunks += j.Chunks
+		r.Chunks += j.Chunks
 		finished++
 		bar.Set(finished)
 	}
 	bar.Done()
-	r.took = time.Since(start)
+	r.Took = time.Since(start)
 	if failed == len(docs) && failed > 0 {
 		r.Close()
 		return nil, errors.New("eval: no document could be indexed")
@@ -135,9 +136,9 @@ func ingestCorpus(docs []Doc, embedder llm.Embedder, workers, uploads int, throw
 	return r, nil
 }
 
-// submit submits docs to the owner, uploads at a time, and returns their
+// Submit submits docs to the owner, uploads at a time, and returns their
 // jobs' ids.
-func (r *corpusRun) submit(owner string, docs []Doc, uploads int) (map[string]bool, error) {
+func (r *Corpus) Submit(owner string, docs []Doc, uploads int) (map[string]bool, error) {
 	var (
 		mu    sync.Mutex
 		jobs  = make(map[string]bool, len(docs))
@@ -154,12 +155,12 @@ func (r *corpusRun) submit(owner string, docs []Doc, uploads int) (map[string]bo
 				if data == nil {
 					data = []byte(d.Text)
 				}
-				job, doc, err := r.engine.Submit(ingest.Upload{ProjectID: owner, OwnerID: owner, Name: d.Title, Data: data, Metadata: d.Metadata})
+				job, doc, err := r.Engine.Submit(ingest.Upload{ProjectID: owner, OwnerID: owner, Name: d.Title, Data: data, Metadata: d.Metadata})
 				mu.Lock()
 				if err != nil && first == nil {
 					first = fmt.Errorf("eval: document %s: %w", d.ID, err)
 				} else if err == nil {
-					r.byDoc[doc.ID] = d.ID
+					r.ByDoc[doc.ID] = d.ID
 					jobs[job.ID] = true
 				}
 				mu.Unlock()
@@ -205,14 +206,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, 1, true, cfg.Progress, cfg.Log)
+	run, err := IngestCorpus(docs, cfg.Embedder, cfg.Workers, 1, true, cfg.Progress, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
 	defer run.Close()
 
-	res := &Result{Documents: len(docs), Chunks: run.chunks, IngestSeconds: run.took.Seconds(), Embedder: cfg.Embedder.Model()}
-	searcher := search.New(run.engine, run.store, llm.NewExtractive(), nil, cfg.Log)
+	res := &Result{Documents: len(docs), Chunks: run.Chunks, IngestSeconds: run.Took.Seconds(), Embedder: cfg.Embedder.Model()}
+	searcher := search.New(run.Engine, run.Store, llm.NewExtractive(), nil, cfg.Log)
 	var lat []float64
 	bar := progress.New(cfg.Progress, "querying ", len(queries))
 	for i, q := range queries {
@@ -224,7 +225,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		start := time.Now()
 		// Ask for more chunks than documents: several chunks of one
 		// document count once.
-		results, _, err := searcher.Search(ctx, run.owner, q.Text, min(3*cfg.TopK, 50))
+		results, _, err := searcher.Search(ctx, run.Owner, q.Text, min(3*cfg.TopK, 50))
 		if err != nil {
 			return nil, fmt.Errorf("eval: query %s: %w", q.ID, err)
 		}
@@ -232,7 +233,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		var ranked []string
 		seen := map[string]bool{}
 		for _, r := range results {
-			id := run.byDoc[r.Chunk.DocumentID]
+			id := run.ByDoc[r.Chunk.DocumentID]
 			if !seen[id] {
 				seen[id] = true
 				ranked = append(ranked, id)
@@ -253,12 +254,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	n := float64(res.Queries)
 	res.NDCG, res.Recall, res.MRR = res.NDCG/n, res.Recall/n, res.MRR/n
-	res.QueryP50Ms, res.QueryP95Ms = percentile(lat, 0.50), percentile(lat, 0.95)
+	res.QueryP50Ms, res.QueryP95Ms = Percentile(lat, 0.50), Percentile(lat, 0.95)
 	return res, nil
 }
 
-// percentile returns the p-th percentile of xs by nearest rank.
-func percentile(xs []float64, p float64) float64 {
+// Percentile returns the p-th percentile of xs by nearest rank.
+func Percentile(xs []float64, p float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}

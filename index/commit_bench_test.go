@@ -65,3 +65,5 @@ func p99(lat []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)*99/100]
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

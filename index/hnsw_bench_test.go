@@ -8,7 +8,7 @@ import (
 )
 
 func benchVectors(n, dim int) [][]float32 {
-	return clusteredVectors(rand.New(rand.NewPCG(7, 7)), n, dim, 100, benchSpread)
+	return clusteredVectors(rand.New(rand.NewPCG(7, 7)), n, dim, 100, 1.0)
 }
 
 // BenchmarkHNSWBuild measures graph construction as an insert runs it,

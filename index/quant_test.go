@@ -77,31 +77,6 @@ func TestDotInt8MatchesLoop(t *testing.T) {
 	}
 }
 
-// TestMappedVectorsLeaveTheHeap measures the heap per vector with the
-// float vectors in mapped files and on the heap, in the same run: mapping
-// must take at least most of the floats' 4·dim bytes off the heap, at the
-// same recall.
-func TestMappedVectorsLeaveTheHeap(t *testing.T) {
-	const dim = 64
-	cfg := BenchConfig{N: 6000, Dim: dim, Queries: 100, Dir: t.TempDir(), HeapVectors: true}
-	onHeap, err := RunIndexBench(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HeapVectors, cfg.Dir = false, t.TempDir()
-	mapped, err := RunIndexBench(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("heap bytes/vector: %.0f with floats on the heap, %.0f mapped", onHeap.BytesPerVector, mapped.BytesPerVector)
-	if saved := onHeap.BytesPerVector - mapped.BytesPerVector; saved < 0.8*4*dim {
-		t.Errorf("mapping saved %.0f heap bytes per vector, want ≥ %.0f", saved, 0.8*4*dim)
-	}
-	if mapped.RecallAt10 < 0.95 || onHeap.RecallAt10 < 0.95 {
-		t.Errorf("recall@10 %.3f mapped, %.3f on the heap, want ≥ 0.95", mapped.RecallAt10, onHeap.RecallAt10)
-	}
-}
-
 // TestMappedVectorsThroughCompaction keeps vectors in mapped files while
 // a compaction drops the old generation (whose pages are unmapped once
 // unreachable), then checks searches against brute force and a snapshot

@@ -178,34 +178,6 @@ func TestOCRImageUploads(t *testing.T) {
 	}
 }
 
-// TestOCRAccuracyOnRealPDFs is the benchmark's measurement, on one page of
-// each shared PDF at 300 dpi: OCR must read at least 97% of characters
-// right (`docsift bench ocr` measures more pages and 200 dpi too).
-func TestOCRAccuracyOnRealPDFs(t *testing.T) {
-	requireTesseract(t)
-	realPDF(t, "bashref.pdf")
-	if testing.Short() {
-		t.Skip("OCR of four pages; skipped in -short mode")
-	}
-	res, err := RunOCRBench(context.Background(), OCRBenchConfig{Files: []string{realPDFDir}, Pages: 1, DPIs: []int{300}}, &testWriter{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := res.Runs[0]
-	t.Logf("%d pages, %d characters: accuracy %.4f (worst %.4f, %s), %.2f pages/s", run.Pages, run.Characters, run.Accuracy, run.WorstAccuracy, run.WorstPage, run.PagesPerSecond)
-	if run.Pages != len(realPDFs) || run.Accuracy < 0.97 {
-		t.Errorf("accuracy %.4f on %d pages; want at least 0.97 on %d", run.Accuracy, run.Pages, len(realPDFs))
-	}
-}
-
-// testWriter sends the benchmark's log to the test log.
-type testWriter struct{ t *testing.T }
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
 // makeMixedPDF has a page of text, then a page that is only an image.
 func makeMixedPDF() []byte {
 	w := &pdfWriter{}

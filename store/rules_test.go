@@ -101,7 +101,7 @@ func TestNewAPIKeyKeepsAHintOnly(t *testing.T) {
 	if k.Hint != secret[:keyHintLen] || len(secret) <= keyHintLen+16 || k.ProjectID != "prj_1" || !k.CreatedAt.Equal(at) {
 		t.Errorf("NewAPIKey = %q, %+v", secret, k)
 	}
-	if HashSecret(secret) == secret || HashSecret(secret) != HashSecret(secret) {
+	if h, again := HashSecret(secret), HashSecret(secret); h == secret || h != again {
 		t.Error("HashSecret: want a stable hash that is not the secret")
 	}
 }

@@ -1,4 +1,8 @@
-package index
+// Package indexbench is `docsift bench index`: the vector index's recall,
+// search latency, build rate, memory and snapshot load, on clustered
+// synthetic vectors or on .fvecs files (fvecs.go), which it can also
+// write, to run the same data through other libraries (bench/ann_compare.py).
+package indexbench
 
 import (
 	"errors"
@@ -12,24 +16,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/internal/synthetic"
 	"github.com/viterin/vek/vek32"
 )
 
-// Defaults of RunIndexBench; `docsift bench index` shows them as its flags'.
+// Defaults of Run; `docsift bench index` shows them as its flags'.
 const (
-	BenchDefaultN        = 100000
-	BenchDefaultDim      = 384
-	BenchDefaultQueries  = 1000
-	benchDefaultClusters = 100
-	// benchSpread is the noise around a cluster centre relative to the
+	DefaultN        = 100000
+	DefaultDim      = 384
+	DefaultQueries  = 1000
+	defaultClusters = 100
+	// spread is the noise around a cluster centre relative to the
 	// centre's unit length: enough that neighbours within a cluster are
 	// not trivially separated, as with real topic clusters.
-	benchSpread = 1.0
-	benchK      = 10
+	spread  = 1.0
+	recallK = 10
 )
 
-// BenchConfig sets up RunIndexBench. Zero fields take the defaults above.
-type BenchConfig struct {
+// Config sets up Run. Zero fields take the defaults above.
+type Config struct {
 	N        int    // vectors in the index
 	Dim      int    // dimensions
 	Queries  int    // queries timed and scored
@@ -58,8 +64,8 @@ type BenchConfig struct {
 	ExportDir string
 }
 
-// BenchResult is what RunIndexBench measured.
-type BenchResult struct {
+// Result is what Run measured.
+type Result struct {
 	N                     int     `json:"n"`
 	Dim                   int     `json:"dim"`
 	Queries               int     `json:"queries"`
@@ -76,14 +82,14 @@ type BenchResult struct {
 	BytesPerVector        float64 `json:"bytes_per_vector"`
 	// Ef is the search candidate list of the figures above; Curve has the
 	// recall and speed of every candidate list measured, Ef's first.
-	Ef             int          `json:"ef"`
-	EfConstruction int          `json:"ef_construction"`
-	Curve          []BenchPoint `json:"curve,omitempty"`
+	Ef             int     `json:"ef"`
+	EfConstruction int     `json:"ef_construction"`
+	Curve          []Point `json:"curve,omitempty"`
 }
 
-// BenchPoint is recall and single-thread speed at one search candidate
+// Point is recall and single-thread speed at one search candidate
 // list.
-type BenchPoint struct {
+type Point struct {
 	Ef          int     `json:"ef"`
 	RecallAt10  float64 `json:"recall_at_10"`
 	SearchP50Ms float64 `json:"search_p50_ms"`
@@ -91,87 +97,84 @@ type BenchPoint struct {
 	SearchQPS   float64 `json:"search_qps"`
 }
 
-// RunIndexBench measures the vector index on clustered synthetic unit
-// vectors: it computes exact top-10 ground truth by brute force, builds an
+// Run measures the vector index on clustered synthetic unit vectors (or
+// cfg's files): it computes exact top-10 ground truth by brute force, builds an
 // OwnerIndex through Add (as ingestion does), times single-threaded
 // searches, and compares loading a snapshot with rebuilding. Progress lines
 // go to progress (nil for none).
-func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
+func Run(cfg Config, progress io.Writer) (Result, error) {
 	if cfg.N == 0 {
-		cfg.N = BenchDefaultN
+		cfg.N = DefaultN
 	}
 	if cfg.Dim == 0 {
-		cfg.Dim = BenchDefaultDim
+		cfg.Dim = DefaultDim
 	}
 	if cfg.Queries == 0 {
-		cfg.Queries = BenchDefaultQueries
+		cfg.Queries = DefaultQueries
 	}
 	if cfg.Clusters == 0 {
-		cfg.Clusters = benchDefaultClusters
+		cfg.Clusters = defaultClusters
 	}
 	if cfg.N < 1 || cfg.Dim < 1 || cfg.Queries < 1 {
-		return BenchResult{}, errors.New("index: bench: n, dim and queries must be positive")
+		return Result{}, errors.New("indexbench: n, dim and queries must be positive")
 	}
 	if progress == nil {
 		progress = io.Discard
 	}
-	res := BenchResult{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries}
-
 	// The heap is measured from before the data exists: the input vectors
 	// are dead once added (the index copies them), so a baseline taken
 	// after them would subtract them from the index's own size.
 	baseline := heapInUse()
-	vecs, queries, truth, err := benchData(&cfg, progress)
+	vecs, queries, truth, err := data(&cfg, progress)
 	if err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
-	res = BenchResult{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries}
+	res := Result{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries}
 
 	dir := cfg.Dir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "docsift-bench-")
 		if err != nil {
-			return res, fmt.Errorf("index: bench: %w", err)
+			return res, fmt.Errorf("indexbench: %w", err)
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	opts := Options{EfConstruction: cfg.EfConstruction}
+	opts := index.Options{EfConstruction: cfg.EfConstruction}
 	if !cfg.HeapVectors {
-		if opts.Vectors, err = NewVectorFiles(dir); err != nil {
-			return res, fmt.Errorf("index: bench: %w", err)
+		if opts.Vectors, err = index.NewVectorFiles(dir); err != nil {
+			return res, fmt.Errorf("indexbench: %w", err)
 		}
 	}
 
-	entries := make([]Entry, cfg.N)
+	entries := make([]index.Entry, cfg.N)
 	for i, v := range vecs {
-		entries[i] = Entry{ID: uint64(i), Vector: v}
+		entries[i] = index.Entry{ID: uint64(i), Vector: v}
 	}
 	fmt.Fprintf(progress, "building index of %d vectors\n", cfg.N)
 	x := opts.New("bench", cfg.Dim)
 	start := time.Now()
 	if err := x.Add(entries...); err != nil {
-		return res, fmt.Errorf("index: bench: %w", err)
+		return res, fmt.Errorf("indexbench: %w", err)
 	}
 	build := time.Since(start)
-	entries, vecs = nil, nil
+	// entries and vecs are dead from here (the index copied the vectors),
+	// so heapInUse's collection frees them.
 	// What stays besides the index: the queries and their ground truth.
-	kept := uint64(len(queries)*cfg.Dim*4 + len(truth)*benchK*4)
+	kept := uint64(len(queries)*cfg.Dim*4 + len(truth)*recallK*4)
 	res.BytesPerVector = float64(heapInUse()-baseline-kept) / float64(cfg.N)
 	res.BuildSeconds = build.Seconds()
 	res.BuildVectorsPerSecond = float64(cfg.N) / build.Seconds()
 	fmt.Fprintf(progress, "built in %.1fs (%.0f vectors/s)\n", res.BuildSeconds, res.BuildVectorsPerSecond)
 
-	if g := x.current.Load().gen.graph; g != nil {
-		res.EfConstruction = g.efConstruction // as built, not as asked
-	}
+	res.EfConstruction = x.EfConstruction() // as built, not as asked
 	efs := cfg.Ef
 	if len(efs) == 0 {
 		efs = []int{0} // the index's own
 	}
 	for _, ef := range efs {
 		fmt.Fprintf(progress, "searching %d queries, one thread\n", cfg.Queries)
-		p := searchBench(x, queries, truth, ef)
+		p := searchPass(x, queries, truth, ef)
 		fmt.Fprintf(progress, "ef %d: recall@10 %.4f, %.0f queries/s\n", p.Ef, p.RecallAt10, p.SearchQPS)
 		res.Curve = append(res.Curve, p)
 	}
@@ -186,7 +189,7 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	fmt.Fprintf(progress, "writing and loading snapshot %s\n", path)
 	start = time.Now()
 	if err := x.WriteSnapshot(path, uint64(cfg.N)); err != nil {
-		return res, fmt.Errorf("index: bench: %w", err)
+		return res, fmt.Errorf("indexbench: %w", err)
 	}
 	res.SnapshotWriteSeconds = time.Since(start).Seconds()
 	if st, err := os.Stat(path); err == nil {
@@ -195,15 +198,15 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 	x = nil
 	runtime.GC()
 	start = time.Now()
-	y, _, err := ReadSnapshot(path)
+	y, _, err := opts.ReadSnapshot(path)
 	if err != nil {
-		return res, fmt.Errorf("index: bench: %w", err)
+		return res, fmt.Errorf("indexbench: %w", err)
 	}
 	load := time.Since(start)
 	res.SnapshotLoadSeconds = load.Seconds()
 	res.SnapshotLoadSpeedup = build.Seconds() / load.Seconds()
 	if y.Len() != cfg.N {
-		return res, fmt.Errorf("index: bench: loaded %d vectors, wrote %d", y.Len(), cfg.N)
+		return res, fmt.Errorf("indexbench: loaded %d vectors, wrote %d", y.Len(), cfg.N)
 	}
 	fmt.Fprintf(progress, "recall@10 %.4f, p50 %.3f ms, load %.2fs (%.0fx faster than build)\n",
 		res.RecallAt10, res.SearchP50Ms, res.SnapshotLoadSeconds, res.SnapshotLoadSpeedup)
@@ -213,21 +216,17 @@ func RunIndexBench(cfg BenchConfig, progress io.Writer) (BenchResult, error) {
 // searchBench times queries one at a time through x's search of vectors
 // alone, the graph walking a candidate list of ef (0: its own), and
 // scores each hit list against truth.
-func searchBench(x *OwnerIndex, queries [][]float32, truth [][]uint32, ef int) BenchPoint {
-	v := x.current.Load()
-	if g := v.gen.graph; g != nil {
-		if ef == 0 {
-			ef = efSearchFor(v.n)
-		}
-		defer func(was int) { g.efSearch = was }(g.efSearch)
-		g.efSearch = ef
+func searchPass(x *index.OwnerIndex, queries [][]float32, truth [][]uint32, ef int) Point {
+	if kept := x.SetEfSearch(ef); kept != 0 {
+		ef = kept
+		defer x.SetEfSearch(0)
 	}
 	lat := make([]time.Duration, len(queries))
 	found := 0
 	start := time.Now()
 	for i, q := range queries {
 		t := time.Now()
-		hits := x.Search(Query{Vector: q, K: benchK})
+		hits := x.Search(index.Query{Vector: q, K: recallK})
 		lat[i] = time.Since(t)
 		for _, h := range hits {
 			if slices.Contains(truth[i], uint32(h.ID)) {
@@ -235,8 +234,8 @@ func searchBench(x *OwnerIndex, queries [][]float32, truth [][]uint32, ef int) B
 			}
 		}
 	}
-	p := BenchPoint{Ef: ef, SearchQPS: float64(len(queries)) / time.Since(start).Seconds()}
-	p.RecallAt10 = float64(found) / float64(len(queries)*benchK)
+	p := Point{Ef: ef, SearchQPS: float64(len(queries)) / time.Since(start).Seconds()}
+	p.RecallAt10 = float64(found) / float64(len(queries)*recallK)
 	slices.Sort(lat)
 	p.SearchP50Ms = ms(lat[len(lat)/2])
 	p.SearchP99Ms = ms(lat[len(lat)*99/100])
@@ -246,7 +245,7 @@ func searchBench(x *OwnerIndex, queries [][]float32, truth [][]uint32, ef int) B
 // benchData returns the bench's vectors, queries and exact top-10 by row:
 // read from files or generated, computed or read, and exported when asked.
 // It sets cfg's N, Dim and Queries to what the files hold.
-func benchData(cfg *BenchConfig, progress io.Writer) (vecs, queries [][]float32, truth [][]uint32, err error) {
+func data(cfg *Config, progress io.Writer) (vecs, queries [][]float32, truth [][]uint32, err error) {
 	switch {
 	case cfg.VectorsFile != "" && cfg.QueriesFile != "":
 		if vecs, err = ReadFvecs(cfg.VectorsFile); err != nil {
@@ -256,7 +255,7 @@ func benchData(cfg *BenchConfig, progress io.Writer) (vecs, queries [][]float32,
 			return nil, nil, nil, err
 		}
 		if len(vecs) == 0 || len(queries) == 0 || len(vecs[0]) != len(queries[0]) {
-			return nil, nil, nil, errors.New("index: bench: the vectors and queries files must be non-empty and of one dimension")
+			return nil, nil, nil, errors.New("indexbench: the vectors and queries files must be non-empty and of one dimension")
 		}
 		if normalize(vecs) || normalize(queries) {
 			fmt.Fprintln(progress, "vectors scaled to unit length: similarity is the cosine")
@@ -264,11 +263,11 @@ func benchData(cfg *BenchConfig, progress io.Writer) (vecs, queries [][]float32,
 		cfg.N, cfg.Dim, cfg.Queries = len(vecs), len(vecs[0]), len(queries)
 		fmt.Fprintf(progress, "read %d %d-d vectors and %d queries\n", cfg.N, cfg.Dim, cfg.Queries)
 	case cfg.VectorsFile != "" || cfg.QueriesFile != "":
-		return nil, nil, nil, errors.New("index: bench: give both a vectors file and a queries file")
+		return nil, nil, nil, errors.New("indexbench: give both a vectors file and a queries file")
 	default:
 		fmt.Fprintf(progress, "generating %d clustered %d-d vectors and %d queries\n", cfg.N, cfg.Dim, cfg.Queries)
 		rng := rand.New(rand.NewPCG(cfg.Seed, 0xbe7c4))
-		all := clusteredVectors(rng, cfg.N+cfg.Queries, cfg.Dim, cfg.Clusters, benchSpread)
+		all := synthetic.ClusteredVectors(rng, cfg.N+cfg.Queries, cfg.Dim, cfg.Clusters, spread)
 		// The queries get a backing array of their own: a slice of all's
 		// would keep every base vector reachable, and counted in the
 		// index's memory, after the index has copied them.
@@ -280,17 +279,17 @@ func benchData(cfg *BenchConfig, progress io.Writer) (vecs, queries [][]float32,
 			return nil, nil, nil, err
 		}
 		if len(rows) != len(queries) {
-			return nil, nil, nil, fmt.Errorf("index: bench: %d ground-truth rows for %d queries", len(rows), len(queries))
+			return nil, nil, nil, fmt.Errorf("indexbench: %d ground-truth rows for %d queries", len(rows), len(queries))
 		}
 		for _, r := range rows {
-			top := make([]uint32, 0, benchK)
-			for _, id := range r[:min(benchK, len(r))] {
+			top := make([]uint32, 0, recallK)
+			for _, id := range r[:min(recallK, len(r))] {
 				top = append(top, uint32(id))
 			}
 			truth = append(truth, top)
 		}
 	} else {
-		fmt.Fprintf(progress, "computing exact top-%d for %d queries\n", benchK, len(queries))
+		fmt.Fprintf(progress, "computing exact top-%d for %d queries\n", recallK, len(queries))
 		truth = groundTruth(vecs, queries)
 	}
 	if cfg.ExportDir != "" {
@@ -336,16 +335,41 @@ func groundTruth(vecs, queries [][]float32) [][]uint32 {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(queries); i += workers {
-				top := newTopK(benchK)
-				for s, v := range vecs {
-					top.push(uint32(s), vek32.Dot(queries[i], v))
-				}
-				for _, s := range top.sorted() {
-					truth[i] = append(truth[i], s.slot)
-				}
+				truth[i] = nearest(vecs, queries[i], recallK)
 			}
 		}()
 	}
 	wg.Wait()
 	return truth
+}
+
+// nearest returns the rows of the k vectors of vecs of the highest dot
+// product with q, best first, by a scan keeping them in order.
+func nearest(vecs [][]float32, q []float32, k int) []uint32 {
+	type row struct {
+		slot  uint32
+		score float32
+	}
+	top := make([]row, 0, k+1)
+	for s, v := range vecs {
+		d := vek32.Dot(q, v)
+		if len(top) == k && d <= top[k-1].score {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, d, func(r row, d float32) int {
+			if r.score >= d {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, i, row{uint32(s), d})
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	out := make([]uint32, len(top))
+	for i, r := range top {
+		out[i] = r.slot
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package eval
+package bench
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docsift/docsift/eval"
 	"github.com/docsift/docsift/ingest"
 	"github.com/docsift/docsift/internal/ollamareal"
 	"github.com/docsift/docsift/llm"
@@ -70,7 +71,7 @@ func BenchmarkRealOllamaTwoServers(b *testing.B) {
 			if err := em.Check(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			res, err := BenchIngest(context.Background(), IngestConfig{Files: []string{file}, Embedder: em})
+			res, err := Ingest(context.Background(), IngestConfig{Files: []string{file}, Embedder: em})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -175,9 +176,9 @@ func benchQueriesDuringIngest(b *testing.B, url, model, file string) {
 	b.Logf("%s, %d chunks: findable after %.2f s, SUCCEEDED after %.1f s (%.2f chunks/s)",
 		filepath.Base(file), j.Chunks, findable.Seconds(), done.Seconds(), float64(j.Chunks)/done.Seconds())
 	b.Logf("queries idle: p50 %.0f ms, p99 %.0f ms (%d); during the ingest: p50 %.0f ms, p99 %.0f ms (%d, %d answered lexically because the model was busy)",
-		percentile(idle, 0.5), percentile(idle, 0.99), len(idle), percentile(during, 0.5), percentile(during, 0.99), len(during), lexical)
+		eval.Percentile(idle, 0.5), eval.Percentile(idle, 0.99), len(idle), eval.Percentile(during, 0.5), eval.Percentile(during, 0.99), len(during), lexical)
 	b.ReportMetric(findable.Seconds(), "findable-s")
 	b.ReportMetric(done.Seconds(), "succeeded-s")
-	b.ReportMetric(percentile(idle, 0.99), "idle-p99-ms")
-	b.ReportMetric(percentile(during, 0.99), "ingest-p99-ms")
+	b.ReportMetric(eval.Percentile(idle, 0.99), "idle-p99-ms")
+	b.ReportMetric(eval.Percentile(during, 0.99), "ingest-p99-ms")
 }

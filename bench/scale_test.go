@@ -1,4 +1,4 @@
-package eval
+package bench
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/docsift/docsift/analysis"
+	"github.com/docsift/docsift/eval"
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/llm"
 )
@@ -26,7 +27,7 @@ func TestBenchScale(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/docsift/docsift").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	res, err := BenchScale(context.Background(), ScaleConfig{Chunks: 300, Binary: bin})
+	res, err := Scale(context.Background(), ScaleConfig{Chunks: 300, Binary: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +137,14 @@ func TestBenchScaleCorpus(t *testing.T) {
 		if i == 7 {
 			text = strings.Repeat("A long passage about tides and harbours. ", 120) // several chunks
 		}
-		line, _ := json.Marshal(Doc{ID: fmt.Sprintf("p%d", i), Title: "Harbour notes", Text: text})
+		line, _ := json.Marshal(eval.Doc{ID: fmt.Sprintf("p%d", i), Title: "Harbour notes", Text: text})
 		lines = append(lines, string(line))
 	}
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "kept")
-	res, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Chunks: 5, Binary: bin, Dir: dir, Customers: 3})
+	res, err := Scale(context.Background(), ScaleConfig{Corpus: path, Chunks: 5, Binary: bin, Dir: dir, Customers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +179,10 @@ func TestBenchScaleCorpus(t *testing.T) {
 		t.Errorf("server log (%v) does not say how the index was loaded:\n%s", err, log)
 	}
 	// And the queries it ran, for later builds to run again.
-	if qs, err := ReadQueries(filepath.Join(dir, "queries.jsonl")); err != nil || len(qs) != 1+9*scaleQueryRequests || !strings.HasPrefix(qs[0].Text, "Passage 0 tells") {
+	if qs, err := eval.ReadQueries(filepath.Join(dir, "queries.jsonl")); err != nil || len(qs) != 1+9*scaleQueryRequests || !strings.HasPrefix(qs[0].Text, "Passage 0 tells") {
 		t.Errorf("queries kept: %d (%v), the first %+v", len(qs), err, qs)
 	}
-	if _, err := BenchScale(context.Background(), ScaleConfig{Corpus: path, Binary: bin, Dir: dir}); err == nil || !strings.Contains(err.Error(), "not empty") {
+	if _, err := Scale(context.Background(), ScaleConfig{Corpus: path, Binary: bin, Dir: dir}); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("a second run into the kept directory: %v, want it refused as not empty", err)
 	}
 }
@@ -236,7 +237,7 @@ func TestScaleQueries(t *testing.T) {
 	// while there are enough documents, and never the other set's.
 	corpus := &scaleText{}
 	for i := range 100 {
-		corpus.corpus = append(corpus.corpus, Doc{Text: fmt.Sprintf("document %d opens with these words", i)})
+		corpus.corpus = append(corpus.corpus, eval.Doc{Text: fmt.Sprintf("document %d opens with these words", i)})
 	}
 	measured, warm := corpus.queries(50, 100, words), corpus.warmUpQueries(30, 100, words)
 	if n := len(slices.Compact(slices.Sorted(slices.Values(measured)))); n != 50 {
@@ -279,11 +280,11 @@ func TestScaleQueries(t *testing.T) {
 // passages. (Content words drawn evenly from a document, without regard
 // to how rare they are, match nearly twice as many.)
 func TestScaleQueriesMatchLikeReal(t *testing.T) {
-	corpus, err := ReadCorpus(filepath.Join(msmarcoDir, "corpus.jsonl"))
+	corpus, err := eval.ReadCorpus(filepath.Join(msmarcoDir, "corpus.jsonl"))
 	if err != nil {
 		t.Skipf("shared MS MARCO sample not found at %s (%v)", msmarcoDir, err)
 	}
-	queries, err := ReadQueries(filepath.Join(msmarcoDir, "queries.jsonl"))
+	queries, err := eval.ReadQueries(filepath.Join(msmarcoDir, "queries.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func postingsShare(docs, queries []string) float64 {
 // per chunk, for 20,000 chunks: the index's share of the server's
 // memory. With -memprofile the profile says where it goes:
 //
-//	go test ./eval -run '^$' -bench ScaleIndexMemory -benchtime 1x -memprofile /tmp/mem.out
+//	go test ./bench -run '^$' -bench ScaleIndexMemory -benchtime 1x -memprofile /tmp/mem.out
 func BenchmarkScaleIndexMemory(b *testing.B) {
 	const n = 20000
 	gen := newScaleText(0)

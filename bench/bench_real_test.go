@@ -1,4 +1,4 @@
-package eval
+package bench
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func realCorpus(t testing.TB, n, words int) string {
 	return path
 }
 
-// benchRealIngest runs BenchIngest with model on srv, recording docsift's
+// benchRealIngest runs Ingest with model on srv, recording docsift's
 // requests for the raw comparison.
 func benchRealIngest(t testing.TB, srv *ollamareal.Server, model string, batch, workers int, cfg IngestConfig) *IngestResult {
 	t.Helper()
@@ -46,7 +46,7 @@ func benchRealIngest(t testing.TB, srv *ollamareal.Server, model string, batch, 
 		t.Fatal(err)
 	}
 	cfg.Embedder, cfg.Workers, cfg.Recorder, cfg.OllamaURL = em, workers, rec, srv.URL
-	res, err := BenchIngest(ctx, cfg)
+	res, err := Ingest(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

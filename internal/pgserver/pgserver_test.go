@@ -1,4 +1,4 @@
-package pgtest
+package pgserver_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docsift/docsift/internal/pgserver"
+	"github.com/docsift/docsift/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -14,7 +16,7 @@ import (
 // restart (the connection open before it breaks), and gives each
 // Database call its own empty database.
 func TestStartQueryRestart(t *testing.T) {
-	s := Start(t)
+	s := pgtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -56,7 +58,7 @@ func TestStartQueryRestart(t *testing.T) {
 
 // Stopped, the server refuses connections; resumed, it answers again.
 func TestStopAndResume(t *testing.T) {
-	s := Start(t)
+	s := pgtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.Stop(true); err != nil {
@@ -79,9 +81,9 @@ func TestStopAndResume(t *testing.T) {
 // Launched outside a test, the server answers in a database of its own,
 // and Close stops it and leaves nothing behind.
 func TestLaunchClose(t *testing.T) {
-	s, err := Launch()
-	if errors.Is(err, ErrNotInstalled) {
-		unavailable(t, err)
+	s, err := pgserver.Launch()
+	if errors.Is(err, pgserver.ErrNotInstalled) {
+		pgtest.Unavailable(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -104,8 +106,8 @@ func TestLaunchClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(s.dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("%s still there after Close: %v", s.dir, err)
+	if _, err := os.Stat(s.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still there after Close: %v", s.Dir(), err)
 	}
 	if conn, err := pgx.Connect(ctx, s.URL()); err == nil {
 		conn.Close(ctx)

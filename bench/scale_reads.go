@@ -1,4 +1,4 @@
-package eval
+package bench
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/docsift/docsift/eval"
 )
 
 // OwnerReads is how long the owner's reads besides queries took at its
@@ -50,17 +52,17 @@ func (s *childServer) ownerReads(ctx context.Context) (OwnerReads, error) {
 			NextCursor string            `json:"next_cursor"`
 		}
 		if err := timed(&pages, func() error { return s.call(ctx, http.MethodGet, path, nil, &page) }); err != nil {
-			return r, fmt.Errorf("eval: scale: list documents: %w", err)
+			return r, fmt.Errorf("bench: scale: list documents: %w", err)
 		}
 		if len(page.Documents) == 0 {
-			return r, fmt.Errorf("eval: scale: GET %s listed no documents", path)
+			return r, fmt.Errorf("bench: scale: GET %s listed no documents", path)
 		}
 		if page.NextCursor == "" {
 			break
 		}
 		path = "/documents?owner_id=" + url.QueryEscape(owner) + "&cursor=" + url.QueryEscape(page.NextCursor)
 	}
-	r.ListPageMs = percentile(pages, 0.5)
+	r.ListPageMs = eval.Percentile(pages, 0.5)
 
 	session := map[string]any{"project_id": s.project, "services": []string{"file_upload"},
 		"success_url": "http://127.0.0.1/done", "cancel_url": "http://127.0.0.1/cancelled"}
@@ -73,30 +75,30 @@ func (s *childServer) ownerReads(ctx context.Context) (OwnerReads, error) {
 		URL string `json:"url"`
 	}
 	if err := s.call(ctx, http.MethodPost, route, body, &sess); err != nil {
-		return r, fmt.Errorf("eval: scale: create an upload session: %w", err)
+		return r, fmt.Errorf("bench: scale: create an upload session: %w", err)
 	}
 	u, err := url.Parse(sess.URL)
 	if err != nil {
-		return r, fmt.Errorf("eval: scale: upload session URL %q: %w", sess.URL, err)
+		return r, fmt.Errorf("bench: scale: upload session URL %q: %w", sess.URL, err)
 	}
 	page := s.base + u.Path // the server's own address, whatever URL it gives out
 	var uploads, jobs []float64
 	for i := range scaleSessionUploads {
 		form, contentType := sessionFile(fmt.Sprintf("note-%d.txt", i), fmt.Sprintf("A note uploaded through a hosted page, number %d.", i))
 		if err := timed(&uploads, func() error { return s.pageCall(ctx, http.MethodPost, page+"/upload", contentType, form, nil) }); err != nil {
-			return r, fmt.Errorf("eval: scale: upload through a hosted page: %w", err)
+			return r, fmt.Errorf("bench: scale: upload through a hosted page: %w", err)
 		}
 	}
 	var listed struct {
 		Jobs []json.RawMessage `json:"jobs"`
 	}
 	if err := timed(&jobs, func() error { return s.pageCall(ctx, http.MethodGet, page+"/jobs", "", nil, &listed) }); err != nil {
-		return r, fmt.Errorf("eval: scale: a hosted page's uploads: %w", err)
+		return r, fmt.Errorf("bench: scale: a hosted page's uploads: %w", err)
 	}
 	if len(listed.Jobs) != scaleSessionUploads {
-		return r, fmt.Errorf("eval: scale: a hosted page listed %d uploads, want its %d", len(listed.Jobs), scaleSessionUploads)
+		return r, fmt.Errorf("bench: scale: a hosted page listed %d uploads, want its %d", len(listed.Jobs), scaleSessionUploads)
 	}
-	r.SessionUploadMs, r.SessionJobsMs = percentile(uploads, 0.5), percentile(jobs, 0.5)
+	r.SessionUploadMs, r.SessionJobsMs = eval.Percentile(uploads, 0.5), eval.Percentile(jobs, 0.5)
 	return r, nil
 }
 

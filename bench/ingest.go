@@ -1,21 +1,18 @@
-package eval
+package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/docsift/docsift/analysis"
+	"github.com/docsift/docsift/eval"
 	"github.com/docsift/docsift/llm"
 )
 
@@ -63,7 +60,7 @@ type AgainResult struct {
 	EmbedTexts      int     `json:"embed_texts"`
 }
 
-// IngestConfig says what BenchIngest runs.
+// IngestConfig says what Ingest runs.
 type IngestConfig struct {
 	Corpus   string       // a BEIR corpus.jsonl, or ""
 	Files    []string     // files of any supported type
@@ -96,13 +93,13 @@ type IngestConfig struct {
 	Log      *slog.Logger
 }
 
-// BenchIngest runs documents through the whole pipeline (store, job queue,
+// Ingest runs documents through the whole pipeline (store, job queue,
 // extraction, chunking, embedding, index) in a throwaway data dir and
 // reports the throughput, from the first upload to the last job's end. The
 // store syncs to disk as a server's does, so the figure includes the cost of
 // durability. The documents are a BEIR corpus file's (corpus) and/or files
 // of any supported type (files).
-func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
+func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	if cfg.Embedder == nil {
 		cfg.Embedder = llm.NewBuiltin()
 	}
@@ -115,19 +112,19 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	if cfg.Uploaders <= 0 {
 		cfg.Uploaders = ScaleDefaultUploaders
 	}
-	var docs []Doc
+	var docs []eval.Doc
 	if cfg.Corpus != "" {
 		var err error
-		if docs, err = ReadCorpus(cfg.Corpus); err != nil {
+		if docs, err = eval.ReadCorpus(cfg.Corpus); err != nil {
 			return nil, err
 		}
 	}
 	for _, f := range cfg.Files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("eval: %w", err)
+			return nil, fmt.Errorf("bench: %w", err)
 		}
-		docs = append(docs, Doc{ID: f, Title: filepath.Base(f), Data: data})
+		docs = append(docs, eval.Doc{ID: f, Title: filepath.Base(f), Data: data})
 	}
 	rounds := max(cfg.Rounds, 1)
 	counted := newCountingEmbedder(cfg.Embedder)
@@ -135,7 +132,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	var rec *Recording
 	var raw RawResult
 	var docsift, findable time.Duration
-	var last *corpusRun
+	var last *eval.Corpus
 	defer func() {
 		if last != nil {
 			last.Close()
@@ -154,18 +151,18 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		if last != nil {
 			last.Close()
 		}
-		run, err := ingestCorpus(docs, counted, cfg.Workers, cfg.Uploaders, false, cfg.Progress, cfg.Log)
+		run, err := eval.IngestCorpus(docs, counted, cfg.Workers, cfg.Uploaders, false, cfg.Progress, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
 		last = run
-		docsift += run.took
-		f, err := run.findable()
+		docsift += run.Took
+		f, err := findableAfter(run)
 		if err != nil {
 			return nil, err
 		}
 		findable += f
-		res.Chunks = run.chunks
+		res.Chunks = run.Chunks
 		res.EmbedCalls, res.EmbedTexts = counted.take()
 		if cfg.Recorder != nil {
 			rec = cfg.Recorder.Take()
@@ -188,7 +185,7 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		res.Raw, res.RawRatio = &raw, raw.Seconds/s
 	}
 	if cfg.Again {
-		took, chunks, err := last.uploadAgain(docs, cfg.Uploaders)
+		took, chunks, err := uploadAgain(last, docs, cfg.Uploaders)
 		if err != nil {
 			return nil, err
 		}
@@ -198,18 +195,18 @@ func BenchIngest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	return res, nil
 }
 
-// findable returns how long after the first upload the last of the run's
+// findableAfter returns how long after the first upload the last of the run's
 // documents became searchable by its words, from the jobs' records.
-func (r *corpusRun) findable() (time.Duration, error) {
+func findableAfter(r *eval.Corpus) (time.Duration, error) {
 	var first, last time.Time
-	for id := range r.byDoc {
-		d, err := r.store.Document(id)
+	for id := range r.ByDoc {
+		d, err := r.Store.Document(id)
 		if err != nil {
-			return 0, fmt.Errorf("eval: %w", err)
+			return 0, fmt.Errorf("bench: %w", err)
 		}
-		j, err := r.store.Job(d.JobID)
+		j, err := r.Store.Job(d.JobID)
 		if err != nil {
-			return 0, fmt.Errorf("eval: %w", err)
+			return 0, fmt.Errorf("bench: %w", err)
 		}
 		if first.IsZero() || j.CreatedAt.Before(first) {
 			first = j.CreatedAt
@@ -240,15 +237,15 @@ func replayInto(ctx context.Context, sum *RawResult, rec *Recording, url string)
 // uploadAgain uploads docs once more into the run's owner, uploads at a
 // time, and waits for their jobs, returning the time it took and the
 // chunks indexed.
-func (r *corpusRun) uploadAgain(docs []Doc, uploads int) (time.Duration, int, error) {
+func uploadAgain(r *eval.Corpus, docs []eval.Doc, uploads int) (time.Duration, int, error) {
 	start := time.Now()
-	jobs, err := r.submit(r.owner, docs, uploads)
+	jobs, err := r.Submit(r.Owner, docs, uploads)
 	if err != nil {
 		return 0, 0, err
 	}
 	chunks := 0
 	for id := range jobs {
-		j, err := r.engine.WaitJob(context.Background(), id)
+		j, err := r.Engine.WaitJob(context.Background(), id)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -313,169 +310,4 @@ func (c *countingEmbedder) take() (calls, texts int) {
 	defer c.mu.Unlock()
 	calls, texts, c.calls, c.texts = c.calls, c.texts, 0, 0
 	return calls, texts
-}
-
-// LoadConfig describes a query load against a running server.
-type LoadConfig struct {
-	URL     string // base URL of the server
-	APIKey  string
-	OwnerID string // a project id (prj_…) or a customer id (cus_…)
-	Queries []string
-	// Owners, when set, is the owner of each of Queries, in place of
-	// OwnerID: query i goes to Owners[i%len(Owners)].
-	Owners      []string
-	Concurrency int
-	Requests    int
-	TopK        int
-	// Stream asks for server-sent events ("stream": true) and times the
-	// first piece of the answer as well as the whole.
-	Stream bool
-	// Timeout bounds each request, a streamed answer's last event
-	// included; default DefaultQueryTimeout.
-	Timeout time.Duration
-}
-
-// DefaultQueryTimeout is how long bench query waits for one answer: a
-// chat model on a CPU writes a long answer in tens of seconds.
-const DefaultQueryTimeout = 2 * time.Minute
-
-// LoadResult is what `docsift bench query` prints.
-type LoadResult struct {
-	Requests          int     `json:"requests"`
-	Errors            int     `json:"errors"`
-	Concurrency       int     `json:"concurrency"`
-	Seconds           float64 `json:"seconds"`
-	RequestsPerSecond float64 `json:"requests_per_second"`
-	P50Ms             float64 `json:"p50_ms"`
-	P99Ms             float64 `json:"p99_ms"`
-	// With Stream: time to the first "answer" event (the first token a
-	// user sees) and to the "done" event (the whole answer; P50Ms and
-	// P99Ms are then the same).
-	FirstTokenP50Ms float64 `json:"first_token_p50_ms,omitempty"`
-	FirstTokenP99Ms float64 `json:"first_token_p99_ms,omitempty"`
-	FirstError      string  `json:"first_error,omitempty"`
-}
-
-// BenchQuery sends cfg.Requests queries, cfg.Concurrency at a time, through
-// the HTTP API and measures each end to end: what a client sees.
-func BenchQuery(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
-	if len(cfg.Queries) == 0 {
-		return nil, fmt.Errorf("eval: no queries to send")
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 1
-	}
-	owners := cfg.Owners
-	if len(owners) == 0 {
-		owners = []string{cfg.OwnerID}
-	}
-	base := strings.TrimRight(cfg.URL, "/")
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultQueryTimeout
-	}
-	client := &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency}}
-	var (
-		mu       sync.Mutex
-		lat      []float64
-		first    []float64
-		errs     int
-		firstErr string
-		wg       sync.WaitGroup
-	)
-	next := make(chan int)
-	start := time.Now()
-	for range cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				owner := owners[i%len(owners)]
-				path, field := queryRoute(owner)
-				url := base + path
-				body, _ := json.Marshal(map[string]any{field: owner, "query": cfg.Queries[i%len(cfg.Queries)], "top_k": max(cfg.TopK, 1), "stream": cfg.Stream})
-				t := time.Now()
-				var firstToken time.Duration
-				var err error
-				if cfg.Stream {
-					firstToken, err = postStream(ctx, client, url, cfg.APIKey, body)
-				} else {
-					err = post(ctx, client, url, cfg.APIKey, body)
-				}
-				ms := float64(time.Since(t).Microseconds()) / 1000
-				mu.Lock()
-				if err != nil {
-					errs++
-					if firstErr == "" {
-						firstErr = err.Error()
-					}
-				} else {
-					lat = append(lat, ms)
-					if cfg.Stream {
-						first = append(first, float64(firstToken.Microseconds())/1000)
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := 0; i < cfg.Requests && ctx.Err() == nil; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	return &LoadResult{
-		Requests: cfg.Requests, Errors: errs, Concurrency: cfg.Concurrency, Seconds: secs,
-		RequestsPerSecond: float64(len(lat)) / secs, P50Ms: percentile(lat, 0.50), P99Ms: percentile(lat, 0.99),
-		FirstTokenP50Ms: percentile(first, 0.50), FirstTokenP99Ms: percentile(first, 0.99),
-		FirstError: firstErr,
-	}, nil
-}
-
-// queryRoute is the path of an owner's queries and the field that names
-// it: a project's (prj_…) or a customer's (cus_…).
-func queryRoute(owner string) (path, field string) {
-	if strings.HasPrefix(owner, "cus_") {
-		return "/query/customer", "customer_id"
-	}
-	return "/query/project", "project_id"
-}
-
-func post(ctx context.Context, client *http.Client, url, key string, body []byte) error {
-	_, err := send(ctx, client, http.MethodPost, url, key, body)
-	return err
-}
-
-// send makes a JSON request (with key as the bearer token unless empty)
-// and returns the whole answer of a 200, or an error carrying the status
-// and the answer's text.
-func send(ctx context.Context, client *http.Client, method, url, key string, body []byte) ([]byte, error) {
-	return sendAs(ctx, client, method, url, key, "application/json", body)
-}
-
-// sendAs is send with a body of contentType ("": none).
-func sendAs(ctx context.Context, client *http.Client, method, url, key, contentType string, body []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	msg, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
-	}
-	return msg, nil
 }

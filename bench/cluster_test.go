@@ -1,4 +1,4 @@
-package eval
+package bench
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestBenchCluster(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cfg := ClusterConfig{Nodes: 2, Customers: 2, Docs: 10, StoreURL: db, Binary: bin}
-	res, err := BenchCluster(context.Background(), cfg)
+	res, err := Cluster(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

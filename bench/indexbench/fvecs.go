@@ -1,4 +1,4 @@
-package index
+package indexbench
 
 import (
 	"bufio"
@@ -30,7 +30,7 @@ func ReadFvecs(path string) ([][]float32, error) {
 		return v
 	})
 	if err != nil {
-		return nil, fmt.Errorf("index: read fvecs %s: %w", path, err)
+		return nil, fmt.Errorf("indexbench: read fvecs %s: %w", path, err)
 	}
 	return rows, nil
 }
@@ -45,7 +45,7 @@ func ReadIvecs(path string) ([][]int32, error) {
 		return v
 	})
 	if err != nil {
-		return nil, fmt.Errorf("index: read ivecs %s: %w", path, err)
+		return nil, fmt.Errorf("indexbench: read ivecs %s: %w", path, err)
 	}
 	return rows, nil
 }
@@ -95,7 +95,7 @@ func WriteIvecs(path string, rows [][]int32) error {
 func writeVecs[T any](path string, rows [][]T, bits func(T) uint32) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("index: write %s: %w", path, err)
+		return fmt.Errorf("indexbench: write %s: %w", path, err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var b [4]byte
@@ -109,7 +109,7 @@ func writeVecs[T any](path string, rows [][]T, bits func(T) uint32) error {
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
-		return fmt.Errorf("index: write %s: %w", path, err)
+		return fmt.Errorf("indexbench: write %s: %w", path, err)
 	}
 	return f.Close()
 }

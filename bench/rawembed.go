@@ -1,4 +1,4 @@
-package eval
+package bench
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func (r *EmbedRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(req.Body)
 	req.Body.Close()
 	if err != nil {
-		return nil, fmt.Errorf("eval: record embed request: %w", err)
+		return nil, fmt.Errorf("bench: record embed request: %w", err)
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	r.mu.Lock()
@@ -107,7 +107,7 @@ type RawResult struct {
 func (r *Recording) Replay(ctx context.Context, baseURL string) (*RawResult, error) {
 	bodies, texts, conc := r.bodies, r.texts, max(r.peak, 1)
 	if len(bodies) == 0 {
-		return nil, fmt.Errorf("eval: no embed request was recorded to replay")
+		return nil, fmt.Errorf("bench: no embed request was recorded to replay")
 	}
 	url := strings.TrimRight(baseURL, "/") + "/api/embed"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
@@ -121,7 +121,7 @@ func (r *Recording) Replay(ctx context.Context, baseURL string) (*RawResult, err
 			defer wg.Done()
 			for i := range next {
 				if err := postEmbed(ctx, client, url, bodies[i]); err != nil {
-					errc <- fmt.Errorf("eval: raw embed request %d of %d: %w", i+1, len(bodies), err)
+					errc <- fmt.Errorf("bench: raw embed request %d of %d: %w", i+1, len(bodies), err)
 					return
 				}
 			}
@@ -160,7 +160,7 @@ func embedInputs(body []byte) (int, error) {
 		Input json.RawMessage `json:"input"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		return 0, fmt.Errorf("eval: read embed request: %w", err)
+		return 0, fmt.Errorf("bench: read embed request: %w", err)
 	}
 	var list []string
 	if err := json.Unmarshal(req.Input, &list); err == nil {

@@ -1,4 +1,4 @@
-package index
+package indexbench
 
 import (
 	"math"
@@ -41,11 +41,11 @@ func TestVecsFilesRoundTrip(t *testing.T) {
 
 func TestBenchOnFilesMatchesSynthetic(t *testing.T) {
 	dir := t.TempDir()
-	syn, err := RunIndexBench(BenchConfig{N: 3000, Dim: 16, Queries: 50, ExportDir: dir}, nil)
+	syn, err := Run(Config{N: 3000, Dim: 16, Queries: 50, ExportDir: dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := RunIndexBench(BenchConfig{
+	files, err := Run(Config{
 		VectorsFile: filepath.Join(dir, "base.fvecs"), QueriesFile: filepath.Join(dir, "query.fvecs"),
 		GroundTruthFile: filepath.Join(dir, "groundtruth.ivecs"),
 	}, nil)

@@ -1,4 +1,4 @@
-package eval
+package bench
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docsift/docsift/eval"
 	"github.com/docsift/docsift/internal/progress"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/search"
@@ -55,11 +56,11 @@ type FilterResult struct {
 	Embedder    string  `json:"embedder"`
 }
 
-// BenchFilter indexes a corpus with every passage labelled by group, then
+// Filter indexes a corpus with every passage labelled by group, then
 // times searches filtered to one group (1% of the passages by default)
 // beside the same searches unfiltered, and checks that each filtered one
 // returned top_k chunks of its group.
-func BenchFilter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
+func Filter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
 	if cfg.Groups <= 0 {
 		cfg.Groups = DefaultFilterGroups
 	}
@@ -67,7 +68,7 @@ func BenchFilter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
 		cfg.Rounds = DefaultFilterRounds
 	}
 	if cfg.TopK <= 0 {
-		cfg.TopK = DefaultTopK
+		cfg.TopK = eval.DefaultTopK
 	}
 	if cfg.Embedder == nil {
 		cfg.Embedder = llm.NewBuiltin()
@@ -75,19 +76,19 @@ func BenchFilter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	docs, err := ReadCorpus(cfg.Corpus)
+	docs, err := eval.ReadCorpus(cfg.Corpus)
 	if err != nil {
 		return nil, err
 	}
 	if len(docs) < cfg.Groups {
-		return nil, fmt.Errorf("eval: %d passages cannot fill %d groups", len(docs), cfg.Groups)
+		return nil, fmt.Errorf("bench: %d passages cannot fill %d groups", len(docs), cfg.Groups)
 	}
 	for i := range docs {
 		docs[i].Metadata = map[string]string{"group": group(i % cfg.Groups)}
 	}
 	var queries []string
 	if cfg.Queries != "" {
-		qs, err := ReadQueries(cfg.Queries)
+		qs, err := eval.ReadQueries(cfg.Queries)
 		if err != nil {
 			return nil, err
 		}
@@ -100,10 +101,10 @@ func BenchFilter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
 		}
 	}
 	if len(queries) == 0 {
-		return nil, errors.New("eval: no queries")
+		return nil, errors.New("bench: no queries")
 	}
 
-	run, err := ingestCorpus(docs, cfg.Embedder, cfg.Workers, 1, true, cfg.Progress, cfg.Log)
+	run, err := eval.IngestCorpus(docs, cfg.Embedder, cfg.Workers, 1, true, cfg.Progress, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -112,19 +113,19 @@ func BenchFilter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
 	for _, d := range docs {
 		corpusGroup[d.ID] = d.Metadata["group"]
 	}
-	groupOf := make(map[string]string, len(run.byDoc)) // docsift document id → group
-	for id, corpusID := range run.byDoc {
+	groupOf := make(map[string]string, len(run.ByDoc)) // docsift document id → group
+	for id, corpusID := range run.ByDoc {
 		groupOf[id] = corpusGroup[corpusID]
 	}
 
-	searcher := search.New(run.engine, run.store, llm.NewExtractive(), nil, cfg.Log)
+	searcher := search.New(run.Engine, run.Store, llm.NewExtractive(), nil, cfg.Log)
 	// One untimed pass warms the caches and loads the owner's index.
 	for _, q := range queries {
-		if _, _, err := searcher.Search(ctx, run.owner, q, cfg.TopK); err != nil {
-			return nil, fmt.Errorf("eval: query %q: %w", q, err)
+		if _, _, err := searcher.Search(ctx, run.Owner, q, cfg.TopK); err != nil {
+			return nil, fmt.Errorf("bench: query %q: %w", q, err)
 		}
 	}
-	res := &FilterResult{Documents: len(docs), Chunks: run.chunks, Groups: cfg.Groups, TopK: cfg.TopK, Embedder: cfg.Embedder.Model()}
+	res := &FilterResult{Documents: len(docs), Chunks: run.Chunks, Groups: cfg.Groups, TopK: cfg.TopK, Embedder: cfg.Embedder.Model()}
 	var filtered, plain []float64
 	full := 0
 	bar := progress.New(cfg.Progress, "querying ", cfg.Rounds*len(queries))
@@ -137,9 +138,9 @@ func BenchFilter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
 				return nil, err
 			}
 			start := time.Now()
-			results, _, err := searcher.SearchFiltered(ctx, run.owner, q, cfg.TopK, f)
+			results, _, err := searcher.SearchFiltered(ctx, run.Owner, q, cfg.TopK, f)
 			if err != nil {
-				return nil, fmt.Errorf("eval: filtered query %q: %w", q, err)
+				return nil, fmt.Errorf("bench: filtered query %q: %w", q, err)
 			}
 			filtered = append(filtered, ms(time.Since(start)))
 			ok := len(results) == cfg.TopK
@@ -150,8 +151,8 @@ func BenchFilter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
 				full++
 			}
 			start = time.Now()
-			if _, _, err := searcher.Search(ctx, run.owner, q, cfg.TopK); err != nil {
-				return nil, fmt.Errorf("eval: query %q: %w", q, err)
+			if _, _, err := searcher.Search(ctx, run.Owner, q, cfg.TopK); err != nil {
+				return nil, fmt.Errorf("bench: query %q: %w", q, err)
 			}
 			plain = append(plain, ms(time.Since(start)))
 		}
@@ -159,8 +160,8 @@ func BenchFilter(ctx context.Context, cfg FilterConfig) (*FilterResult, error) {
 	bar.Done()
 	res.Queries = len(filtered)
 	res.Selectivity = 1 / float64(cfg.Groups)
-	res.FilteredP50Ms, res.FilteredP95Ms = percentile(filtered, 0.50), percentile(filtered, 0.95)
-	res.UnfilteredP50Ms, res.UnfilteredP95Ms = percentile(plain, 0.50), percentile(plain, 0.95)
+	res.FilteredP50Ms, res.FilteredP95Ms = eval.Percentile(filtered, 0.50), eval.Percentile(filtered, 0.95)
+	res.UnfilteredP50Ms, res.UnfilteredP95Ms = eval.Percentile(plain, 0.50), eval.Percentile(plain, 0.95)
 	res.FullResults = float64(full) / float64(len(filtered))
 	return res, nil
 }

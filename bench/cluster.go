@@ -1,4 +1,4 @@
-package eval
+package bench
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/docsift/docsift/cluster"
-	"github.com/docsift/docsift/internal/pgtest"
+	"github.com/docsift/docsift/eval"
+	"github.com/docsift/docsift/internal/pgserver"
 	"github.com/docsift/docsift/store"
+	"github.com/jackc/pgx/v5"
 )
 
-// Defaults of BenchCluster; `docsift bench cluster` shows them as its
+// Defaults of Cluster; `docsift bench cluster` shows them as its
 // flags'.
 const (
 	ClusterDefaultNodes     = 3
@@ -42,7 +42,7 @@ const (
 	clusterWait = 5 * time.Minute
 )
 
-// ClusterConfig says what BenchCluster runs.
+// ClusterConfig says what Cluster runs.
 type ClusterConfig struct {
 	Nodes     int    // nodes of the cluster
 	Customers int    // customers of the one project, each an owner
@@ -104,23 +104,23 @@ type Failover struct {
 	JobsSucceededSeconds float64 `json:"jobs_succeeded_seconds"`
 }
 
-// BenchCluster runs the same customers' documents and queries through one
+// Cluster runs the same customers' documents and queries through one
 // child `docsift serve` on bbolt, then through cfg.Nodes children sharing
 // one PostgreSQL, and measures ingest and query throughput of each, then
 // kills the node holding the most customers and measures how soon its
 // customers answer and its jobs are done on the surviving nodes. The
 // children run one after the other setup, so the two never share the
 // machine.
-func BenchCluster(ctx context.Context, cfg ClusterConfig) (_ *ClusterResult, err error) {
+func Cluster(ctx context.Context, cfg ClusterConfig) (_ *ClusterResult, err error) {
 	if cfg.Nodes < 2 || cfg.Customers <= 0 || cfg.Docs <= 0 {
-		return nil, errors.New("eval: cluster: need at least 2 nodes, 1 customer and 1 document per customer")
+		return nil, errors.New("bench: cluster: need at least 2 nodes, 1 customer and 1 document per customer")
 	}
 	if err := childDefaults(&cfg.Words, &cfg.Uploaders, &cfg.Progress, &cfg.Binary); err != nil {
-		return nil, fmt.Errorf("eval: cluster: %w", err)
+		return nil, fmt.Errorf("bench: cluster: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "docsift-cluster-")
 	if err != nil {
-		return nil, fmt.Errorf("eval: cluster: %w", err)
+		return nil, fmt.Errorf("bench: cluster: %w", err)
 	}
 	defer func() {
 		// A failed run keeps the nodes' logs to be read; an interrupted
@@ -133,7 +133,7 @@ func BenchCluster(ctx context.Context, cfg ClusterConfig) (_ *ClusterResult, err
 	}()
 	w := &clusterWork{ClusterConfig: cfg, gen: newScaleText(cfg.Seed)}
 	// Each query asked once, new to the nodes as most users' are (see
-	// BenchScale).
+	// Scale).
 	w.queries = w.gen.queries(scaleQueryRequests*clusterQueryClients, cfg.Customers*cfg.Docs, cfg.Words)
 	res := &ClusterResult{Nodes: cfg.Nodes, Customers: cfg.Customers, Documents: cfg.Customers * cfg.Docs}
 
@@ -154,13 +154,13 @@ func BenchCluster(ctx context.Context, cfg ClusterConfig) (_ *ClusterResult, err
 	storeURL := cfg.StoreURL
 	if storeURL == "" {
 		fmt.Fprintln(cfg.Progress, "starting a throwaway PostgreSQL")
-		pg, err := pgtest.Launch()
+		pg, err := pgserver.Launch()
 		if err != nil {
-			return nil, fmt.Errorf("eval: cluster: no --store given, and %w", err)
+			return nil, fmt.Errorf("bench: cluster: no --store given, and %w", err)
 		}
 		defer pg.Close()
 		if storeURL, err = pg.NewDatabase(); err != nil {
-			return nil, fmt.Errorf("eval: cluster: %w", err)
+			return nil, fmt.Errorf("bench: cluster: %w", err)
 		}
 	} else if err := checkEmpty(ctx, storeURL); err != nil {
 		return nil, err
@@ -218,15 +218,15 @@ func checkEmpty(ctx context.Context, url string) error {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return fmt.Errorf("eval: cluster: --store: %w", err)
+		return fmt.Errorf("bench: cluster: --store: %w", err)
 	}
 	defer conn.Close(ctx)
 	var tables int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()").Scan(&tables); err != nil {
-		return fmt.Errorf("eval: cluster: --store: %w", err)
+		return fmt.Errorf("bench: cluster: --store: %w", err)
 	}
 	if tables > 0 {
-		return fmt.Errorf("eval: cluster: --store: the database has %d tables; give an empty one, which the run fills", tables)
+		return fmt.Errorf("bench: cluster: --store: the database has %d tables; give an empty one, which the run fills", tables)
 	}
 	return nil
 }
@@ -248,7 +248,7 @@ func startCluster(ctx context.Context, bin, dir, storeURL string, n int) ([]*chi
 				err = os.WriteFile(filepath.Join(nodeDir, "key"), []byte(key), 0o600)
 			}
 			if err != nil {
-				return nodes, nil, fmt.Errorf("eval: cluster: %w", err)
+				return nodes, nil, fmt.Errorf("bench: cluster: %w", err)
 			}
 		}
 		node, err := startChildServer(ctx, bin, nodeDir, "--store", storeURL)
@@ -274,7 +274,7 @@ func startCluster(ctx context.Context, bin, dir, storeURL string, n int) ([]*chi
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
-				return nodes, nil, fmt.Errorf("eval: cluster: %s sees %d live nodes, not %d (err %v)", node.base, health.LiveNodes, n, err)
+				return nodes, nil, fmt.Errorf("bench: cluster: %s sees %d live nodes, not %d (err %v)", node.base, health.LiveNodes, n, err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -292,7 +292,7 @@ func (w *clusterWork) measure(ctx context.Context, nodes []*childServer, run *Cl
 			CustomerID string `json:"customer_id"`
 		}
 		if err := nodes[c%len(nodes)].call(ctx, http.MethodPost, "/customer/create", body, &out); err != nil {
-			return nil, fmt.Errorf("eval: cluster: create customer: %w", err)
+			return nil, fmt.Errorf("bench: cluster: create customer: %w", err)
 		}
 		customers[c] = out.CustomerID
 	}
@@ -348,7 +348,7 @@ func uploadAll(ctx context.Context, nodes []*childServer, uploads []upload, infl
 					JobID string `json:"job_id"`
 				}
 				if err := nodes[i%len(nodes)].call(ctx, http.MethodPost, "/upload/text", body, &out); err != nil {
-					errc <- fmt.Errorf("eval: cluster: upload through %s: %w", nodes[i%len(nodes)].base, err)
+					errc <- fmt.Errorf("bench: cluster: upload through %s: %w", nodes[i%len(nodes)].base, err)
 					return
 				}
 				jobs[i] = out.JobID
@@ -440,7 +440,7 @@ func (w *clusterWork) queryLoad(ctx context.Context, nodes []*childServer, custo
 	wg.Wait()
 	secs := time.Since(start).Seconds()
 	return &LoadResult{Requests: requests, Errors: errs, Concurrency: clusterQueryClients, Seconds: secs,
-		RequestsPerSecond: float64(len(lat)) / secs, P50Ms: percentile(lat, 0.50), P99Ms: percentile(lat, 0.99),
+		RequestsPerSecond: float64(len(lat)) / secs, P50Ms: eval.Percentile(lat, 0.50), P99Ms: eval.Percentile(lat, 0.99),
 		FirstError: firstErr}
 }
 
@@ -495,7 +495,7 @@ func (w *clusterWork) failover(ctx context.Context, nodes []*childServer, ids, c
 			Status string `json:"status"`
 		}
 		if err := survivors[i%len(survivors)].call(ctx, http.MethodGet, "/jobs/"+id, nil, &job); err != nil {
-			return f, fmt.Errorf("eval: cluster: job %s after the kill: %w", id, err)
+			return f, fmt.Errorf("bench: cluster: job %s after the kill: %w", id, err)
 		}
 		if job.Status != "SUCCEEDED" {
 			f.JobsPendingAtKill++
@@ -527,7 +527,7 @@ func (w *clusterWork) failover(ctx context.Context, nodes []*childServer, ids, c
 	close(errc)
 	for err := range errc {
 		if err != nil {
-			return f, fmt.Errorf("eval: cluster: failover: %w", err)
+			return f, fmt.Errorf("bench: cluster: failover: %w", err)
 		}
 	}
 	f.FirstAnswerMaxSeconds = slices.Max(answered)
