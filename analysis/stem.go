@@ -17,12 +17,18 @@ import (
 // good stemmed each later one at every occurrence, taking the cache's
 // lock to find it full (a passage took 3.3 times as long to cut,
 // BenchmarkAnalyzePassageAfterVocabulary, and an extractive answer 2.5).
-// A variable for tests.
-var stemCacheMax = 1 << 19
+const stemCacheMax = 1 << 19
 
-// stems caches stem, one cache a language: a stemmer allocates per call,
-// and the same few thousand words make up most of any text.
-var stems [NumLangs]stemCache
+// stems caches stem: a stemmer allocates per call, and the same few
+// thousand words make up most of any text.
+var stems = stemCaches{max: stemCacheMax}
+
+// stemCaches is a stem cache for each language, each bounded by max
+// words (tests make small ones).
+type stemCaches struct {
+	max   int
+	langs [NumLangs]stemCache
+}
 
 // stemCache is one language's stems. Most words are found in hot, a map
 // never written once published, read without a lock: every upload and
@@ -49,7 +55,10 @@ type stemCache struct {
 // stem reduces a lower-case word to its stem in lang: its Snowball stem,
 // or its light stem for Arabic (whose words must be Arabic script); a
 // language with no stemmer leaves it as it is.
-func stem(lang Lang, w string) string {
+func stem(lang Lang, w string) string { return stems.stem(lang, w) }
+
+// stem is stem through cs.
+func (cs *stemCaches) stem(lang Lang, w string) string {
 	var stemmer func(*snowballstem.Env) bool
 	if lang < NumLangs {
 		stemmer = snowball[lang]
@@ -57,7 +66,7 @@ func stem(lang Lang, w string) string {
 	if stemmer == nil && lang != Arabic {
 		return w
 	}
-	c := &stems[lang]
+	c := &cs.langs[lang]
 	if hot := c.hot.Load(); hot != nil {
 		if s, ok := (*hot)[w]; ok {
 			return s
@@ -79,16 +88,16 @@ func stem(lang Lang, w string) string {
 		s = stemUncached(lang, w)
 	}
 	c.mu.Lock()
-	c.add(w, s)
+	c.add(w, s, cs.max)
 	c.mu.Unlock()
 	return s
 }
 
 // add puts w's stem s in the recent generation, beginning a new one when
-// it is full, and makes a new hot map when fresh holds more than a
+// it is full (of max/2 words), and makes a new hot map when fresh holds more than a
 // quarter as many words as the current one (so that the copies cost
 // about five a word). c.mu is held.
-func (c *stemCache) add(w, s string) {
+func (c *stemCache) add(w, s string, max int) {
 	hot := c.hot.Load()
 	if hot == nil {
 		hot = new(map[string]string)
@@ -99,7 +108,7 @@ func (c *stemCache) add(w, s string) {
 	if _, ok := c.fresh[w]; ok {
 		return
 	}
-	if len(*hot)+len(c.fresh) >= stemCacheMax/2 {
+	if len(*hot)+len(c.fresh) >= max/2 {
 		c.older = [2]map[string]string{*hot, c.fresh}
 		hot, c.fresh = new(map[string]string), nil
 		c.hot.Store(nil)

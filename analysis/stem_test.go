@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// cached reports whether lang's stem cache holds w.
-func cached(lang Lang, w string) bool {
-	c := &stems[lang]
+// cached reports whether cs's cache of lang holds w.
+func (cs *stemCaches) cached(lang Lang, w string) bool {
+	c := &cs.langs[lang]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	in := func(m map[string]string) bool { _, ok := m[w]; return ok }
@@ -16,36 +16,14 @@ func cached(lang Lang, w string) bool {
 	return hot != nil && in(*hot) || in(c.fresh) || in(c.older[0]) || in(c.older[1])
 }
 
-// withStemCache runs the test with an empty stem cache of max words, and
-// empties it again after.
-func withStemCache(t *testing.T, max int) {
-	t.Helper()
-	empty := func() {
-		for l := range stems {
-			c := &stems[l]
-			c.mu.Lock()
-			c.hot.Store(nil)
-			c.fresh, c.older = nil, [2]map[string]string{}
-			c.mu.Unlock()
-		}
-	}
-	was := stemCacheMax
-	stemCacheMax = max
-	empty()
-	t.Cleanup(func() {
-		stemCacheMax = was
-		empty()
-	})
-}
-
 // TestStemCacheFollowsTheWordsInUse checks that a full stem cache keeps
 // the words stemmed lately, and those used again, in place of the first
 // ones it met, and that a stem from the cache is the stemmer's.
 func TestStemCacheFollowsTheWordsInUse(t *testing.T) {
-	withStemCache(t, 8) // generations of 4 words
+	cs := &stemCaches{max: 8} // generations of 4 words
 	check := func(w string) {
 		t.Helper()
-		if got, want := stem(English, w), stemUncached(English, w); got != want {
+		if got, want := cs.stem(English, w), stemUncached(English, w); got != want {
 			t.Fatalf("stem(%q) = %q, the stemmer's is %q", w, got, want)
 		}
 	}
@@ -60,7 +38,7 @@ func TestStemCacheFollowsTheWordsInUse(t *testing.T) {
 	check("stories") // another generation: houses, cities and walked go
 	var in, out []string
 	for _, w := range []string{"running", "houses", "cities", "walked", "jumping", "singing", "happily", "dancing", "stories"} {
-		if cached(English, w) {
+		if cs.cached(English, w) {
 			in = append(in, w)
 		} else {
 			out = append(out, w)
@@ -83,7 +61,7 @@ func TestStemCacheFollowsTheWordsInUse(t *testing.T) {
 // while: every stem is still the stemmer's (and the race detector, which
 // make test runs, sees the unlocked reads).
 func TestStemCacheConcurrent(t *testing.T) {
-	withStemCache(t, 64)
+	cs := &stemCaches{max: 64}
 	words := make([]string, 200)
 	for i := range words {
 		words[i] = fmt.Sprintf("walkings%c%c", 'a'+i%26, 'a'+i/26)
@@ -93,7 +71,7 @@ func TestStemCacheConcurrent(t *testing.T) {
 		go func() {
 			for i := range 2000 {
 				w := words[(i*(g+1))%len(words)]
-				if got, want := stem(English, w), stemUncached(English, w); got != want {
+				if got, want := cs.stem(English, w), stemUncached(English, w); got != want {
 					errs <- fmt.Sprintf("stem(%q) = %q, the stemmer's is %q", w, got, want)
 					return
 				}

@@ -12,13 +12,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/docsift/docsift/drive"
 	"github.com/docsift/docsift/internal/redact"
+	"github.com/docsift/docsift/internal/runtimepolicy"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/search"
@@ -99,19 +99,17 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
 	}
-	if !memLimit.keep {
-		debug.SetMemoryLimit(memLimit.bytes)
-	}
-	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+	limit := runtimepolicy.LimitMemory(memLimit.bytes, memLimit.keep)
+	if limit < math.MaxInt64 {
 		log.Info("Go memory limit", "limit", sizeLabel(limit), "from", memLimit.from)
 	} else {
 		log.Info("Go memory limit is off", "from", memLimit.from)
 	}
-	headroom, err := resolveGCHeadroom(o.gcHeadroom, os.LookupEnv, debug.SetMemoryLimit(-1))
+	headroom, err := resolveGCHeadroom(o.gcHeadroom, os.LookupEnv, limit)
 	if err != nil {
 		return fmt.Errorf("--gc-headroom: %w", err)
 	}
-	defer keepGCHeadroom(headroom.bytes, nil)()
+	defer runtimepolicy.KeepGCHeadroom(headroom.bytes, nil)()
 	if headroom.bytes > 0 {
 		log.Info("garbage collector headroom", "headroom", sizeLabel(headroom.bytes), "from", headroom.from)
 	} else {
@@ -196,13 +194,13 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	cfg.Embedders = o.models.standbyEmbedders(embedder, st, log)
 	indexDir := filepath.Join(o.data, "index")
 	if o.maxMappedSnapshots > 0 {
-		index.SetMapBudget(o.maxMappedSnapshots)
+		cfg.Indexes.Index.Maps = index.NewSnapshotMaps(o.maxMappedSnapshots)
 	}
 	if !o.heapVectors {
 		if err := os.MkdirAll(indexDir, 0o700); err != nil {
 			return fmt.Errorf("index directory: %w", err)
 		}
-		if err := index.SetVectorDir(indexDir); err != nil {
+		if cfg.Indexes.Index.Vectors, err = index.NewVectorFiles(indexDir); err != nil {
 			return err
 		}
 	}

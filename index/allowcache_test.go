@@ -21,7 +21,7 @@ func TestKeptFiltersFollowChanges(t *testing.T) {
 		scanMax int
 	}{{"scan", math.MaxInt}, {"graph walk", 0}} {
 		t.Run(way.name, func(t *testing.T) {
-			x := New("m", dim)
+			x := testOpts.New("m", dim)
 			x.graphFrom, x.scanAllowedMax = 0, way.scanMax
 			rng := rand.New(rand.NewPCG(7, 7))
 			docs := map[int]*Document{} // by number
@@ -117,7 +117,7 @@ func TestKeptFiltersFollowChanges(t *testing.T) {
 // TestKeptFiltersAreBounded: at most maxKeptFilters sets are kept, the
 // least recently used going first.
 func TestKeptFiltersAreBounded(t *testing.T) {
-	x := New("m", 2)
+	x := testOpts.New("m", 2)
 	must(t, x.Add(Entry{ID: 1, Vector: []float32{1, 0}, Text: "walrus", Doc: &Document{ID: "doc_a", Metadata: map[string]string{"group": "1"}}}))
 	search := func(key string) { x.Search(Query{Text: "walrus", K: 1, Filter: groupIn(1), FilterKey: key}) }
 	for i := range maxKeptFilters {
@@ -142,7 +142,7 @@ func TestKeptFiltersAreBounded(t *testing.T) {
 func TestKeptFiltersConcurrent(t *testing.T) {
 	const dim = 16
 	vecs := testVectors(3000, dim, 33)
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	must(t, x.Add(groupedEntries(vecs[:500], 10)...))
 	done := make(chan struct{})

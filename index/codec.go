@@ -18,7 +18,14 @@ type encoder struct {
 	off int64 // bytes written, for align
 
 	scratch []byte // see words
+
+	// valueByValue writes arrays value by value, as a big-endian
+	// machine does, even on a little-endian one: tests compare the two.
+	valueByValue bool
 }
+
+// inMemoryOrder reports whether e writes arrays as they are in memory.
+func (e *encoder) inMemoryOrder() bool { return littleEndian && !e.valueByValue }
 
 func (e *encoder) bytes(b []byte) {
 	if e.err == nil {
@@ -63,7 +70,7 @@ func (e *encoder) str(s string) {
 
 // f32s writes floats.
 func (e *encoder) f32s(v []float32) {
-	if littleEndian {
+	if e.inMemoryOrder() {
 		e.bytes(memoryOf(v))
 		return
 	}
@@ -72,7 +79,7 @@ func (e *encoder) f32s(v []float32) {
 
 // u32s writes words.
 func (e *encoder) u32s(v []uint32) {
-	if littleEndian {
+	if e.inMemoryOrder() {
 		e.bytes(memoryOf(v))
 		return
 	}
@@ -81,7 +88,7 @@ func (e *encoder) u32s(v []uint32) {
 
 // u64s writes words.
 func (e *encoder) u64s(v []uint64) {
-	if littleEndian {
+	if e.inMemoryOrder() {
 		e.bytes(memoryOf(v))
 		return
 	}

@@ -17,7 +17,7 @@ import (
 func BenchmarkSearchDuringCommit(b *testing.B) {
 	const dim, owner, batch, rounds = 384, 5000, 3000, 3
 	rng := rand.New(rand.NewPCG(11, 11))
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	must(b, x.Add(syntheticEntries(rng, 0, owner, dim)...))
 	queries := syntheticQueries(rng, 500, dim, 10)
 	next := uint64(owner)

@@ -57,7 +57,7 @@ func entryIDs(es []Entry) []uint64 {
 
 func TestSearchTakesNoWriterLock(t *testing.T) {
 	const dim = 8
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	must(t, x.Add(textEntries(1, 10, dim, "walrus")...))
 	x.mu.Lock() // as a writer in the middle of a batch
 	defer x.mu.Unlock()
@@ -110,7 +110,7 @@ func TestCommitIsOneVersion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const dim = 8
-			x := New("m", dim)
+			x := testOpts.New("m", dim)
 			x.graphFrom = tc.graphFrom
 			old := textEntries(1, tc.old, dim, "walrus")
 			must(t, x.Add(old...))
@@ -136,7 +136,7 @@ func TestCommitIsOneVersion(t *testing.T) {
 
 func TestSnapshotDuringCommitHoldsPublishedVersion(t *testing.T) {
 	const dim = 8
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	old := textEntries(1, 100, dim, "walrus")
 	must(t, x.Add(old...))
@@ -147,7 +147,7 @@ func TestSnapshotDuringCommitHoldsPublishedVersion(t *testing.T) {
 	close(release)
 	must(t, <-done)
 
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if !slices.Equal(y.IDs(), entryIDs(old)) {
 		t.Fatalf("snapshot holds %v, want the published version %v", y.IDs(), entryIDs(old))
@@ -163,7 +163,7 @@ func TestSnapshotDuringCommitHoldsPublishedVersion(t *testing.T) {
 // one version's chunks.
 func TestReplaceSeenWhole(t *testing.T) {
 	const dim, chunks, rounds = 8, 30, 60
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	must(t, x.Add(textEntries(0, 200, dim, "filler")...)) // other documents, IDs < 1000
 	version := func(r int) []Entry { return textEntries(uint64(1000*(r+1)), chunks, dim, "walrus") }

@@ -19,7 +19,7 @@ import (
 // scan however large.
 func entryIndex(t testing.TB, entries ...Entry) *OwnerIndex {
 	t.Helper()
-	x := New("m", 0)
+	x := testOpts.New("m", 0)
 	x.graphFrom = math.MaxInt
 	for i := range entries {
 		entries[i].Vector = []float32{}
@@ -134,7 +134,7 @@ func TestSnapshotKeepsLanguagesAndHeads(t *testing.T) {
 	x.Delete(3)
 	path := filepath.Join(t.TempDir(), "o.idx")
 	must(t, x.WriteSnapshot(path, 7))
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if a, b := x.current.Load().lex, y.current.Load().lex; a != b {
 		t.Errorf("totals after a round trip %+v, want %+v", b, a)
@@ -167,13 +167,13 @@ func TestSnapshotOfOtherRulesIsRefused(t *testing.T) {
 	body := b[:len(b)-4]
 	putU32(b[len(b)-4:], crc32.Checksum(body, castagnoli))
 	must(t, os.WriteFile(path, b, 0o600))
-	if _, _, err := ReadSnapshot(path); !errors.Is(err, ErrOtherVersion) || errors.Is(err, ErrCorruptSnapshot) {
+	if _, _, err := testOpts.ReadSnapshot(path); !errors.Is(err, ErrOtherVersion) || errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("ReadSnapshot of other rules = %v, want ErrOtherVersion, not corrupt", err)
 	}
 	// So is a snapshot of an older format, whatever follows its version.
 	putU32(b[len(snapshotMagic):], 5)
 	must(t, os.WriteFile(path, b, 0o600))
-	if _, _, err := ReadSnapshot(path); !errors.Is(err, ErrOtherVersion) || errors.Is(err, ErrCorruptSnapshot) || !strings.Contains(err.Error(), "format 5") {
+	if _, _, err := testOpts.ReadSnapshot(path); !errors.Is(err, ErrOtherVersion) || errors.Is(err, ErrCorruptSnapshot) || !strings.Contains(err.Error(), "format 5") {
 		t.Fatalf("ReadSnapshot of format 5 = %v, want ErrOtherVersion naming it", err)
 	}
 }

@@ -35,7 +35,7 @@ func BenchmarkFilteredVectorSearch(b *testing.B) {
 	const dim, k = 384, minCandidates
 	for _, n := range []int{5000, 20000, 100000} {
 		vecs := benchVectors(n+100, dim)
-		x := New("m", dim)
+		x := testOpts.New("m", dim)
 		x.graphFrom = 0
 		must(b, x.Add(groupedEntries(vecs[:n], 1000)...))
 		v := x.current.Load()
@@ -81,7 +81,7 @@ func BenchmarkFilteredVectorSearch(b *testing.B) {
 func BenchmarkFilteredSearchKept(b *testing.B) {
 	const n, dim = 200000, 32
 	vecs := benchVectors(n+100, dim)
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	es := groupedEntries(vecs[:n], 100)
 	for i := range es {
 		es[i].Text = fmt.Sprintf("walrus report %d", i%1000)

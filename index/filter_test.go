@@ -40,7 +40,7 @@ func TestFilteredSearchMatchesExact(t *testing.T) {
 	} {
 		for _, groups := range []int{100, 10, 2} {
 			t.Run(fmt.Sprintf("%s/1 in %d", way.name, groups), func(t *testing.T) {
-				x := New("m", dim)
+				x := testOpts.New("m", dim)
 				x.graphFrom, x.scanAllowedMax = way.graphFrom, way.scanMax
 				must(t, x.Add(groupedEntries(vecs[:n], groups)...))
 				allowed := func(i int) bool { return i%groups == 3 }
@@ -81,7 +81,7 @@ func TestFilteredSearchMatchesExact(t *testing.T) {
 func TestFilteredHybridReturnsK(t *testing.T) {
 	const n, dim = 3000, 16
 	vecs := testVectors(n+1, dim, 9)
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	es := groupedEntries(vecs[:n], 100)
 	for i := range es {
@@ -113,7 +113,7 @@ func TestFilteredHybridReturnsK(t *testing.T) {
 // TestFilterSkipsEntriesWithoutDocument: an entry added without a document
 // is found by plain searches and by no filtered one.
 func TestFilterSkipsEntriesWithoutDocument(t *testing.T) {
-	x := New("m", 2)
+	x := testOpts.New("m", 2)
 	must(t, x.Add(Entry{ID: 1, Vector: []float32{1, 0}, Text: "walrus"}))
 	must(t, x.Add(Entry{ID: 2, Vector: []float32{1, 0}, Text: "walrus", Doc: &Document{ID: "doc_a"}}))
 	all := func(*Document) bool { return true }
@@ -135,7 +135,7 @@ func docHits(x *OwnerIndex, docID string) []uint64 {
 // first chunk and loses it with its last, replacing a chunk keeps it,
 // compaction renumbers it and a snapshot keeps it.
 func TestDocumentTableFollowsChanges(t *testing.T) {
-	x := New("m", 2)
+	x := testOpts.New("m", 2)
 	doc := func(id string) *Document {
 		return &Document{ID: id, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Metadata: map[string]string{"dept": id}}
 	}
@@ -186,7 +186,7 @@ func TestDocumentTableFollowsChanges(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "x.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if got, want := docHits(y, "a"), docHits(x, "a"); !slices.Equal(got, want) {
 		t.Errorf("after a snapshot document a finds %v, want %v", got, want)
@@ -207,7 +207,7 @@ func TestDocumentTableFollowsChanges(t *testing.T) {
 // after newer ones are published, including the filter's document table,
 // and Superseded says when one is.
 func TestVersionPinsSearches(t *testing.T) {
-	x := New("m", 2)
+	x := testOpts.New("m", 2)
 	old := &Document{ID: "old", Metadata: map[string]string{"v": "1"}}
 	must(t, x.Add(Entry{ID: 1, Vector: []float32{1, 0}, Text: "walrus", Doc: old}))
 	ver := x.Current()
@@ -244,7 +244,7 @@ func TestVersionPinsSearches(t *testing.T) {
 			t.Error("a version of another index was accepted")
 		}
 	}()
-	New("m", 2).Search(Query{Vector: []float32{1, 0}, K: 1, At: ver})
+	testOpts.New("m", 2).Search(Query{Vector: []float32{1, 0}, K: 1, At: ver})
 }
 
 // TestFilteredSearchDuringReplace: while a Commit replaces one document
@@ -252,7 +252,7 @@ func TestVersionPinsSearches(t *testing.T) {
 // new one's, whole, never both or neither.
 func TestFilteredSearchDuringReplace(t *testing.T) {
 	const dim, chunks, rounds = 8, 40, 30
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	// Other documents, so the filtered one is a small part of the owner.
 	must(t, x.Add(groupedEntries(testVectors(500, dim, 3), 50)...))
@@ -309,7 +309,7 @@ func versionsOf(hits []Hit) []uint64 {
 // holds joins it, the last chunk of one takes it away, and a compaction
 // right after the load renumbers them from the loaded table.
 func TestDocumentsOfALoadedSnapshot(t *testing.T) {
-	x := New("m", 2)
+	x := testOpts.New("m", 2)
 	a, b := &Document{ID: "a"}, &Document{ID: "b"}
 	var es []Entry
 	for i := range 6 {
@@ -319,7 +319,7 @@ func TestDocumentsOfALoadedSnapshot(t *testing.T) {
 	must(t, x.Add(es...))
 	path := filepath.Join(t.TempDir(), "x.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if y.docOf != nil {
 		t.Error("the load made the documents by ID, which only writes use")
@@ -335,7 +335,7 @@ func TestDocumentsOfALoadedSnapshot(t *testing.T) {
 	}
 	y.Delete(0, 1, 2)
 
-	z, _, err := ReadSnapshot(path)
+	z, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	z.mu.Lock()
 	z.rebuild()

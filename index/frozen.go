@@ -25,12 +25,9 @@ type mapping struct {
 	inHeap bool
 }
 
-// openMapping maps an open file, or reads it into the heap once the
-// process holds as many maps for snapshots as it may (see mapBudget).
-func openMapping(f *os.File) (*mapping, error) { return openMappingIn(f, snapshotMaps) }
-
-// openMappingIn is openMapping within budget.
-func openMappingIn(f *os.File, budget *mapBudget) (*mapping, error) {
+// openMapping maps an open file, or reads it into the heap once budget's
+// maps are all held (see SnapshotMaps).
+func openMapping(f *os.File, budget *SnapshotMaps) (*mapping, error) {
 	if !budget.take() {
 		info, err := f.Stat()
 		if err != nil {
@@ -52,46 +49,43 @@ func openMappingIn(f *os.File, budget *mapBudget) (*mapping, error) {
 	return m, nil
 }
 
-// A mapped snapshot costs the process one memory map, and the kernel
-// allows a process vm.max_map_count of them (65,530 by default), past
-// which the Go runtime cannot grow its heap and the process dies. A SaaS
-// has an owner for every customer: 1,200 owners were 1,285 maps, and a
-// tenant creating customers could take the server past the limit, at
-// every start again. So the maps held for snapshots are counted, and once
-// the budget's are held, further snapshots are read into the heap: they
-// cost their size there rather than the page cache's shared pages, which
-// costs memory, not the process.
-// mapBudget counts the maps held for snapshots against a limit.
-type mapBudget struct {
+// SnapshotMaps is a budget of the memory maps snapshots take. A mapped
+// snapshot costs the process one memory map, and the kernel allows a
+// process vm.max_map_count of them (65,530 by default), past which the Go
+// runtime cannot grow its heap and the process dies. A SaaS has an owner
+// for every customer: 1,200 owners were 1,285 maps, and a tenant creating
+// customers could take the server past the limit, at every start again.
+// So the maps held for snapshots are counted, and once the budget's are
+// held, further snapshots are read into the heap: they cost their size
+// there rather than the page cache's shared pages, which costs memory,
+// not the process. Every index of a process shares one (see
+// Options.Maps).
+type SnapshotMaps struct {
 	held  atomic.Int64
-	limit atomic.Int64
+	limit int64
 }
 
-// snapshotMaps is the process's budget: half of what vm.max_map_count
-// leaves beside mapsReserve, for the heap's and the libraries' maps and
-// the vector scratch files' (and at least a thousand).
-var snapshotMaps = newMapBudget(MapBudget(MaxMapCount()))
+// NewSnapshotMaps returns a budget of limit maps (serve's
+// --max-mapped-snapshots).
+func NewSnapshotMaps(limit int) *SnapshotMaps { return &SnapshotMaps{limit: int64(limit)} }
 
-func newMapBudget(limit int) *mapBudget {
-	b := &mapBudget{}
-	b.limit.Store(int64(limit))
-	return b
-}
-
-// SetMapBudget sets how many snapshots the process maps at most (serve's
-// --max-mapped-snapshots); those past it are read into the heap.
-func SetMapBudget(n int) { snapshotMaps.limit.Store(int64(n)) }
+// defaultSnapshotMaps is the budget of the indexes made with no other (see
+// Options.Maps): half of what vm.max_map_count leaves beside mapsReserve,
+// for the heap's and the libraries' maps and the vector scratch files'
+// (and at least a thousand). The kernel's limit is the process's, so its
+// default budget is too.
+var defaultSnapshotMaps = NewSnapshotMaps(MapBudget(MaxMapCount()))
 
 // take holds a map if the budget has one left.
-func (b *mapBudget) take() bool {
-	if b.held.Add(1) > b.limit.Load() {
+func (b *SnapshotMaps) take() bool {
+	if b.held.Add(1) > b.limit {
 		b.held.Add(-1)
 		return false
 	}
 	return true
 }
 
-func (b *mapBudget) release() { b.held.Add(-1) }
+func (b *SnapshotMaps) release() { b.held.Add(-1) }
 
 // castSlice reads n values of T from b, which holds at least n of them at
 // an offset aligned for T: the words of a mapped snapshot as Go values.

@@ -28,10 +28,13 @@ type generation struct {
 	// file is the snapshot the generation was read from in place, nil
 	// for one built in the heap (see segment.go).
 	file *snapshotFile
+	// vectors, when set, holds the float vectors of the pages the
+	// generation allocates (see Options.Vectors).
+	vectors *VectorFiles
 }
 
-func newGeneration(dim int, graph *hnsw) *generation {
-	return &generation{dim: dim, lex: newLexicon(), graph: graph}
+func newGeneration(dim int, graph *hnsw, vectors *VectorFiles) *generation {
+	return &generation{dim: dim, lex: newLexicon(), graph: graph, vectors: vectors}
 }
 
 // appendSlot stores an entry in the next slot, draws its graph level, and
@@ -52,7 +55,7 @@ func (g *generation) appendStored(id uint64, vec []float32, docLen uint32, lvl i
 	s := g.n
 	p, off := pageOf(s)
 	if p == len(g.pages) {
-		g.pages = append(g.pages, newPage(p, g.dim, g.graph != nil))
+		g.pages = append(g.pages, newPage(p, g.dim, g.graph != nil, g.vectors))
 	}
 	pg := g.pages[p]
 	if off == len(pg.ids) {
@@ -80,7 +83,7 @@ func (g *generation) appendStored(id uint64, vec []float32, docLen uint32, lvl i
 // page's are rewritten in place.
 func (g *generation) ownLast(p int) *page {
 	old := g.pages[p]
-	pg := newPage(p, g.dim, g.graph != nil)
+	pg := newPage(p, g.dim, g.graph != nil, g.vectors)
 	copy(pg.vecs, old.vecs)
 	copy(pg.codes, old.codes)
 	copy(pg.scales, old.scales)
@@ -138,6 +141,8 @@ type view struct {
 	// the writer moves them when a new node rises above the top.
 	entry    uint32
 	maxLevel int
+
+	tuning *tuning // the index's
 }
 
 // deadSlots lists a generation's deleted slots while they are few, so that

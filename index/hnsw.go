@@ -125,14 +125,8 @@ func efConstructionFor(model string) int {
 	if hashed(model) {
 		return hnswEfConstruction
 	}
-	return learnedEfConstruction
+	return hnswEfConstructionLearned
 }
-
-// learnedEfConstruction is hnswEfConstructionLearned, a variable because
-// the package's tests build from fewer (see TestMain): the code is the same
-// at any list, and building every test graph from 200 under the race
-// detector took the package's tests from seven minutes to sixteen.
-var learnedEfConstruction = hnswEfConstructionLearned
 
 // efSearchFor is the candidate list a search keeps in a graph of n nodes:
 // hnswEfSearch up to efSearchGrowFrom, then twice hnswEfSearch more for
@@ -249,9 +243,8 @@ func setLinks(list []uint32, sel []scored) {
 //
 // Searches run meanwhile and need CPU, not locks: so an insert leaves one P
 // to them (on two cores it links at half the speed, but nothing waits for
-// it), and every inserter yields after each node, so that a search that
-// becomes runnable while all Ps are busy waits for one node's insert, not
-// for the scheduler's 10 ms time slice.
+// it). Inserters no longer yield after each node: that measured no better
+// for searches during commits (see runtimepolicy).
 func (g *hnsw) insert(sc *scope, slots []uint32) {
 	if len(slots) == 0 {
 		return
@@ -265,7 +258,6 @@ func (g *hnsw) insert(sc *scope, slots []uint32) {
 	if workers <= 1 {
 		for _, s := range slots {
 			g.insertOne(sc, s)
-			runtime.Gosched()
 		}
 		return
 	}
@@ -281,7 +273,6 @@ func (g *hnsw) insert(sc *scope, slots []uint32) {
 					return
 				}
 				g.insertOne(sc, slots[i])
-				runtime.Gosched()
 			}
 		}()
 	}

@@ -18,7 +18,7 @@ func BenchmarkHNSWBuild(b *testing.B) {
 	vecs := benchVectors(n, dim)
 	b.ResetTimer()
 	for b.Loop() {
-		gen := newGeneration(dim, newHNSW(hnswSeed, hnswEfConstruction))
+		gen := newGeneration(dim, newHNSW(hnswSeed, hnswEfConstruction), nil)
 		slots := make([]uint32, n)
 		for i, v := range vecs {
 			slots[i] = gen.appendSlot(uint64(i), v, 0)
@@ -37,7 +37,7 @@ func BenchmarkVectorSearch(b *testing.B) {
 		vecs := benchVectors(n+100, dim)
 		views := map[string]*view{}
 		for name, graphFrom := range map[string]int{"exact": math.MaxInt, "hnsw": 0} {
-			x := New("m", dim)
+			x := testOpts.New("m", dim)
 			x.graphFrom = graphFrom
 			if err := x.Add(entries(vecs[:n], 0)...); err != nil {
 				b.Fatal(err)

@@ -10,7 +10,7 @@ import (
 // the HNSW graph whatever its size.
 func graphIndex(t testing.TB, vecs [][]float32, dim int) *OwnerIndex {
 	t.Helper()
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	if err := x.Add(entries(vecs, 0)...); err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestHNSWDeletes(t *testing.T) {
 
 func TestGraphThreshold(t *testing.T) {
 	const dim = 8
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	must(t, x.Add(entries(testVectors(graphThreshold-1, dim, 15), 0)...))
 	if x.gen.graph != nil {
 		t.Fatal("small owner should scan")
@@ -136,7 +136,7 @@ func TestHNSWSnapshotRoundTrip(t *testing.T) {
 	x.Delete(5, 6, 7)
 	path := filepath.Join(t.TempDir(), "g.idx")
 	must(t, x.WriteSnapshot(path, 9))
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if y.gen.graph == nil {
 		t.Fatal("graph not restored")
@@ -158,7 +158,7 @@ func TestHNSWSnapshotRoundTrip(t *testing.T) {
 func TestHNSWConcurrentAddSearch(t *testing.T) {
 	const dim = 16
 	vecs := testVectors(2000, dim, 20)
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	done := make(chan struct{})
 	go func() {
@@ -185,24 +185,29 @@ func TestHNSWConcurrentAddSearch(t *testing.T) {
 }
 
 func TestEfConstructionByModel(t *testing.T) {
-	withLearnedEfConstruction(t)
-	for model, want := range map[string]int{
-		"builtin-v2":       hnswEfConstruction,
-		"nomic-embed-text": hnswEfConstructionLearned,
+	// Options.EfConstruction replaces a learned model's list only.
+	for _, c := range []struct {
+		opts           Options
+		builtin, other int
+	}{
+		{Options{}, hnswEfConstruction, hnswEfConstructionLearned},
+		{testOpts, hnswEfConstruction, testLearnedEfConstruction},
 	} {
-		x := New(model, 8)
-		x.graphFrom = 0
-		must(t, x.Add(entries(testVectors(300, 8, 21), 0)...))
-		if got := x.gen.graph.efConstruction; got != want {
-			t.Errorf("%s: graph built with efConstruction %d, want %d", model, got, want)
-		}
-		// A graph loaded from a snapshot goes on inserting the same way.
-		path := filepath.Join(t.TempDir(), "g.idx")
-		must(t, x.WriteSnapshot(path, 1))
-		y, _, err := ReadSnapshot(path)
-		must(t, err)
-		if got := y.gen.graph.efConstruction; got != want {
-			t.Errorf("%s: loaded graph inserts with efConstruction %d, want %d", model, got, want)
+		for model, want := range map[string]int{"builtin-v2": c.builtin, "nomic-embed-text": c.other} {
+			x := c.opts.New(model, 8)
+			x.graphFrom = 0
+			must(t, x.Add(entries(testVectors(300, 8, 21), 0)...))
+			if got := x.gen.graph.efConstruction; got != want {
+				t.Errorf("%s, %+v: graph built with efConstruction %d, want %d", model, c.opts, got, want)
+			}
+			// A graph loaded from a snapshot goes on inserting the same way.
+			path := filepath.Join(t.TempDir(), "g.idx")
+			must(t, x.WriteSnapshot(path, 1))
+			y, _, err := c.opts.ReadSnapshot(path)
+			must(t, err)
+			if got := y.gen.graph.efConstruction; got != want {
+				t.Errorf("%s, %+v: loaded graph inserts with efConstruction %d, want %d", model, c.opts, got, want)
+			}
 		}
 	}
 }

@@ -115,6 +115,7 @@ const compactMinDead = 1024
 type OwnerIndex struct {
 	model string
 	dim   int
+	opts  Options // made with; the snapshots it reads and writes too
 
 	current atomic.Pointer[view]
 
@@ -134,12 +135,18 @@ type OwnerIndex struct {
 	// graphThreshold, but tests lower it to exercise the graph on few
 	// entries.
 	graphFrom int
-	// efConstruction is the candidate list of the graph's inserts:
-	// efConstructionFor(model), but benchmarks sweep it.
+	// efConstruction is the candidate list of the graph's inserts (see
+	// Options.EfConstruction).
 	efConstruction int
 	// scanAllowedMax is the largest allowed set a filtered search scans:
 	// filterScanMax, but tests lower it to exercise the filtered graph walk.
 	scanAllowedMax int
+	// tuning holds the choices of the search's paths that tests and
+	// benchmarks change on one index (see tuning); views read it.
+	tuning *tuning
+	// hooks run at moments of a save: tests change the index then, as
+	// writers would.
+	hooks saveHooks
 
 	// skippedSegment is why the segment beside the snapshot the index
 	// was read from was left out (see SkippedSegment).
@@ -155,17 +162,19 @@ type OwnerIndex struct {
 	since  touchedSet
 }
 
-// New returns an empty index for vectors of dim dimensions from model.
-func New(model string, dim int) *OwnerIndex {
+// New returns an empty index for vectors of dim dimensions from model,
+// made with o.
+func (o Options) New(model string, dim int) *OwnerIndex {
 	x := &OwnerIndex{
 		model: model, dim: dim,
-		gen:            newGeneration(dim, nil),
+		opts:           o,
+		gen:            newGeneration(dim, nil, o.Vectors),
 		slotOf:         make(map[uint64]uint32),
 		docOf:          make(map[string]uint32),
 		graphFrom:      graphThreshold,
-		efConstruction: efConstructionFor(model),
-
+		efConstruction: o.efConstruction(model),
 		scanAllowedMax: filterScanMax,
+		tuning:         defaultTuning(),
 	}
 	x.publish()
 	return x
@@ -361,7 +370,7 @@ func (x *OwnerIndex) rebuild() {
 	if x.live >= x.graphFrom {
 		graph = newHNSW(hnswSeed, x.efConstruction)
 	}
-	gen := newGeneration(x.dim, graph)
+	gen := newGeneration(x.dim, graph, x.opts.Vectors)
 	renum := make([]uint32, old.n) // old slot -> new slot, for live slots
 	x.docOf = map[string]uint32{}  // documents are renumbered as their slots are copied
 	for s := range old.n {
@@ -446,6 +455,7 @@ func (x *OwnerIndex) publish() {
 		langs:      g.langs,
 		deleted:    g.dead.publish(),
 		entry:      noNode,
+		tuning:     x.tuning,
 	}
 	if g.graph != nil {
 		v.entry, v.maxLevel = g.graph.entry, g.graph.maxLevel

@@ -55,7 +55,7 @@ func TestExactSearchMatchesBruteForce(t *testing.T) {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			const dim = 32
 			vecs := testVectors(n, dim, 1)
-			x := New("m", dim)
+			x := testOpts.New("m", dim)
 			if err := x.Add(entries(vecs, 0)...); err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +76,7 @@ func TestExactSearchMatchesBruteForce(t *testing.T) {
 }
 
 func TestAddValidatesDim(t *testing.T) {
-	x := New("m", 4)
+	x := testOpts.New("m", 4)
 	err := x.Add(Entry{ID: 1, Vector: []float32{1, 0, 0, 0}}, Entry{ID: 2, Vector: []float32{1}})
 	if err == nil {
 		t.Fatal("want error for wrong dimension")
@@ -89,7 +89,7 @@ func TestAddValidatesDim(t *testing.T) {
 // Entries analysed for one index are refused by an index of vectors of
 // another length, whole, and added by their own.
 func TestAddAnalysedValidatesDim(t *testing.T) {
-	x, y := New("m", 4), New("m", 2)
+	x, y := testOpts.New("m", 4), testOpts.New("m", 2)
 	a, err := x.Analyse(Entry{ID: 1, Vector: []float32{1, 0, 0, 0}, Text: "alpha"})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestAddAnalysedValidatesDim(t *testing.T) {
 func TestIDsAreTheEntries(t *testing.T) {
 	const dim = 8
 	vecs := testVectors(400, dim, 3)
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	want := map[uint64]bool{}
 	check := func(x *OwnerIndex, when string) {
 		t.Helper()
@@ -141,7 +141,7 @@ func TestIDsAreTheEntries(t *testing.T) {
 	check(x, "after adds, a replacement and deletes")
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	check(y, "after a reload")
 	y.Delete(5000)
@@ -150,7 +150,7 @@ func TestIDsAreTheEntries(t *testing.T) {
 }
 
 func TestReplaceAndDelete(t *testing.T) {
-	x := New("m", 2)
+	x := testOpts.New("m", 2)
 	must(t, x.Add(
 		Entry{ID: 1, Vector: []float32{1, 0}, Text: "red apple"},
 		Entry{ID: 2, Vector: []float32{0, 1}, Text: "green pear"},
@@ -189,7 +189,7 @@ func TestDeleteManyCompacts(t *testing.T) {
 	for i := range es {
 		es[i].Text = fmt.Sprintf("doc%d common", i)
 	}
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	must(t, x.Add(es...))
 	var dead []uint64
 	for i := 0; i < 2000; i += 2 {
@@ -228,7 +228,7 @@ func must(t testing.TB, err error) {
 func TestHybridFusion(t *testing.T) {
 	// Doc 1 wins on text, doc 2 on vector, doc 3 is good on both and must
 	// come first in the fused ranking.
-	x := New("m", 2)
+	x := testOpts.New("m", 2)
 	s := float32(math.Sqrt(0.5))
 	must(t, x.Add(
 		Entry{ID: 1, Vector: []float32{0, 1}, Text: "solar panel solar panel efficiency"},
@@ -258,13 +258,13 @@ func TestHybridFusion(t *testing.T) {
 }
 
 // The built-in embedder's vectors get a narrow walk on the vector side of
-// a hybrid search (hashedWalk), but still a walk: a query whose words no
+// a hybrid search (tuning.hashedWalk), but still a walk: a query whose words no
 // chunk holds is answered by its vector, as for any model.
 func TestHashedVectorSide(t *testing.T) {
 	const dim, n = 32, 3 * graphThreshold / 2
 	vecs := testVectors(n, dim, 1)
 	for _, model := range []string{"builtin-v2", "learned"} {
-		x := New(model, dim)
+		x := testOpts.New(model, dim)
 		must(t, x.Add(entries(vecs, 0)...))
 		first := 0
 		for i := 0; i < n; i += n / 50 {
@@ -285,7 +285,7 @@ func TestHashedVectorSide(t *testing.T) {
 func TestConcurrentAddSearch(t *testing.T) {
 	const dim = 16
 	vecs := testVectors(3000, dim, 4)
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	var wg sync.WaitGroup
 	for w := range 2 {
 		wg.Add(1)
@@ -331,12 +331,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	for i := range es {
 		es[i].Text = fmt.Sprintf("chunk %d about topic%d", i, i%7)
 	}
-	x := New("builtin-v1", dim)
+	x := testOpts.New("builtin-v1", dim)
 	must(t, x.Add(es...))
 	x.Delete(1000, 1001)
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 4242))
-	y, seq, err := ReadSnapshot(path)
+	y, seq, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if seq != 4242 || y.Model() != "builtin-v1" || y.Dim() != dim || y.Len() != x.Len() {
 		t.Fatalf("got seq %d model %q dim %d len %d", seq, y.Model(), y.Dim(), y.Len())
@@ -357,7 +357,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 }
 
 func TestCorruptSnapshot(t *testing.T) {
-	x := New("m", 4)
+	x := testOpts.New("m", 4)
 	must(t, x.Add(Entry{ID: 1, Vector: []float32{1, 0, 0, 0}, Text: "hello world"}))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "good")
@@ -379,12 +379,12 @@ func TestCorruptSnapshot(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(dir, "bad")
 			must(t, os.WriteFile(p, b, 0o600))
-			if _, _, err := ReadSnapshot(p); !errors.Is(err, ErrCorruptSnapshot) {
+			if _, _, err := testOpts.ReadSnapshot(p); !errors.Is(err, ErrCorruptSnapshot) {
 				t.Fatalf("err = %v, want ErrCorruptSnapshot", err)
 			}
 		})
 	}
-	if _, _, err := ReadSnapshot(filepath.Join(dir, "missing")); err == nil || errors.Is(err, ErrCorruptSnapshot) {
+	if _, _, err := testOpts.ReadSnapshot(filepath.Join(dir, "missing")); err == nil || errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("missing file: err = %v, want a plain not-exist error", err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {

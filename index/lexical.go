@@ -509,7 +509,7 @@ func (v *view) scoreTerms(terms []lexTerm) *lexScores {
 		bodyBase, body := t.body[0], t.body[1]
 		headBase, head := t.head[0], t.head[1]
 		f := v.filterFor(q.langs, oneLang)
-		if bodyOnly && len(headBase)+len(head) == 0 {
+		if !v.tuning.fieldPass && len(headBase)+len(head) == 0 {
 			docs := n
 			if !oneLang {
 				docs = v.lex.count(q.langs) // n, by another sum: the field pass's
@@ -577,10 +577,6 @@ func (v *view) scoreTerms(terms []lexTerm) *lexScores {
 	}
 	return s
 }
-
-// bodyOnly lets scoreAll take its fast path; tests turn it off to check
-// that both give the same scores.
-var bodyOnly = true
 
 // scoreBody adds a term's scores to s when the term is in no doc's head:
 // every posting of runs counts (see bodyRuns). Its df is
@@ -676,12 +672,11 @@ func (f postingFilter) keepsAt(v *view, pg *page, o uint32) bool {
 	return (!f.dead || v.aliveAt(pg, o)) && (f.langs == 0 || f.langs.has(analysis.Lang(pg.lang[o])))
 }
 
-// cutCost is what cutting one doc out of a posting list costs (a galloping
-// search from the last cut) in postings asked one at a time, as measured
-// on a million-chunk owner with 1,000 deletions and 600 docs in other
-// languages (BenchmarkSearchSnapshot/lexical-deleted); tests change it to
-// take one way or the other.
-var cutCost = 4
+// defaultCutCost is what cutting one doc out of a posting list costs (a
+// galloping search from the last cut) in postings asked one at a time, as
+// measured on a million-chunk owner with 1,000 deletions and 600 docs in
+// other languages (BenchmarkSearchSnapshot/lexical-deleted).
+const defaultCutCost = 4
 
 // bodyRuns returns the postings of a term's body lists that f keeps: the
 // lists themselves when every posting counts, else the runs between the
@@ -765,7 +760,7 @@ func (v *view) cutOut(c *cuts, f postingFilter, lists [][]posting) (cut []uint32
 			}
 		}
 	}
-	if !listed || n*cutCost > postings {
+	if !listed || n*v.tuning.cutCost > postings {
 		return nil, false
 	}
 	switch {

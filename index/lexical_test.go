@@ -17,7 +17,7 @@ import (
 // which stays a scan however large.
 func textIndex(t testing.TB, texts ...string) *OwnerIndex {
 	t.Helper()
-	x := New("m", 0)
+	x := testOpts.New("m", 0)
 	x.graphFrom = math.MaxInt
 	es := make([]Entry, len(texts))
 	for i, text := range texts {
@@ -226,16 +226,16 @@ func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 			fast += b2i(hasFast)
 			filtered += b2i(hasFiltered)
 			want := func() map[uint32]float32 {
-				bodyOnly = false
-				defer func() { bodyOnly = true }()
+				v.tuning.fieldPass = true
+				defer func() { v.tuning.fieldPass = false }()
 				return scores(v, query)
 			}()
 			// Filtered postings cut out of the lists, and asked one
 			// by one.
 			for _, cost := range []int{0, math.MaxInt32} {
-				cutCost = cost
+				v.tuning.cutCost = cost
 				got := scores(v, query)
-				cutCost = 4
+				v.tuning.cutCost = defaultCutCost
 				if len(got) != len(want) {
 					t.Fatalf("query %v, cut cost %d: %d docs scored on the fast path, %d on the field pass", query, cost, len(got), len(want))
 				}
@@ -279,12 +279,12 @@ func TestLangSlotsReadFromSnapshot(t *testing.T) {
 	for i := 0; i < len(es); i += 7 {
 		es[i].Text = "die katzen schlafen den ganzen tag auf dem sofa und spielen nachts im garten"
 	}
-	x := New("m", 8)
+	x := testOpts.New("m", 8)
 	must(t, x.Add(es...))
 	x.Delete(es[9].ID, es[3].ID, es[200].ID)
 	path := filepath.Join(t.TempDir(), "x.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	want, got := x.current.Load(), y.current.Load()
 	if len(want.langs.slots[analysis.German]) != (len(es)+6)/7 || !reflect.DeepEqual(got.langs, want.langs) {
@@ -359,11 +359,11 @@ func namedSyntheticEntries(rng *rand.Rand, n, nameEvery int) ([]Entry, *rand.Zip
 // snapshot and adds the rest: postings in a frozen base and added since.
 func snapshotThenAdd(t *testing.T, es []Entry, inSnapshot int) *OwnerIndex {
 	t.Helper()
-	x := New("m", 8)
+	x := testOpts.New("m", 8)
 	must(t, x.Add(es[:inSnapshot]...))
 	path := filepath.Join(t.TempDir(), "x.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	x, _, err := ReadSnapshot(path)
+	x, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	must(t, x.Add(es[inSnapshot:]...))
 	return x

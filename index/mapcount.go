@@ -26,5 +26,5 @@ func MaxMapCount() int {
 
 // MapBudget is how many snapshots a process whose kernel allows limit
 // memory maps (MaxMapCount) maps at most; it reads the others into its
-// heap (see mapBudget).
+// heap (see SnapshotMaps).
 func MapBudget(limit int) int { return max(1000, (limit-mapsReserve)/2) }

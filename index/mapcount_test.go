@@ -44,26 +44,19 @@ func TestSnapshotsPastTheMapBudgetTakeNoMap(t *testing.T) {
 	dir := t.TempDir()
 	const owners, budget = 300, 100
 	for i := range owners {
-		x := New("m", 8)
+		x := testOpts.New("m", 8)
 		must(t, x.Add(textEntries(1, 20, 8, fmt.Sprint("harbour", i))...))
 		must(t, x.WriteSnapshot(filepath.Join(dir, fmt.Sprint(i, ".idx")), 20))
 	}
-	maps := newMapBudget(budget)
+	maps := NewSnapshotMaps(budget)
+	opts := testOpts
+	opts.Maps = maps
 	before := processMaps(t)
 	var held []*OwnerIndex
 	for i := range owners {
-		f, err := os.Open(filepath.Join(dir, fmt.Sprint(i, ".idx")))
+		x, _, err := opts.ReadSnapshot(filepath.Join(dir, fmt.Sprint(i, ".idx")))
 		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := openMappingIn(f, maps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, _, err := parseSnapshot(m, f, 0, false)
-		f.Close()
-		if err != nil {
-			t.Fatalf("owner %d, %s: %v", i, map[bool]string{true: "read into the heap", false: "mapped"}[m.inHeap], err)
+			t.Fatalf("owner %d (%d maps held): %v", i, maps.held.Load(), err)
 		}
 		if got := hitIDs(x.Search(Query{Text: fmt.Sprint("harbour", i), K: 5})); len(got) == 0 {
 			t.Fatalf("owner %d found nothing of its own", i)
@@ -82,7 +75,7 @@ func TestSnapshotsPastTheMapBudgetTakeNoMap(t *testing.T) {
 // Past the budget, a snapshot large enough to be mapped is read into the
 // heap instead, and reads the same.
 func TestMapBudgetReadsIntoTheHeapPastIt(t *testing.T) {
-	b := newMapBudget(2)
+	b := NewSnapshotMaps(2)
 	for i := range 2 {
 		if !b.take() {
 			t.Fatalf("a budget of two refused take %d", i+1)

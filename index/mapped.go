@@ -123,8 +123,8 @@ func (v *view) encodeMapped(e *encoder, model string, dim int, lastSeq uint64) (
 	})
 	e.align()
 	v.eachTerm(added, func(_ termKey, base, added []posting) {
-		e.bytes(postingBytes(base))
-		e.bytes(postingBytes(added))
+		e.bytes(e.postingBytes(base))
+		e.bytes(e.postingBytes(added))
 	})
 	return docRefs
 }
@@ -212,7 +212,7 @@ func (v *view) encodeDocTable(e *encoder) []uint32 {
 // bounds. A file this process checked before (see ReadSnapshotAfter) is
 // not checked again where that costs a pass over it: its lexicon and
 // its graph.
-func loadMapped(m *mapping, file io.ReaderAt, more int, checked bool) (x *OwnerIndex, lastSeq uint64, err error) {
+func (o Options) loadMapped(m *mapping, file io.ReaderAt, more int, checked bool) (x *OwnerIndex, lastSeq uint64, err error) {
 	if !littleEndian {
 		return nil, 0, fmt.Errorf("version %d snapshots are read in place, which needs a little-endian machine", mappedVersion)
 	}
@@ -248,7 +248,7 @@ func loadMapped(m *mapping, file io.ReaderAt, more int, checked bool) (x *OwnerI
 	if d.err == nil && (nTerms > uint64(len(d.b))/16 || nPostings > uint64(len(d.b))/8 || n > len(d.b)/(8+8+4+4+4+4+1)) {
 		return nil, 0, fmt.Errorf("counts of %d slots, %d terms and %d postings exceed the file", n, nTerms, nPostings)
 	}
-	x = New(model, dim)
+	x = o.New(model, dim)
 	docs, err := decodeDocTable(d, x)
 	if err != nil {
 		return nil, 0, err

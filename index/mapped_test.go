@@ -30,7 +30,7 @@ func mappedTestIndex(t *testing.T, n int) (*OwnerIndex, []Query) {
 		es[i].Name = fmt.Sprintf("report-%d.pdf", i%5)
 		es[i].Doc = &Document{ID: fmt.Sprint("doc_", i/4), Metadata: map[string]string{"dept": fmt.Sprint("d", i%3)}}
 	}
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	must(t, x.Add(es...))
 	x.Delete(3, 4, 5, 40)
@@ -76,7 +76,7 @@ func TestSnapshotMovesIndexOntoFile(t *testing.T) {
 	file, err := os.ReadFile(path)
 	must(t, err)
 
-	y, seq, err := ReadSnapshot(path)
+	y, seq, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if seq != 7 || !mapped(y) || y.Len() != x.Len() {
 		t.Fatalf("loaded seq %d, mapped %v, %d entries of %d", seq, mapped(y), y.Len(), x.Len())
@@ -101,7 +101,7 @@ func TestSnapshotMovesIndexOntoFile(t *testing.T) {
 	if !bytes.Equal(file, after) {
 		t.Fatal("changes to a loaded index reached its snapshot file")
 	}
-	z, _, err := ReadSnapshot(path)
+	z, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if got := results(z, qs); got != before {
 		t.Fatal("a second load of the same file gives other results")
@@ -138,7 +138,7 @@ func TestSnapshotDuringCommitStaysInHeap(t *testing.T) {
 	if hits := x.Search(Query{Text: "walrus", K: 1}); len(hits) != 1 || hits[0].ID != 9999 {
 		t.Fatalf("the Commit's entry is not searchable after it: %v", hits)
 	}
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if y.Has(9999) || results(y, qs) != before {
 		t.Fatal("the snapshot holds more than the version published when it was written")
@@ -163,7 +163,7 @@ func TestMappedSnapshotEveryByteFlipped(t *testing.T) {
 		b := append([]byte(nil), good...)
 		b[i] ^= 0xa5
 		b = withChecksum(b)
-		y, _, err := parseSnapshot(&mapping{b: b}, bytes.NewReader(b), 0, false)
+		y, _, err := testOpts.parseSnapshot(&mapping{b: b}, bytes.NewReader(b), 0, false)
 		if err != nil {
 			refused++
 			continue
@@ -222,18 +222,16 @@ func TestSnapshotBytesAsWrittenValueByValue(t *testing.T) {
 		x.Delete(i)
 	}
 	v := x.current.Load()
-	encode := func() []byte {
+	encode := func(valueByValue bool) []byte {
 		var buf bytes.Buffer
-		e := &encoder{w: bufio.NewWriter(&buf)}
+		e := &encoder{w: bufio.NewWriter(&buf), valueByValue: valueByValue}
 		v.encodeMapped(e, "m", 8, 1)
 		must(t, e.err)
 		must(t, e.w.Flush())
 		return buf.Bytes()
 	}
-	inMemory := encode() // on a big-endian machine, value by value too
-	defer func(le bool) { littleEndian = le }(littleEndian)
-	littleEndian = false
-	valueByValue := encode()
+	inMemory := encode(false) // on a big-endian machine, value by value too
+	valueByValue := encode(true)
 	if !bytes.Equal(inMemory, valueByValue) {
 		i := 0
 		for i < min(len(inMemory), len(valueByValue)) && inMemory[i] == valueByValue[i] {
@@ -253,7 +251,7 @@ func TestAdviseWillNeedAnyStart(t *testing.T) {
 	f, err := os.Open(path)
 	must(t, err)
 	defer f.Close()
-	m, err := openMapping(f)
+	m, err := openMapping(f, testOpts.maps())
 	must(t, err)
 	for _, start := range []int{0, 1, 64, page - 1, page, page + 5, 3*page - 1} {
 		if err := adviseWillNeed(m.b[start:]); err != nil {
@@ -268,12 +266,12 @@ func TestAdviseWillNeedAnyStart(t *testing.T) {
 // embedder was down) has no entry point; its snapshot loads, and its
 // first vector becomes the entry.
 func TestSnapshotOfGraphNotLinkedYet(t *testing.T) {
-	x := New("m", 4)
+	x := testOpts.New("m", 4)
 	x.graphFrom = 0
 	must(t, x.Add(Entry{ID: 1, Vector: make([]float32, 4), Text: "harbour ferry"}, Entry{ID: 2, Vector: make([]float32, 4), Text: "bakery"}))
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if hits := y.Search(Query{Text: "ferry", K: 1}); len(hits) != 1 || hits[0].ID != 1 {
 		t.Fatalf("text search after the load: %v", hits)
@@ -296,13 +294,13 @@ func TestSnapshotDocumentIDs(t *testing.T) {
 		ids[i] = fmt.Sprintf("%d-%s", i, bytes.Repeat([]byte{'x'}, i%60))
 		es[i].Doc = &Document{ID: ids[i]}
 	}
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	must(t, x.Add(es...))
 	path := filepath.Join(t.TempDir(), "x.idx")
 	if _, err := x.Save(path, 1); err != nil {
 		t.Fatal(err)
 	}
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +322,7 @@ func TestLastPageCopiedOnAppend(t *testing.T) {
 	x, qs := mappedTestIndex(t, 3000) // pages of 16, 16, 32 … 1,024 slots, then 952 of 2,048
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 7))
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	lastInFile := func(x *OwnerIndex) bool {
 		x.mu.Lock()
@@ -480,9 +478,9 @@ func TestReadSnapshotAfterChecksAFileOnce(t *testing.T) {
 	want := results(x, qs)
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	preview, _, err := ReadSnapshotAlone(path)
+	preview, _, err := testOpts.ReadSnapshotAlone(path)
 	must(t, err)
-	y, _, err := ReadSnapshotAfter(path, preview)
+	y, _, err := testOpts.ReadSnapshotAfter(path, preview)
 	must(t, err)
 	if results(y, qs) != want {
 		t.Fatal("the snapshot loaded behind its preview searches otherwise")
@@ -504,15 +502,15 @@ func TestReadSnapshotAfterChecksAFileOnce(t *testing.T) {
 	must(t, err)
 	must(t, f.Close())
 	must(t, os.Chtimes(path, info.ModTime(), info.ModTime()))
-	if _, _, err := ReadSnapshotAfter(path, preview); err != nil {
+	if _, _, err := testOpts.ReadSnapshotAfter(path, preview); err != nil {
 		t.Fatalf("the file the preview checked was checked again: %v", err)
 	}
-	if _, _, err := ReadSnapshot(path); !errors.Is(err, ErrCorruptSnapshot) {
+	if _, _, err := testOpts.ReadSnapshot(path); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("the changed file, read alone: %v, want a corrupt snapshot", err)
 	}
 	later := info.ModTime().Add(time.Second)
 	must(t, os.Chtimes(path, later, later))
-	if _, _, err := ReadSnapshotAfter(path, preview); !errors.Is(err, ErrCorruptSnapshot) {
+	if _, _, err := testOpts.ReadSnapshotAfter(path, preview); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("the file changed since the preview: %v, want a corrupt snapshot", err)
 	}
 
@@ -521,7 +519,7 @@ func TestReadSnapshotAfterChecksAFileOnce(t *testing.T) {
 	must(t, os.WriteFile(other, bad, 0o600))
 	must(t, os.Chtimes(other, info.ModTime(), info.ModTime()))
 	must(t, os.Rename(other, path))
-	if _, _, err := ReadSnapshotAfter(path, preview); !errors.Is(err, ErrCorruptSnapshot) {
+	if _, _, err := testOpts.ReadSnapshotAfter(path, preview); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("another file in the preview's place: %v, want a corrupt snapshot", err)
 	}
 }

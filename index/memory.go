@@ -4,7 +4,7 @@ import "unsafe"
 
 // MemoryPart is what one part of an index holds, in bytes: on the Go heap
 // (anonymous memory, the process's own), and in mapped files (a snapshot
-// read in place, or the scratch files of SetVectorDir), which are the page
+// read in place, or the scratch files of VectorFiles), which are the page
 // cache's: the kernel drops their pages under memory pressure and reads
 // them back when touched.
 type MemoryPart struct {

@@ -21,9 +21,9 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 	checkPruned(t, x, rng, zipf, "after deletes: ")
 	// Deleted docs cut out of every list (see view.cutOut), not only of
 	// long ones.
-	cutCost = 0
+	x.tuning.cutCost = 0
 	checkPruned(t, x, rng, zipf, "after deletes, every list cut: ")
-	cutCost = 4
+	x.tuning.cutCost = defaultCutCost
 
 	// An owner of two languages: a term counts only in its languages'
 	// docs, for its IDF as for scores.
@@ -33,7 +33,7 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 			es[i].Text = german + " " + es[i].Text[:40]
 		}
 	}
-	y := New("m", 8)
+	y := testOpts.New("m", 8)
 	must(t, y.Add(es...))
 	if p := y.current.Load().lex.present(); p&(p-1) == 0 {
 		t.Fatalf("one language among the docs (%b), two wanted", p)
@@ -43,8 +43,7 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 		y.Delete(uint64(i))
 	}
 	checkPruned(t, y, rng, zipf, "two languages, after deletes: ")
-	cutCost = 0
-	defer func() { cutCost = 4 }()
+	y.tuning.cutCost = 0
 	checkPruned(t, y, rng, zipf, "two languages, after deletes, every list cut: ")
 }
 

@@ -82,15 +82,15 @@ func TestDotInt8MatchesLoop(t *testing.T) {
 // unreachable), then checks searches against brute force and a snapshot
 // round trip against the index it was written from.
 func TestMappedVectorsThroughCompaction(t *testing.T) {
-	if err := SetVectorDir(t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	defer SetVectorDir("")
+	opts := withVectorFiles(t)
 	const dim = 32
 	all := testVectors(4100, dim, 41)
 	vecs, queries := all[:4000], all[4000:]
-	x := New("m", dim)
+	x := opts.New("m", dim)
 	must(t, x.Add(entries(vecs, 0)...))
+	if !x.gen.pages[0].scratchVecs {
+		t.Fatal("the vectors are on the heap, not in the vector files")
+	}
 	var gone []uint64
 	for i := 0; i < len(vecs); i += 3 {
 		if i%3 != 2 {
@@ -106,7 +106,7 @@ func TestMappedVectorsThroughCompaction(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "x.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	y, _, err := ReadSnapshot(path)
+	y, _, err := opts.ReadSnapshot(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,15 +131,12 @@ func scratchMaps(t *testing.T) int {
 // TestScratchFilesShared: the vectors of many small owners' pages share a
 // few scratch files rather than one memory map a page.
 func TestScratchFilesShared(t *testing.T) {
-	if err := SetVectorDir(t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	defer SetVectorDir("")
+	opts := withVectorFiles(t)
 	const owners, dim = 200, 384
 	before := scratchMaps(t)
 	xs := make([]*OwnerIndex, owners)
 	for i := range xs {
-		xs[i] = New("m", dim)
+		xs[i] = opts.New("m", dim)
 		must(t, xs[i].Add(entries(testVectors(40, dim, uint64(i)), 1)...)) // pages of 16, 16 and 32 slots
 	}
 	if maps := scratchMaps(t) - before; maps > 2 {
@@ -179,4 +176,17 @@ func TestScratchBlocksReused(t *testing.T) {
 	if slices.ContainsFunc(u, func(f float32) bool { return f != 0 }) {
 		t.Fatal("a block handed out again holds the vectors of the page before")
 	}
+}
+
+// withVectorFiles is testOpts with the vectors in scratch files in a
+// directory of t's.
+func withVectorFiles(t *testing.T) Options {
+	t.Helper()
+	vf, err := NewVectorFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testOpts
+	opts.Vectors = vf
+	return opts
 }

@@ -30,7 +30,7 @@ const (
 	hashedModelPrefix = "builtin"
 	// hashedCandidates is the fewest candidates the vector side of a
 	// hybrid search nominates for the built-in embedder's vectors, from a
-	// graph walk keeping hashedWalk (a learned model's side nominates as
+	// graph walk keeping tuning.hashedWalk (a learned model's side nominates as
 	// many as BM25's, from a walk of efSearchFor the graph). Those vectors
 	// hash the words BM25 scores, so BM25's pool already holds most chunks
 	// they would nominate, and every candidate is scored exactly on both
@@ -51,15 +51,33 @@ const (
 	feedbackWeight = 0.75
 )
 
-// hashedWalk is the list kept by the graph walk of a hybrid search's
-// vector side for the built-in embedder's vectors (see hashedCandidates):
-// no more than it nominates. On bench scale's million-chunk owner a walk
-// keeping 40 kept 97.7% of the top five that one keeping 1,000 finds, and
-// this one 97.4%, for 15% less of an index search's time (600 queries)
-// and 8% less of a query's CPU in the server; the evaluations (MS MARCO,
-// pdfqa) gave the same figures with either. A variable so that
-// BenchmarkSearchSnapshot can widen it.
-var hashedWalk = hashedCandidates
+// tuning is the choices of a search's paths that give the same results,
+// or nearly, kept by each index (and read by its views) so that tests and
+// benchmarks can take each path on one index.
+type tuning struct {
+	// hashedWalk is the list kept by the graph walk of a hybrid search's
+	// vector side for the built-in embedder's vectors (see
+	// hashedCandidates): no more than it nominates. On bench scale's
+	// million-chunk owner a walk keeping 40 kept 97.7% of the top five
+	// that one keeping 1,000 finds, and this one 97.4%, for 15% less of
+	// an index search's time (600 queries) and 8% less of a query's CPU
+	// in the server; the evaluations (MS MARCO, pdfqa) gave the same
+	// figures with either. BenchmarkSearchSnapshot widens it.
+	hashedWalk int
+	// cutCost is what cutting one doc out of a posting list costs, in
+	// postings asked one at a time (see defaultCutCost); tests set it to
+	// take one way or the other.
+	cutCost int
+	// fieldPass makes scoreTerms score every term by the field pass,
+	// never by scoreBody's fast path: tests check that both give the
+	// same scores.
+	fieldPass bool
+}
+
+// defaultTuning is the paths a search takes.
+func defaultTuning() *tuning {
+	return &tuning{hashedWalk: hashedCandidates, cutCost: defaultCutCost}
+}
 
 // hashed reports whether model's vectors are the built-in embedder's.
 func hashed(model string) bool { return strings.HasPrefix(model, hashedModelPrefix) }
@@ -113,7 +131,7 @@ func (x *OwnerIndex) Search(q Query) []Hit {
 	if useVec {
 		vecPool, walk := pool, 0
 		if useLex && hashed(x.model) {
-			vecPool, walk = max(hashedCandidates, 2*q.K), hashedWalk
+			vecPool, walk = max(hashedCandidates, 2*q.K), v.tuning.hashedWalk
 		}
 		vecTop = v.searchVectorsAllowed(q.Vector, vecPool, walk, allow)
 	}

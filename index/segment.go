@@ -268,8 +268,8 @@ func (x *OwnerIndex) startSegment(path string, lastSeq uint64) *segmentWrite {
 
 // Write writes the segment, taking no lock.
 func (w *segmentWrite) Write() {
-	if segmentWriteStarted != nil {
-		segmentWriteStarted()
+	if w.x.hooks.segmentWriteStarted != nil {
+		w.x.hooks.segmentWriteStarted()
 	}
 	if w.k == 1 {
 		removeSegments(w.path) // of an earlier chain, left by a crash
@@ -299,10 +299,6 @@ func (w *segmentWrite) Finish() (Saved, error) {
 	}
 	return Saved{Segment: w.k, Bytes: fileSize(segmentPath(w.path, w.k)), Held: w.held}, nil
 }
-
-// segmentWriteStarted, when set, runs as a segment starts being written,
-// with no lock held: tests change the index then, as writers would.
-var segmentWriteStarted func()
 
 // SavesWhole reports whether Save would now write the whole snapshot at
 // path rather than a segment beside it.
@@ -387,7 +383,7 @@ func (v *view) encodeChanges(e *encoder, f *snapshotFile, marks touchedSet, last
 		if ps := added(p); len(ps) > 0 {
 			e.u64(uint64(p.key))
 			e.u32(uint32(len(ps)))
-			e.bytes(postingBytes(ps))
+			e.bytes(e.postingBytes(ps))
 		}
 	}
 
@@ -804,8 +800,8 @@ func (b *postingBlock) take(n int) []posting {
 
 // postingBytes is a list as snapshots and segments hold it: each
 // posting's slot, then its frequency, little-endian.
-func postingBytes(ps []posting) []byte {
-	if littleEndian {
+func (e *encoder) postingBytes(ps []posting) []byte {
+	if e.inMemoryOrder() {
 		return memoryOf(ps) // a posting is its doc, then its tf
 	}
 	b := make([]byte, 8*len(ps))

@@ -64,7 +64,7 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 	if after, err := os.ReadFile(path); err != nil || string(after) != string(snapshot) {
 		t.Fatalf("saving a segment changed the snapshot (%v)", err)
 	}
-	y, seq, err := ReadSnapshot(path)
+	y, seq, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if y.SkippedSegment() != nil || seq != 2 {
 		t.Fatalf("segment left out (%v) or lastSeq %d", y.SkippedSegment(), seq)
@@ -78,7 +78,7 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 	}
 	wholePath := filepath.Join(t.TempDir(), "whole.idx")
 	must(t, x.WriteSnapshot(wholePath, 2))
-	z, _, err := ReadSnapshot(wholePath)
+	z, _, err := testOpts.ReadSnapshot(wholePath)
 	must(t, err)
 	same(t, y, z, qs)
 
@@ -96,7 +96,7 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 	if got := segmentSlots(path); got != 600 {
 		t.Fatalf("the segments' headers add %d slots, want 600", got)
 	}
-	w, seq, err := ReadSnapshot(path)
+	w, seq, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if w.SkippedSegment() != nil || seq != 3 {
 		t.Fatalf("second segment left out (%v) or lastSeq %d", w.SkippedSegment(), seq)
@@ -110,7 +110,7 @@ func TestSegmentHoldsChangesSinceSnapshot(t *testing.T) {
 // its segments, is want.
 func readBackSame(t *testing.T, path string, want *OwnerIndex, qs []Query) {
 	t.Helper()
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if err := y.SkippedSegment(); err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestSaveWholeUnlessOnItsSnapshot(t *testing.T) {
 	if saved, err := x.Save(filepath.Join(dir, "other.idx"), 2); err != nil || !saved.Whole {
 		t.Fatalf("saved to another file: whole %v, %v", saved.Whole, err)
 	}
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	must(t, y.Add(entries(testVectors(10, 16, 43), 5000)...))
 	if saved, err := y.Save(path, 2); err != nil || saved.Whole {
@@ -155,7 +155,7 @@ func TestSaveWholeUnlessOnItsSnapshot(t *testing.T) {
 	if _, err := os.Stat(segmentPath(path, 1)); !os.IsNotExist(err) {
 		t.Fatalf("the segment of the snapshot rewritten whole is still there (%v)", err)
 	}
-	z, seq, err := ReadSnapshot(path)
+	z, seq, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if seq != 3 || z.Len() != y.Len() {
 		t.Fatalf("lastSeq %d, %d entries of %d", seq, z.Len(), y.Len())
@@ -179,13 +179,13 @@ func TestSegmentOfAnotherSnapshotLeftOut(t *testing.T) {
 	must(t, err)
 	x.Delete(500)
 	must(t, x.WriteSnapshot(path, 3))
-	snapshot, _, err := ReadSnapshot(path)
+	snapshot, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	x.Delete(501)
 	if saved, err := x.Save(path, 4); err != nil || saved.Whole {
 		t.Fatalf("whole %v, %v", saved.Whole, err)
 	}
-	first, _, err := ReadSnapshot(path)
+	first, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if first.Has(501) {
 		t.Fatal("the first segment after the snapshot was not applied")
@@ -211,7 +211,7 @@ func TestSegmentOfAnotherSnapshotLeftOut(t *testing.T) {
 		keep, err := os.ReadFile(segmentPath(path, c.k))
 		must(t, err)
 		must(t, os.WriteFile(segmentPath(path, c.k), c.seg, 0o600))
-		y, seq, err := ReadSnapshot(path)
+		y, seq, err := testOpts.ReadSnapshot(path)
 		must(t, err)
 		if y.SkippedSegment() == nil || y.SkippedSegment().Error() != c.why {
 			t.Fatalf("segment %d: skipped %v, want %q", c.k, y.SkippedSegment(), c.why)
@@ -222,7 +222,7 @@ func TestSegmentOfAnotherSnapshotLeftOut(t *testing.T) {
 		same(t, y, c.want, qs)
 		must(t, os.WriteFile(segmentPath(path, c.k), keep, 0o600))
 	}
-	y, seq, err := ReadSnapshot(path)
+	y, seq, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if y.SkippedSegment() != nil || seq != 5 || y.Has(502) {
 		t.Fatalf("both segments: skipped %v, lastSeq %d", y.SkippedSegment(), seq)
@@ -250,7 +250,7 @@ func TestSegmentEveryByteFlipped(t *testing.T) {
 	must(t, err)
 	good, err := os.ReadFile(segmentPath(path, 2))
 	must(t, err)
-	reread := func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path, 0, nil) }
+	reread := func() (*OwnerIndex, uint64, error) { return testOpts.readSnapshotFile(path, 0, nil) }
 	base, _, err := readSegments(must2(reread()), 1, [][]byte{first}, reread)
 	must(t, err)
 	refused, tried := 0, 0
@@ -292,7 +292,6 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 	x, qs := mappedTestIndex(t, 3000)
 	ref, _ := mappedTestIndex(t, 3000) // the same changes, never saved
 	path := filepath.Join(t.TempDir(), "owner.idx")
-	defer func() { wholeWriteStarted, wholeCatchUpStarted = nil, nil }()
 	for round, firstID := range []uint64{10000, 20000} {
 		before := results(x, qs)
 		ids := x.IDs()
@@ -300,10 +299,10 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 		// before it takes the lock, and while those are applied, which
 		// it applies with the lock held: two additions sharing terms.
 		var changes, later []Query
-		wholeWriteStarted = func() { changes = segmentChanges(t, x, firstID, 400, firstID) }
-		wholeCatchUpStarted = func() { later = laterChanges(t, x, firstID) }
+		x.hooks.wholeWriteStarted = func() { changes = segmentChanges(t, x, firstID, 400, firstID) }
+		x.hooks.wholeCatchUpStarted = func() { later = laterChanges(t, x, firstID) }
 		saved, err := x.SaveWhole(path, uint64(round+1))
-		wholeWriteStarted, wholeCatchUpStarted = nil, nil
+		x.hooks.wholeWriteStarted, x.hooks.wholeCatchUpStarted = nil, nil
 		must(t, err)
 		if changes == nil || later == nil {
 			t.Fatal("no changes while the snapshot was written, or while the move caught up")
@@ -320,7 +319,7 @@ func TestWholeWriteKeepsWritersChanges(t *testing.T) {
 		same(t, x, ref, qs)
 
 		// The file holds the version the write started from.
-		y, seq, err := ReadSnapshot(path)
+		y, seq, err := testOpts.ReadSnapshot(path)
 		must(t, err)
 		if seq != uint64(round+1) || !slices.Equal(y.IDs(), ids) || results(y, qs[:len(qs)-len(changes)]) != before {
 			t.Fatalf("round %d: the snapshot is not the version its write started from", round)
@@ -365,7 +364,6 @@ func TestSegmentWriteKeepsWritersChanges(t *testing.T) {
 	ref, _ := mappedTestIndex(t, 3000) // the same changes, never saved
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	defer func() { segmentWriteStarted = nil }()
 	for round, firstID := range []uint64{10000, 20000} {
 		// Changes before the save, which its segment holds.
 		qs = append(qs, segmentChanges(t, x, firstID, 150, firstID)...)
@@ -373,9 +371,9 @@ func TestSegmentWriteKeepsWritersChanges(t *testing.T) {
 		ids, before := x.IDs(), results(x, qs)
 		var changes []Query
 		during := firstID + 30000
-		segmentWriteStarted = func() { changes = segmentChanges(t, x, during, 150, during) }
+		x.hooks.segmentWriteStarted = func() { changes = segmentChanges(t, x, during, 150, during) }
 		saved, err := x.Save(path, uint64(round+2))
-		segmentWriteStarted = nil
+		x.hooks.segmentWriteStarted = nil
 		must(t, err)
 		if saved.Whole || saved.Segment != 2*round+1 || changes == nil {
 			t.Fatalf("round %d: saved %+v; changes while it was written: %v", round, saved, changes != nil)
@@ -383,7 +381,7 @@ func TestSegmentWriteKeepsWritersChanges(t *testing.T) {
 		qs = append(qs, segmentChanges(t, ref, during, 150, during)...)
 		same(t, x, ref, qs)
 
-		y, seq, err := ReadSnapshot(path)
+		y, seq, err := testOpts.ReadSnapshot(path)
 		must(t, err)
 		if seq != uint64(round+2) || !slices.Equal(y.IDs(), ids) || results(y, qs[:len(qs)-len(changes)]) != before {
 			t.Fatalf("round %d: the snapshot and its segments are not the version the save started from", round)
@@ -416,7 +414,7 @@ func TestSegmentWriteFailureKeepsChanges(t *testing.T) {
 	if saved, err := x.Save(path, 3); err != nil || saved.Segment != 1 {
 		t.Fatalf("the save after the failure wrote %+v (%v), want segment 1", saved, err)
 	}
-	z, seq, err := ReadSnapshot(path)
+	z, seq, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if seq != 3 || z.SkippedSegment() != nil {
 		t.Fatalf("read back up to %d, skipped segment: %v", seq, z.SkippedSegment())
@@ -432,9 +430,8 @@ func TestSegmentWritesWithConcurrentWriters(t *testing.T) {
 	x, qs := mappedTestIndex(t, 3000)
 	path := filepath.Join(t.TempDir(), "owner.idx")
 	must(t, x.WriteSnapshot(path, 1))
-	defer func() { segmentWriteStarted = nil }()
 	next := uint64(50000)
-	segmentWriteStarted = func() {
+	commits := func() {
 		// Commits until the segment's write has gone on beside them.
 		for range 40 {
 			id := next
@@ -449,18 +446,16 @@ func TestSegmentWritesWithConcurrentWriters(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 5 {
 		started := make(chan struct{})
-		hook := segmentWriteStarted
-		segmentWriteStarted = func() { close(started) }
+		x.hooks.segmentWriteStarted = func() { close(started) }
 		wg.Add(1)
-		go func() { defer wg.Done(); <-started; hook() }()
+		go func() { defer wg.Done(); <-started; commits() }()
 		saved, err := x.Save(path, 2)
 		if err != nil || saved.Whole {
 			t.Fatalf("saved %+v (%v), want a segment", saved, err)
 		}
 		wg.Wait()
-		segmentWriteStarted = hook
 	}
-	segmentWriteStarted = nil
+	x.hooks.segmentWriteStarted = nil
 	must(t, func() error { _, err := x.Save(path, 3); return err }())
 	readBackSame(t, path, x, qs)
 }
@@ -477,8 +472,7 @@ func TestWholeCatchUpWaitsForCommit(t *testing.T) {
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	done := make(chan error, 1)
 	caughtUp := false
-	defer func() { wholeWriteStarted, wholeCatchUpStarted, catchUpWaits = nil, nil, nil }()
-	wholeWriteStarted = func() {
+	x.hooks.wholeWriteStarted = func() {
 		go func() {
 			done <- x.Commit(func() error {
 				close(inside)
@@ -488,8 +482,8 @@ func TestWholeCatchUpWaitsForCommit(t *testing.T) {
 		}()
 		<-inside
 	}
-	catchUpWaits = func() { close(waiting); catchUpWaits = nil }
-	wholeCatchUpStarted = func() { caughtUp = true }
+	x.hooks.catchUpWaits = func() { close(waiting); x.hooks.catchUpWaits = nil }
+	x.hooks.wholeCatchUpStarted = func() { caughtUp = true }
 	go func() { <-waiting; releaseOnce() }()
 	_, err := x.SaveWhole(path, 1)
 	releaseOnce()
@@ -512,14 +506,13 @@ func TestWholeWriteDuringCompaction(t *testing.T) {
 	x, qs := mappedTestIndex(t, 3000)
 	ids := x.IDs()
 	path := filepath.Join(t.TempDir(), "owner.idx")
-	defer func() { wholeWriteStarted = nil }()
-	wholeWriteStarted = func() { x.Delete(ids[:len(ids)*3/4]...) }
+	x.hooks.wholeWriteStarted = func() { x.Delete(ids[:len(ids)*3/4]...) }
 	before := results(x, qs)
 	must(t, x.WriteSnapshot(path, 1))
 	if mapped(x) || x.Len() != len(ids)-len(ids)*3/4 {
 		t.Fatalf("after a compaction during the write: mapped %v, %d entries", mapped(x), x.Len())
 	}
-	y, _, err := ReadSnapshot(path)
+	y, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	if !slices.Equal(y.IDs(), ids) || results(y, qs) != before {
 		t.Fatal("the snapshot is not the version its write started from")
@@ -527,7 +520,7 @@ func TestWholeWriteDuringCompaction(t *testing.T) {
 	if saved, err := x.Save(path, 2); err != nil || !saved.Whole {
 		t.Fatalf("the next save wrote %+v (%v), want the whole snapshot", saved, err)
 	}
-	z, _, err := ReadSnapshot(path)
+	z, _, err := testOpts.ReadSnapshot(path)
 	must(t, err)
 	same(t, z, x, qs)
 }

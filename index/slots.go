@@ -74,7 +74,7 @@ type page struct {
 	links0 []uint32   // layer 0: (hnswM0+1) words per slot, count then links
 	upper  [][]uint32 // layers 1..level: (hnswM+1) words each
 
-	// scratchVecs says vecs is in a scratch file (see SetVectorDir).
+	// scratchVecs says vecs is in a scratch file (see VectorFiles).
 	scratchVecs bool
 
 	// src is the snapshot the page's arrays are read from in place, nil
@@ -83,7 +83,7 @@ type page struct {
 	src *mapping
 }
 
-func newPage(p, dim int, graph bool) *page {
+func newPage(p, dim int, graph bool, vectors *VectorFiles) *page {
 	n := pageSlots(p)
 	pg := &page{
 		dim:     dim,
@@ -96,7 +96,7 @@ func newPage(p, dim int, graph bool) *page {
 		doc:     make([]uint32, n),
 		deadAt:  make([]atomic.Uint64, n),
 	}
-	pg.vecs = allocVectors(pg, n*dim)
+	pg.vecs = vectors.alloc(pg, n*dim)
 	if graph {
 		pg.addGraph()
 	}

@@ -132,8 +132,8 @@ func (w *wholeWrite) locked() (unlock func()) {
 // only for a moment. Finish says whether it failed.
 func (w *wholeWrite) Write() {
 	x, v := w.x, w.v
-	if wholeWriteStarted != nil {
-		wholeWriteStarted()
+	if x.hooks.wholeWriteStarted != nil {
+		x.hooks.wholeWriteStarted()
 	}
 	if _, err := writeAtomically(w.path, func(e *encoder) { w.docRefs = v.encodeMapped(e, x.model, x.dim, w.lastSeq) }); err != nil {
 		w.err = fmt.Errorf("index: write snapshot: %w", err)
@@ -150,7 +150,7 @@ func (w *wholeWrite) Write() {
 	}
 	unlock()
 	if w.since != nil {
-		w.y = readWritten(w.path)
+		w.y = x.opts.readWritten(w.path)
 	}
 	if w.y != nil {
 		// Applying changes needs the documents by ID, and so does the
@@ -183,8 +183,8 @@ func (w *wholeWrite) catchUp() {
 	})
 	defer wake.Stop()
 	for start := time.Now(); x.open > 0 && time.Since(start) < catchUpWait; {
-		if catchUpWaits != nil {
-			catchUpWaits()
+		if x.hooks.catchUpWaits != nil {
+			x.hooks.catchUpWaits()
 		}
 		x.idle.Wait()
 	}
@@ -201,8 +201,8 @@ func (w *wholeWrite) catchUp() {
 	if at == nil {
 		return
 	}
-	if wholeCatchUpStarted != nil {
-		wholeCatchUpStarted()
+	if w.x.hooks.wholeCatchUpStarted != nil {
+		w.x.hooks.wholeCatchUpStarted()
 	}
 	if err := w.apply(at, w.v, w.since, w.gen.lex.tableTerms); err != nil {
 		w.y = nil // the index stays where it is
@@ -252,12 +252,18 @@ func (w *wholeWrite) Finish() (Saved, error) {
 // catchUpWait bounds how long catchUp waits for a moment no Commit runs.
 const catchUpWait = time.Second
 
-// wholeWriteStarted and wholeCatchUpStarted, when set, run as a whole
-// snapshot starts being written and as catchUp starts applying what
-// writers changed meanwhile, with no lock held: tests change the index
-// then, as writers would. catchUpWaits runs, with mu held, as catchUp
-// waits for a Commit to end.
-var wholeWriteStarted, wholeCatchUpStarted, catchUpWaits func()
+// saveHooks, those set, run at moments of a save: tests change the index
+// then, as writers would.
+type saveHooks struct {
+	// segmentWriteStarted and wholeWriteStarted run as a segment or a
+	// whole snapshot starts being written, and wholeCatchUpStarted as
+	// catchUp starts applying what writers changed meanwhile, with no
+	// lock held.
+	segmentWriteStarted, wholeWriteStarted, wholeCatchUpStarted func()
+	// catchUpWaits runs, with mu held, as catchUp waits for a Commit to
+	// end.
+	catchUpWaits func()
+}
 
 // track has the writer mark in since (nil: nowhere) the slots whose
 // deletion or graph links it changes, beside the marks of the file the
@@ -272,17 +278,17 @@ func (x *OwnerIndex) track(since touchedSet) {
 // readWritten reads back the snapshot WriteSnapshot wrote at path, nil if
 // it cannot: the index then stays where it is, which costs memory, not
 // correctness.
-func readWritten(path string) *OwnerIndex {
+func (o Options) readWritten(path string) *OwnerIndex {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	m, err := openMapping(f)
+	m, err := openMapping(f, o.maps())
 	if err != nil {
 		return nil
 	}
-	y, _, err := parseSnapshot(m, f, 0, false)
+	y, _, err := o.parseSnapshot(m, f, 0, false)
 	if err != nil {
 		return nil
 	}
@@ -473,7 +479,12 @@ func (v *view) eachPage(fn func(pg *page, used int)) {
 // left out with those after it (see SkippedSegment), and lastSeq is then
 // the last applied one's.
 func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
-	return ReadSnapshotAfter(path, nil)
+	return Options{}.ReadSnapshotAfter(path, nil)
+}
+
+// ReadSnapshot is ReadSnapshot of an index made with o.
+func (o Options) ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
+	return o.ReadSnapshotAfter(path, nil)
 }
 
 // ReadSnapshotAfter is ReadSnapshot once preview, read from the same
@@ -485,6 +496,11 @@ func ReadSnapshot(path string) (*OwnerIndex, uint64, error) {
 // took some 1.5 s of the two cores the first searches after a crash run
 // on. A snapshot written since, or a preview of none, gets every check.
 func ReadSnapshotAfter(path string, preview *OwnerIndex) (*OwnerIndex, uint64, error) {
+	return Options{}.ReadSnapshotAfter(path, preview)
+}
+
+// ReadSnapshotAfter is ReadSnapshotAfter of an index made with o.
+func (o Options) ReadSnapshotAfter(path string, preview *OwnerIndex) (*OwnerIndex, uint64, error) {
 	var checked os.FileInfo
 	if preview != nil && preview.gen.file != nil {
 		checked = preview.gen.file.info
@@ -510,13 +526,13 @@ func ReadSnapshotAfter(path string, preview *OwnerIndex) (*OwnerIndex, uint64, e
 		segments <- r
 	}()
 	more := segmentSlots(path)
-	x, lastSeq, err := readSnapshotFile(path, more, checked)
+	x, lastSeq, err := o.readSnapshotFile(path, more, checked)
 	segs := <-segments
 	if err != nil {
 		return nil, 0, err
 	}
 	file := x.gen.file.info // checked by now
-	x, lastSeq, err = readSegments(x, lastSeq, segs.segs, func() (*OwnerIndex, uint64, error) { return readSnapshotFile(path, more, file) })
+	x, lastSeq, err = readSegments(x, lastSeq, segs.segs, func() (*OwnerIndex, uint64, error) { return o.readSnapshotFile(path, more, file) })
 	if err == nil && x.skippedSegment == nil {
 		x.skippedSegment = segs.err
 	}
@@ -530,7 +546,12 @@ func ReadSnapshotAfter(path string, preview *OwnerIndex) (*OwnerIndex, uint64, e
 // while the whole index loads (see ingest); it is not to be saved, as a
 // segment it wrote would take the place of one the snapshot has.
 func ReadSnapshotAlone(path string) (*OwnerIndex, uint64, error) {
-	return readSnapshotFile(path, 0, nil)
+	return Options{}.ReadSnapshotAlone(path)
+}
+
+// ReadSnapshotAlone is ReadSnapshotAlone of an index made with o.
+func (o Options) ReadSnapshotAlone(path string) (*OwnerIndex, uint64, error) {
+	return o.readSnapshotFile(path, 0, nil)
 }
 
 // SegmentBytes is the size of the segments beside the snapshot at path, a
@@ -550,7 +571,7 @@ func SegmentBytes(path string) int64 {
 // for more entries to come. checked is the file as this process checked
 // it before, if it did: if path is still that file, unchanged, it is not
 // checked again.
-func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, uint64, error) {
+func (o Options) readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
@@ -560,7 +581,7 @@ func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
 	}
-	m, err := openMapping(f)
+	m, err := openMapping(f, o.maps())
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: read snapshot: %w", err)
 	}
@@ -570,7 +591,7 @@ func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, 
 		stop = readAhead(m.b, adviseWillNeed)
 	}
 	defer stop()
-	x, lastSeq, err := parseSnapshot(m, f, more, again)
+	x, lastSeq, err := o.parseSnapshot(m, f, more, again)
 	if errors.Is(err, ErrOtherVersion) {
 		return nil, 0, fmt.Errorf("read snapshot %s: %w", path, err)
 	}
@@ -584,7 +605,7 @@ func readSnapshotFile(path string, more int, checked os.FileInfo) (*OwnerIndex, 
 // parseSnapshot checks a snapshot file's magic and checksum and loads it.
 // The checksum is read from file, the file m maps (see checksumOf); a file
 // checked before is not checked again (see loadMapped).
-func parseSnapshot(m *mapping, file io.ReaderAt, more int, checked bool) (*OwnerIndex, uint64, error) {
+func (o Options) parseSnapshot(m *mapping, file io.ReaderAt, more int, checked bool) (*OwnerIndex, uint64, error) {
 	b := m.b
 	if len(b) < len(snapshotMagic)+4 || string(b[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, 0, errors.New("not a snapshot")
@@ -605,7 +626,7 @@ func parseSnapshot(m *mapping, file io.ReaderAt, more int, checked bool) (*Owner
 	} else {
 		go verifyChecksum(file, int64(len(body)), want, sumErr)
 	}
-	x, lastSeq, err := loadMapped(m, file, more, checked)
+	x, lastSeq, err := o.loadMapped(m, file, more, checked)
 	if err := <-sumErr; err != nil {
 		return nil, 0, err
 	}

@@ -32,18 +32,18 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 	}
 	b.Run("read", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := ReadSnapshot(path); err != nil {
+			if _, _, err := testOpts.ReadSnapshot(path); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	x, _, err := ReadSnapshot(path)
+	x, _, err := testOpts.ReadSnapshot(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("read-after-preview", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := ReadSnapshotAfter(path, x); err != nil {
+			if _, _, err := testOpts.ReadSnapshotAfter(path, x); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -156,7 +156,7 @@ func benchmarkRecall(b *testing.B, v *view, texts []string) {
 // built-in embeddings, as a server runs them for an owner of that
 // embedder, and reports the share of their top ten that a graph walk 25
 // times as wide on the vector side returns too: what the narrow walk of
-// hashedWalk costs the results.
+// tuning.hashedWalk costs the results.
 func benchmarkHybrid(b *testing.B, x *OwnerIndex, texts []string) {
 	emb := llm.NewBuiltin()
 	queries := make([]Query, len(texts))
@@ -175,10 +175,10 @@ func benchmarkHybrid(b *testing.B, x *OwnerIndex, texts []string) {
 		return hits
 	}
 	narrow := search()
-	walk := hashedWalk
-	hashedWalk *= 25
+	walk := x.tuning.hashedWalk
+	x.tuning.hashedWalk *= 25
 	wide := search()
-	hashedWalk = walk
+	x.tuning.hashedWalk = walk
 	kept, all := 0, 0
 	for i := range wide {
 		for _, w := range wide[i] {

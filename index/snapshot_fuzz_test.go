@@ -19,28 +19,28 @@ import (
 func fuzzSeeds(f *testing.F) [][]byte {
 	f.Helper()
 	build := []func() *OwnerIndex{
-		func() *OwnerIndex { return New("m", 4) },
+		func() *OwnerIndex { return testOpts.New("m", 4) },
 		func() *OwnerIndex {
-			x := New("builtin-v1", 4)
+			x := testOpts.New("builtin-v1", 4)
 			must(f, x.Add(textEntries(1, 6, 4, "walrus")...))
 			must(f, x.Add(Entry{ID: 2, Vector: []float32{0, 1, 0, 0}, Text: "sea ice"}))
 			x.Delete(3)
 			return x
 		},
 		func() *OwnerIndex {
-			x := New("m", 4)
+			x := testOpts.New("m", 4)
 			x.graphFrom = 0
 			must(f, x.Add(textEntries(1, 40, 4, "walrus")...))
 			x.Delete(5, 6)
 			return x
 		},
 		func() *OwnerIndex {
-			x := New("m", 0)
+			x := testOpts.New("m", 0)
 			must(f, x.Add(Entry{ID: 7, Vector: []float32{}, Text: "only words here"}))
 			return x
 		},
 		func() *OwnerIndex { // with documents, one of them deleted
-			x := New("m", 4)
+			x := testOpts.New("m", 4)
 			es := textEntries(1, 9, 4, "walrus")
 			for i := range es {
 				es[i].Doc = &Document{ID: fmt.Sprint("doc_", i%3), Metadata: map[string]string{"dept": "legal"}}
@@ -91,7 +91,7 @@ func FuzzReadSnapshot(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, in := range [][]byte{b, withChecksum(b)} {
 			before := allocated()
-			x, _, err := parseSnapshot(&mapping{b: in}, bytes.NewReader(in), 0, false)
+			x, _, err := testOpts.parseSnapshot(&mapping{b: in}, bytes.NewReader(in), 0, false)
 			if grown, limit := allocated()-before, uint64(32*len(in)+1<<20); grown > limit {
 				t.Fatalf("decoding %d bytes allocated %d", len(in), grown)
 			}

@@ -2,16 +2,7 @@ package index
 
 // The graph's candidate lists are the index's choice (see efConstructionFor
 // and efSearchFor); `docsift bench index` (bench/indexbench) measures
-// others beside them, through these.
-
-// SetEfConstruction makes the graph built from now on link each node from
-// n candidates instead of the list for the index's model. Call it before
-// the first Add: a graph already built keeps the list it was built with.
-func (x *OwnerIndex) SetEfConstruction(n int) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.efConstruction = n
-}
+// others beside them, through these and Options.EfConstruction.
 
 // SetEfSearch makes searches of the current graph keep ef candidates
 // (0: efSearchFor its size, the index's own), and returns the list they

@@ -4,16 +4,11 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 )
 
-// vectorDir, when set, is the directory of the files that hold the
-// float32 vectors (see SetVectorDir).
-var vectorDir atomic.Pointer[string]
-
-// SetVectorDir keeps the float32 vectors of every page allocated from now
-// on in memory-mapped scratch files in dir, instead of on the Go heap; ""
-// puts them back on the heap. It checks that dir can hold one.
+// VectorFiles keeps the float32 vectors of the pages allocated through
+// it in memory-mapped scratch files in one directory, instead of on the
+// Go heap (see Options.Vectors). A process has one for all its indexes.
 //
 // The trade: the graph and the scans read only the vectors' int8 codes
 // (see quant.go), and the floats are touched only to re-score a search's
@@ -25,43 +20,47 @@ var vectorDir atomic.Pointer[string]
 // The files are scratch, unlinked when created; snapshots still hold the
 // vectors. A page whose file cannot be made (the disk is full) keeps its
 // vectors on the heap.
-func SetVectorDir(dir string) error {
-	if dir != "" {
-		if _, unmap, err := mapScratch(dir, 1024); err != nil {
-			return fmt.Errorf("index: vector dir: %w", err)
-		} else {
-			unmap()
-		}
-	}
-	vectorDir.Store(&dir)
-	return nil
+//
+// It hands the pages' vectors out from a few large scratch files, not
+// one a page: each file is a memory map of the process, and the kernel
+// allows a process 65,530 of them unless told otherwise, past which the
+// Go runtime cannot grow the heap and the process dies. With a file a
+// page, 5,000 customers of 20 chunks just uploaded held 10,000; with the
+// limit lowered to 5,000, 3,000 such customers killed the server, which
+// died again rebuilding them at each start.
+type VectorFiles struct {
+	dir   string
+	arena scratchArena
 }
 
-// allocVectors returns room for n floats for pg: in a scratch file (see
-// SetVectorDir), given back once pg is unreachable, or on the heap.
+// NewVectorFiles returns the vector files of dir, once it has checked
+// that dir can hold one.
+func NewVectorFiles(dir string) (*VectorFiles, error) {
+	_, unmap, err := mapScratch(dir, 1024)
+	if err != nil {
+		return nil, fmt.Errorf("index: vector dir: %w", err)
+	}
+	unmap()
+	return &VectorFiles{dir: dir}, nil
+}
+
+// alloc returns room for n floats for pg: in a scratch file of vf, given
+// back once pg is unreachable, or, when vf is nil or its file cannot be
+// made, on the heap.
 //
 // Nothing may use a vector of a mapped page after the page is
 // unreachable: readers reach vectors through a view or generation that
 // holds the page, and pages.dot keeps the page alive until it is done.
-func allocVectors(pg *page, n int) []float32 {
-	if d := vectorDir.Load(); d != nil && *d != "" && n > 0 {
-		if v, err := scratch.alloc(*d, n); err == nil {
-			runtime.AddCleanup(pg, scratch.release, v)
+func (vf *VectorFiles) alloc(pg *page, n int) []float32 {
+	if vf != nil && n > 0 {
+		if v, err := vf.arena.alloc(vf.dir, n); err == nil {
+			runtime.AddCleanup(pg, vf.arena.release, v)
 			pg.scratchVecs = true
 			return v
 		}
 	}
 	return make([]float32, n)
 }
-
-// scratch hands out the pages' vectors from a few large scratch files,
-// not one a page: each file is a memory map of the process, and the
-// kernel allows a process 65,530 of them unless told otherwise, past
-// which the Go runtime cannot grow the heap and the process dies. With a
-// file a page, 5,000 customers of 20 chunks just uploaded held 10,000;
-// with the limit lowered to 5,000, 3,000 such customers killed the
-// server, which died again rebuilding them at each start.
-var scratch scratchArena
 
 // scratchFileFloats is the size of each scratch file: 64 MB, 43,690
 // vectors of 384 dimensions.
@@ -75,7 +74,6 @@ const scratchFileFloats = 16 << 20
 // either not yet touched or given back, so it costs address space only.
 type scratchArena struct {
 	mu   sync.Mutex
-	dir  string
 	rest []float32           // the end of the last file, not handed out yet
 	free map[int][][]float32 // blocks given back, zeroed, by length
 }
@@ -86,9 +84,6 @@ const scratchBlockFloats = 4096 / 4
 func (a *scratchArena) alloc(dir string, n int) ([]float32, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.dir != dir {
-		a.dir, a.rest, a.free = dir, nil, nil
-	}
 	if blocks := a.free[n]; len(blocks) > 0 {
 		v := blocks[len(blocks)-1]
 		a.free[n] = blocks[:len(blocks)-1]

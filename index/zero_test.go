@@ -11,7 +11,7 @@ import (
 // neither links them nor links to them, on insert or on rebuild.
 func TestZeroVectorsStayOutOfTheGraph(t *testing.T) {
 	const dim = 8
-	x := New("m", dim)
+	x := testOpts.New("m", dim)
 	x.graphFrom = 0
 	must(t, x.Add(textEntries(1, 200, dim, "filler")...))
 	waiting := make([]Entry, 50)
@@ -51,7 +51,7 @@ func TestZeroVectorsStayOutOfTheGraph(t *testing.T) {
 // TestWithoutVector lists exactly the entries added with a zero vector,
 // in the heap and once read in place from a snapshot.
 func TestWithoutVector(t *testing.T) {
-	x := New("m", 4)
+	x := testOpts.New("m", 4)
 	must(t, x.Add(Entry{ID: 1, Vector: []float32{1, 0, 0, 0}, Text: "a"}, Entry{ID: 2, Vector: make([]float32, 4), Text: "b"}, Entry{ID: 3, Vector: make([]float32, 4), Text: "c"}))
 	x.Delete(3)
 	check := func(when string) {

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"runtime/debug"
 	"time"
 
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/internal/runtimepolicy"
 	"github.com/docsift/docsift/store"
 )
 
@@ -87,26 +87,26 @@ func (r *Set) load(owner string, e *ownerIndex) error {
 		stored <- ownerSeqs{seqs, err}
 	}()
 	// Behind a preview, the snapshot it checked is not checked again.
-	x, lastSeq, err := index.ReadSnapshotAfter(r.path(owner), e.ready.Load())
+	x, lastSeq, err := r.opts.Index.ReadSnapshotAfter(r.path(owner), e.ready.Load())
 	read := time.Since(start)
 	fromSnapshot := false
 	switch {
 	case err == nil && (x.Model() != model || x.Dim() != dim):
 		r.log.Warn("index snapshot is of another embedding model, rebuilding from the store", "owner", owner, "snapshot_model", x.Model(), "model", model)
-		x, lastSeq = index.New(model, dim), 0
+		x, lastSeq = r.opts.Index.New(model, dim), 0
 	case err == nil:
 		fromSnapshot = true
 		if serr := x.SkippedSegment(); serr != nil {
 			r.log.Warn("index snapshot read without its segment; the changes it held are caught up from the store", "owner", owner, "err", serr)
 		}
 	case errors.Is(err, fs.ErrNotExist):
-		x = index.New(model, dim)
+		x = r.opts.Index.New(model, dim)
 	case errors.Is(err, index.ErrOtherVersion):
 		r.log.Info("index snapshot is of another docsift version, rebuilding it from the store", "owner", owner, "err", err)
-		x, lastSeq = index.New(model, dim), 0
+		x, lastSeq = r.opts.Index.New(model, dim), 0
 	default:
 		r.log.Warn("index snapshot unusable, rebuilding from the store", "owner", owner, "err", err)
-		x, lastSeq = index.New(model, dim), 0
+		x, lastSeq = r.opts.Index.New(model, dim), 0
 	}
 	st := <-stored
 	if st.err != nil {
@@ -192,7 +192,7 @@ func (r *Set) preview(owner string, e *ownerIndex, model string, dim int) bool {
 		defer close(stored)
 		seqs, seqsErr = r.src.OwnerSeqs(owner)
 	}()
-	x, _, err := index.ReadSnapshotAlone(path)
+	x, _, err := r.opts.Index.ReadSnapshotAlone(path)
 	if <-stored; err != nil || seqsErr != nil || x.Model() != model || x.Dim() != dim {
 		return false // the whole load says why
 	}
@@ -220,7 +220,7 @@ func (r *Set) preview(owner string, e *ownerIndex, model string, dim int) bool {
 		// bytes a chunk) is garbage once its last search ends: given
 		// back now rather than when the scavenger gets round to it.
 		x = nil
-		debug.FreeOSMemory()
+		runtimepolicy.ReturnMemory()
 	})
 	return true
 }

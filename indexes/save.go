@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/docsift/docsift/index"
+	"github.com/docsift/docsift/internal/runtimepolicy"
 )
 
 // snapshotGrowth is how many entries the owners' indexes may gain, all
@@ -106,7 +106,7 @@ func (r *Set) snapshotAll(whole bool) error {
 	if moved {
 		// Once for all of them: a collection after each owner made a
 		// stop with a thousand customers take 12-37 s, one a second.
-		debug.FreeOSMemory()
+		runtimepolicy.ReturnMemory()
 	}
 	return errors.Join(errs...)
 }
@@ -124,7 +124,7 @@ const stopSaveWorkers = 8
 // from the store after a crash. It returns what it saved, nil for
 // nothing. After a whole snapshot the index has moved onto the file, so
 // the caller gives the heap it held back to the system at once
-// (debug.FreeOSMemory, a collection: not with mu held) rather than as the
+// (runtimepolicy.ReturnMemory, a collection: not with mu held) rather than as the
 // runtime's scavenger gets round to it.
 func (r *Set) snapshot(owner string, e *ownerIndex, whole bool) (*index.Saved, error) {
 	e.saveMu.Lock()

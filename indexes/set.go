@@ -38,6 +38,10 @@ type Options struct {
 	// The set then keeps only those owners' indexes (see Evict).
 	Holds func(owner string) bool
 
+	// Index is what the owners' indexes are made and read with: where
+	// their vectors live and the process's budget of snapshot maps.
+	Index index.Options
+
 	// CatchUpInline and CatchUpWait bound the chunks a load adds before
 	// the owner is searchable (see the consts of those names); negative:
 	// none.
@@ -250,7 +254,7 @@ func (r *Set) Update(owner string, fn func(x *index.OwnerIndex) (lastSeq uint64,
 	x := e.x
 	if x.Len() == 0 && x.Dim() == 0 && x.Model() == r.model {
 		// Made while the model server was down and its dimension unknown.
-		x = index.New(r.model, r.dim())
+		x = r.opts.Index.New(r.model, r.dim())
 		e.set(x)
 	}
 	var seq uint64
@@ -276,7 +280,7 @@ func (r *Set) updateElsewhere(owner string, fn func(x *index.OwnerIndex) (uint64
 	if err != nil {
 		return fmt.Errorf("indexes: update %s: %w", owner, err)
 	}
-	x := index.New(model, dim)
+	x := r.opts.Index.New(model, dim)
 	err = x.Commit(func() error {
 		_, err := fn(x)
 		return err

@@ -51,7 +51,7 @@ func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, 
 	if err != nil {
 		return 0, err
 	}
-	x := index.New(target.Model(), target.Dim())
+	x := e.cfg.Indexes.Index.New(target.Model(), target.Dim())
 	done := 0
 	for start := 0; start < len(seqs); start += reindexBatch {
 		if err := e.reembed(ctx, owner, x, seqs[start:min(start+reindexBatch, len(seqs))]); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/docsift/docsift/analysis"
 	"github.com/docsift/docsift/index"
 	"github.com/docsift/docsift/indexes"
+	"github.com/docsift/docsift/internal/runtimepolicy"
 	"github.com/docsift/docsift/llm"
 	"github.com/docsift/docsift/metrics"
 	"github.com/docsift/docsift/store"
@@ -231,20 +232,10 @@ func (s *Service) SearchFiltered(ctx context.Context, owner, query string, k int
 // they came (a channel serves its waiting senders first come, first
 // served), or until their request ends.
 //
-// Each search first yields its processor (runtime.Gosched), so that
-// queries are searched about in the order they came. When every processor
-// is busy, Go's scheduler finds requests on the network late: its monitor
-// polls for them when no processor has for 10 ms, and puts the goroutines
-// it wakes on the global run queue, which a busy processor reads only once
-// every 61 goroutines it runs, while those woken by its own work (the next
-// request on a connection, a search's turn) run first. Yielding puts every
-// search through that queue, in turn. At a million chunks, eight clients
-// on two cores, four rounds alternated: p99 15.5–18.4 ms against
-// 23.4–26.4, the median 4.4–4.8 against 3.3–3.9 (queries served in turn
-// wait nearer the mean, 5.2–5.8 ms against 5.3–6.0), the server's CPU a
-// query the same. With one query at a time it yields to nothing.
+// Each search first yields its processor, so that queries are searched
+// about in the order they came (see runtimepolicy.YieldBeforeSearch).
 func (s *Service) searchIndex(ctx context.Context, x *index.OwnerIndex, q index.Query) ([]index.Hit, error) {
-	runtime.Gosched()
+	runtimepolicy.YieldBeforeSearch()
 	s.waiting.Add(1)
 	select {
 	case s.searching <- struct{}{}:

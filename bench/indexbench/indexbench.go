@@ -43,7 +43,7 @@ type Config struct {
 	Seed     uint64 // data generator seed
 	Dir      string // where to write the snapshot and map the vectors; "" = a temp dir
 	// HeapVectors keeps the float32 vectors on the heap instead of in
-	// mapped files in Dir (see SetVectorDir), to compare the two.
+	// mapped files in Dir (see VectorFiles), to compare the two.
 	HeapVectors bool
 	// EfConstruction, when set, is the graph's insert candidate list
 	// instead of the index's own for a learned model's vectors; Ef, when
@@ -140,11 +140,9 @@ func Run(cfg Config, progress io.Writer) (Result, error) {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
+	opts := index.Options{EfConstruction: cfg.EfConstruction}
 	if !cfg.HeapVectors {
-		// The vectors go back on the heap after, as the directory is
-		// removed ("" cannot fail).
-		defer func() { _ = index.SetVectorDir("") }()
-		if err := index.SetVectorDir(dir); err != nil {
+		if opts.Vectors, err = index.NewVectorFiles(dir); err != nil {
 			return res, fmt.Errorf("indexbench: %w", err)
 		}
 	}
@@ -154,10 +152,7 @@ func Run(cfg Config, progress io.Writer) (Result, error) {
 		entries[i] = index.Entry{ID: uint64(i), Vector: v}
 	}
 	fmt.Fprintf(progress, "building index of %d vectors\n", cfg.N)
-	x := index.New("bench", cfg.Dim)
-	if cfg.EfConstruction > 0 {
-		x.SetEfConstruction(cfg.EfConstruction)
-	}
+	x := opts.New("bench", cfg.Dim)
 	start := time.Now()
 	if err := x.Add(entries...); err != nil {
 		return res, fmt.Errorf("indexbench: %w", err)
@@ -203,7 +198,7 @@ func Run(cfg Config, progress io.Writer) (Result, error) {
 	x = nil
 	runtime.GC()
 	start = time.Now()
-	y, _, err := index.ReadSnapshot(path)
+	y, _, err := opts.ReadSnapshot(path)
 	if err != nil {
 		return res, fmt.Errorf("indexbench: %w", err)
 	}

@@ -2,11 +2,12 @@ package bolt
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/docsift/docsift/internal/runtimepolicy"
 )
 
 // Group commits. Every bbolt commit ends with two fdatasyncs, a fraction of
@@ -80,7 +81,7 @@ func (s *Store) update(fn func(*bbolt.Tx) error) error {
 	// This caller commits every call waiting now, its own among them,
 	// then hands the lead to the first that came meanwhile, so that no
 	// caller commits for others for longer than one group.
-	gather(q.queued, runtime.Gosched)
+	gather(q.queued, runtimepolicy.YieldToGroupCommit)
 	q.mu.Lock()
 	group := q.waiting
 	q.waiting = nil

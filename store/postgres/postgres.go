@@ -48,6 +48,10 @@ type Store struct {
 	// maxInterrupted is the interruptions after which a job fails (see
 	// RequeueInterrupted), for the jobs found by their lease.
 	maxInterrupted atomic.Int64
+
+	// customersScan is how many customers a find reads at a time
+	// (defaultCustomersScan).
+	customersScan int
 }
 
 // Open connects to the database at url (postgres://…) and migrates its
@@ -72,7 +76,7 @@ func Open(url string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("postgres: migrate %s: %w", cfg.ConnConfig.Database, err)
 	}
-	s := &Store{pool: pool, now: time.Now}
+	s := &Store{pool: pool, now: time.Now, customersScan: defaultCustomersScan}
 	s.maxInterrupted.Store(store.DefaultMaxInterrupted)
 	return s, nil
 }

@@ -29,8 +29,11 @@ func TestConformance(t *testing.T) {
 	pg := pgtest.Start(t)
 	// Finds read a few customers at a time, so that the suite's finds
 	// go on across reads.
-	defer func(n int) { customersScan = n }(customersScan)
-	customersScan = 2
+	open := func(t *testing.T, url string) *Store {
+		s := open(t, url)
+		s.customersScan = 2
+		return s
+	}
 	t.Run("Projects", func(t *testing.T) {
 		storetest.RunProjects(t, func(t *testing.T) storetest.Projects { return open(t, pg.Database(t)) })
 	})

@@ -221,11 +221,11 @@ func (s *Store) Customer(id string) (*store.Customer, error) {
 	return &c, nil
 }
 
-// customersScan is how many customers a find reads from the database at a
+// defaultCustomersScan is how many customers a find reads from the database at a
 // time: the find is made here, not in SQL, so that it folds case as the
-// bbolt store's does whatever the database's locale. A variable for the
-// tests, which make it small to find across reads.
-var customersScan = 1000
+// bbolt store's does whatever the database's locale. Tests make a store's
+// (Store.customersScan) small, to find across reads.
+const defaultCustomersScan = 1000
 
 // Customers lists a project's customers that find matches, oldest first,
 // limit at a time, as the bbolt store does: by id, which begins with its
@@ -242,7 +242,7 @@ func (s *Store) Customers(projectID, find, after string, limit int) ([]store.Cus
 	for len(cs) <= limit {
 		batch := limit + 1 - len(cs)
 		if find != "" {
-			batch = customersScan
+			batch = s.customersScan
 		}
 		rows, err := s.pool.Query(ctx, `SELECT id, project_id, name, created_at FROM customers
 			WHERE project_id = $1 AND id COLLATE "C" > $2
