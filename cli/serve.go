@@ -20,6 +20,7 @@ import (
 	"github.com/docsift/docsift/internal/redact"
 	"github.com/docsift/docsift/internal/runtimepolicy"
 	"github.com/docsift/docsift/metrics"
+	"github.com/docsift/docsift/outbound"
 	"github.com/docsift/docsift/pdf"
 	"github.com/docsift/docsift/search"
 	"github.com/docsift/docsift/webhook"
@@ -95,26 +96,11 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		return err
 	}
 	defer profileCPU(log)()
-	memLimit, err := resolveMemoryLimit(o.memoryLimit, os.LookupEnv, admin.AvailableMemory)
+	stopPolicy, err := o.applyRuntimePolicy(log)
 	if err != nil {
-		return fmt.Errorf("--memory-limit: %w", err)
+		return err
 	}
-	limit := runtimepolicy.LimitMemory(memLimit.bytes, memLimit.keep)
-	if limit < math.MaxInt64 {
-		log.Info("Go memory limit", "limit", sizeLabel(limit), "from", memLimit.from)
-	} else {
-		log.Info("Go memory limit is off", "from", memLimit.from)
-	}
-	headroom, err := resolveGCHeadroom(o.gcHeadroom, os.LookupEnv, limit)
-	if err != nil {
-		return fmt.Errorf("--gc-headroom: %w", err)
-	}
-	defer runtimepolicy.KeepGCHeadroom(headroom.bytes, nil)()
-	if headroom.bytes > 0 {
-		log.Info("garbage collector headroom", "headroom", sizeLabel(headroom.bytes), "from", headroom.from)
-	} else {
-		log.Info("garbage collector headroom is off", "from", headroom.from)
-	}
+	defer stopPolicy()
 	ocr, err := o.ocrConfig(ctx, log)
 	if err != nil {
 		return err
@@ -193,16 +179,8 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 		Limits: pdf.Limits{Pages: o.maxPages, PageText: int(o.maxPageText), Text: int64(o.maxDocumentText)}}
 	cfg.Embedders = o.models.standbyEmbedders(embedder, st, log)
 	indexDir := filepath.Join(o.data, "index")
-	if o.maxMappedSnapshots > 0 {
-		cfg.Indexes.Index.Maps = index.NewSnapshotMaps(o.maxMappedSnapshots)
-	}
-	if !o.heapVectors {
-		if err := os.MkdirAll(indexDir, 0o700); err != nil {
-			return fmt.Errorf("index directory: %w", err)
-		}
-		if cfg.Indexes.Index.Vectors, err = index.NewVectorFiles(indexDir); err != nil {
-			return err
-		}
+	if cfg.Indexes.Index, err = o.indexOptions(indexDir); err != nil {
+		return err
 	}
 	if member != nil {
 		cfg.Indexes.Holds = member.Node().Holds
@@ -238,16 +216,7 @@ func serve(ctx context.Context, o serveOptions, version string, out io.Writer) e
 	} else if n > 0 {
 		log.Info("removed uploads a crash left half received", "files", n)
 	}
-	scfg := server.Config{
-		BaseURL: o.baseURL, SpoolDir: spool, MaxFileBytes: int64(o.maxFile), MaxTextBytes: int64(o.maxText),
-		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
-		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit, SessionMaxPending: o.sessionMaxPending,
-		SubpageBudget: int64(o.subpageBudget), MaxSubpagesPerProject: o.maxSubpages,
-		MaxCustomersPerProject: o.maxCustomers, MaxDocumentsPerProject: o.maxDocuments,
-		MaxStoredBytesPerProject: int64(o.maxStoredBytes), MaxSessionsPerProject: o.maxSessions,
-		Conns:        server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient, WriteStall: o.writeStall},
-		WebhookGuard: guard, ShowWebhookReplies: o.webhookShowReplies,
-	}
+	scfg := o.serverConfig(spool, version, guard)
 	var web search.WebSearcher
 	if o.searxngURL != "" {
 		sx, err := websearch.NewSearx(o.searxngURL, nil)
@@ -388,6 +357,66 @@ func (o serveOptions) ocrConfig(ctx context.Context, log *slog.Logger) (pdf.OCR,
 	langs, _ := pdf.ParseOCRLanguages(o.ocrLanguages) // checked by CheckOCR
 	log.Info("OCR reads pages without a text layer and images", "languages", strings.Join(langs, "+"), "installed", strings.Join(installed, ","))
 	return cfg, nil
+}
+
+// applyRuntimePolicy sets the Go memory limit and the collector's
+// headroom from the flags (internal/runtimepolicy holds the why of
+// each), and says which were chosen; stop ends the headroom's controller.
+func (o serveOptions) applyRuntimePolicy(log *slog.Logger) (stop func(), err error) {
+	memLimit, err := resolveMemoryLimit(o.memoryLimit, os.LookupEnv, admin.AvailableMemory)
+	if err != nil {
+		return nil, fmt.Errorf("--memory-limit: %w", err)
+	}
+	limit := runtimepolicy.LimitMemory(memLimit.bytes, memLimit.keep)
+	if limit < math.MaxInt64 {
+		log.Info("Go memory limit", "limit", sizeLabel(limit), "from", memLimit.from)
+	} else {
+		log.Info("Go memory limit is off", "from", memLimit.from)
+	}
+	headroom, err := resolveGCHeadroom(o.gcHeadroom, os.LookupEnv, limit)
+	if err != nil {
+		return nil, fmt.Errorf("--gc-headroom: %w", err)
+	}
+	stop = runtimepolicy.KeepGCHeadroom(headroom.bytes, nil)
+	if headroom.bytes > 0 {
+		log.Info("garbage collector headroom", "headroom", sizeLabel(headroom.bytes), "from", headroom.from)
+	} else {
+		log.Info("garbage collector headroom is off", "from", headroom.from)
+	}
+	return stop, nil
+}
+
+// serverConfig is the API's configuration from the flags.
+func (o serveOptions) serverConfig(spool, version string, guard *outbound.Guard) server.Config {
+	return server.Config{
+		BaseURL: o.baseURL, SpoolDir: spool, MaxFileBytes: int64(o.maxFile), MaxTextBytes: int64(o.maxText),
+		SessionTTL: o.sessionTTL, SubpageTTL: o.subpageTTL, Version: version,
+		RateLimit: o.rateLimit, SessionRateLimit: o.sessionRateLimit, SessionMaxPending: o.sessionMaxPending,
+		SubpageBudget: int64(o.subpageBudget), MaxSubpagesPerProject: o.maxSubpages,
+		MaxCustomersPerProject: o.maxCustomers, MaxDocumentsPerProject: o.maxDocuments,
+		MaxStoredBytesPerProject: int64(o.maxStoredBytes), MaxSessionsPerProject: o.maxSessions,
+		Conns:        server.ConnLimits{MaxConns: o.maxConns, MaxConnsPerClient: o.maxConnsPerClient, WriteStall: o.writeStall},
+		WebhookGuard: guard, ShowWebhookReplies: o.webhookShowReplies,
+	}
+}
+
+// indexOptions are the owners' indexes' memory maps and vector files
+// from the flags.
+func (o serveOptions) indexOptions(indexDir string) (index.Options, error) {
+	var opts index.Options
+	if o.maxMappedSnapshots > 0 {
+		opts.Maps = index.NewSnapshotMaps(o.maxMappedSnapshots)
+	}
+	if !o.heapVectors {
+		if err := os.MkdirAll(indexDir, 0o700); err != nil {
+			return opts, fmt.Errorf("index directory: %w", err)
+		}
+		var err error
+		if opts.Vectors, err = index.NewVectorFiles(indexDir); err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
 }
 
 // clusterEngine is the engine as the cluster member sees it: a change of
