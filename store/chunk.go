@@ -21,8 +21,9 @@ type Chunk struct {
 	End        int    `json:"end"`
 	Text       string `json:"text"`
 	// TextHash is TextHash of the text its vectors were made from: the
-	// embedding cache's key (see embedcache.go). Empty for chunks written
-	// before the cache, or embedded in process, which are not cached.
+	// embedding cache's key (see embedcache.go in store/bolt and
+	// store/postgres). Empty for chunks written before the cache, or
+	// embedded in process, which are not cached.
 	TextHash string `json:"text_hash,omitempty"`
 	// Sections are the titles of where the chunk's page sits in its
 	// document (pdf.Page.Sections), searched with its headings.

@@ -30,7 +30,7 @@ type Document struct {
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
 	// ExternalID is the caller's own id for the document, unique per
-	// owner among the documents that hold it (see external.go).
+	// owner among the documents that hold it (see OtherHolder in rules.go).
 	ExternalID string `json:"external_id,omitempty"`
 	// Seq numbers documents in the order they were created: of two
 	// uploads with one external id, the later one wins. 0 for documents
@@ -63,9 +63,9 @@ type Job struct {
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	QueueKey    []byte    `json:"queue_key,omitempty"` // its key in the queue while PENDING
-	Ready       bool      `json:"ready,omitempty"`     // QueueKey is in the fair queue, not the waiting one (fairqueue.go)
+	Ready       bool      `json:"ready,omitempty"`     // QueueKey is in the fair queue, not the waiting one (store/bolt/fairqueue.go)
 	// StartedAt is when its latest run was claimed: what the run cost is
-	// charged from (see chargeRun).
+	// charged from (see chargeRun in store/bolt/fairqueue.go).
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// Progress is how far the running attempt has read the document;
 	// set only while PROCESSING (see SetJobProgress).
