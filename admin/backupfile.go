@@ -34,7 +34,7 @@ func SweepUnfinished(path string) []LeftFile {
 
 // WriteBackupFile writes a backup to path through write: to a temporary
 // file beside it, synced and renamed into place once write succeeded, so
-// a failed or cut backup never leaves a file that looks whole. Its writes
+// a failed or interrupted backup never leaves a file that looks whole. Its writes
 // fail once ctx ends.
 func WriteBackupFile(ctx context.Context, path string, write func(io.Writer) (*Manifest, error)) (*Manifest, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")

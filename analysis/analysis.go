@@ -1,6 +1,6 @@
 // Package analysis turns text into the terms that search compares. The
 // lexical index and the built-in embedder share it so that a query and a
-// chunk are always cut the same way.
+// chunk are always analysed the same way.
 //
 // A text is analysed in a language (see Lang, and Detect to find it):
 //
@@ -10,7 +10,7 @@
 //     "covid19") give their parts and, as an alternative form, the joined
 //     word, so "read-only", "read only" and "readonly" all find each other;
 //   - Chinese, Japanese, Korean (and the other scripts written without
-//     spaces: Thai, Lao, Khmer, Myanmar) are cut into overlapping character
+//     spaces: Thai, Lao, Khmer, Myanmar) are split into overlapping character
 //     bigrams, the standard segmentation-free indexing of CJK text (Lucene's
 //     CJKAnalyzer does the same; Kwok, "Comparing representations in
 //     Chinese information retrieval", SIGIR 1997, found bigrams about as
@@ -23,7 +23,7 @@ package analysis
 // Version names the rules of this package. Anything that stores analysed
 // terms (index snapshots) or features of them (the built-in embedder's
 // model name) records it, and must bump its own version when this one
-// changes: terms cut by two sets of rules do not match.
+// changes: terms analysed by two sets of rules do not match.
 const Version = "2"
 
 // maxTermLen bounds a term so that a run of junk (a base64 blob, a hash)
@@ -65,7 +65,8 @@ func AnalyzeUnder(head, text string) Analyzed {
 	return a
 }
 
-// Analyze calls fn with every term of text in order, cut by lang's rules.
+// Analyze calls fn with every term of text in order, analysed by lang's
+// rules.
 func Analyze(text string, lang Lang, fn func(Term)) {
 	a := analyzer{lang: lang, fn: fn}
 	a.run(text)
@@ -84,8 +85,8 @@ func AnalyzeQuery(text string, lang Lang, alsoStop []Lang, fn func(Term)) {
 	a.run(text)
 }
 
-// TermsIn returns the terms of text cut by lang's rules, alternative forms
-// included.
+// TermsIn returns the terms of text analysed by lang's rules, alternative
+// forms included.
 func TermsIn(text string, lang Lang) []string {
 	var terms []string
 	Analyze(text, lang, func(t Term) { terms = append(terms, t.Text) })
@@ -101,7 +102,7 @@ func Words(text string, fn func(string)) {
 }
 
 // AnalyzeWords is Analyze(text, lang, fn) and Words(text, words), in one
-// pass where the words are cut alike: in every language but those that
+// pass where the words are split alike: in every language but those that
 // elide articles onto the next word ("l'homme"), which Words keeps whole.
 func AnalyzeWords(text string, lang Lang, fn func(Term), words func(string)) {
 	if elisions[lang] != nil {

@@ -262,7 +262,7 @@ func TestTermOfPlainIsTermOf(t *testing.T) {
 					t.Fatalf("%s (also %v): %q gives %q on the short path, %q on the general one", l, also, w, got, want)
 				}
 				if parts := appendCaseParts(nil, a.clean(w)); len(parts) != 1 || parts[0] != w {
-					t.Fatalf("%s: %q cut into %q", l, w, parts)
+					t.Fatalf("%s: %q split into %q", l, w, parts)
 				}
 				checked++
 			}

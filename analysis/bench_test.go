@@ -39,7 +39,7 @@ func BenchmarkAnalyzePassage(b *testing.B) {
 }
 
 // BenchmarkAnalyzePassageParallel is BenchmarkAnalyzePassage on every
-// processor at once, as a server's queries and uploads cut their texts:
+// processor at once, as a server's queries and uploads analyse their texts:
 // each word's stem is looked up in the one cache they share.
 func BenchmarkAnalyzePassageParallel(b *testing.B) {
 	b.SetBytes(int64(len(benchPassage)))

@@ -104,12 +104,12 @@ func (s *compoundSearch) search(from, maxParts int) ([]string, float64) {
 	if maxParts < 2 {
 		return parts, score
 	}
-	for cut := from + minCompoundPart; cut <= n-minCompoundPart; cut++ {
-		head, df := s.term(from, cut)
+	for split := from + minCompoundPart; split <= n-minCompoundPart; split++ {
+		head, df := s.term(from, split)
 		if df == 0 {
 			continue
 		}
-		for _, rest := range s.rests(cut) {
+		for _, rest := range s.rests(split) {
 			tail, tailScore := s.best(rest, maxParts-1)
 			if tail == nil {
 				continue
@@ -124,14 +124,14 @@ func (s *compoundSearch) search(from, maxParts int) ([]string, float64) {
 	return parts, score
 }
 
-// rests returns where the next part may start after a part ending at cut:
+// rests returns where the next part may start after a part ending at end:
 // there, or after a linking element of the language.
-func (s *compoundSearch) rests(cut int) []int {
-	out := []int{cut}
+func (s *compoundSearch) rests(end int) []int {
+	out := []int{end}
 	for _, link := range linkingElements[s.a.lang] {
 		l := []rune(link)
-		if cut+len(l) <= len(s.runes)-minCompoundPart && string(s.runes[cut:cut+len(l)]) == link {
-			out = append(out, cut+len(l))
+		if end+len(l) <= len(s.runes)-minCompoundPart && string(s.runes[end:end+len(l)]) == link {
+			out = append(out, end+len(l))
 		}
 	}
 	return out

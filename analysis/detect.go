@@ -30,7 +30,7 @@ import (
 //     neighbours: es/pt, it/fr, ru/uk). That matters less here than it
 //     seems: a chunk is long enough to detect well (250 words), and a query
 //     is never analysed by its detected language alone (see QueryTerms and
-//     index.OwnerIndex.Search): it is cut the way each chunk was, so a
+//     index.OwnerIndex.Search): it is analysed the way each chunk was, so a
 //     misread query still matches the words it shares with a chunk.
 //
 // Its scoring is done here, over its own profiles (trigrams.go): the same
@@ -113,16 +113,16 @@ func Detect(text string) (lang Lang, reliable bool) {
 }
 
 // detectPart is the part of text that detection reads: its first
-// detectMaxBytes, cut at a character's start.
+// detectMaxBytes, truncated at a character's start.
 func detectPart(text string) string {
 	if len(text) <= detectMaxBytes {
 		return text
 	}
-	cut := detectMaxBytes
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
+	end := detectMaxBytes
+	for end > 0 && !utf8.RuneStart(text[end]) {
+		end--
 	}
-	return text[:cut]
+	return text[:end]
 }
 
 func detect(text string) (lang Lang, reliable bool) {
@@ -154,7 +154,7 @@ func detectTrigrams(text string) (lang Lang, reliable bool) {
 		// No evidence: languages that tie (whatlanggo ranks them in a
 		// map's order, so "en" was Dutch or Afrikaans by chance, and a
 		// document's terms could change with a rebuild), or one that a
-		// couple of trigrams match alone. Cut by no language's rules.
+		// couple of trigrams match alone. Analysed by no language's rules.
 		return Neutral, false
 	}
 	return detectLangs[info.Lang], false

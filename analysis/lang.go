@@ -19,14 +19,14 @@ import (
 	"github.com/blevesearch/snowballstem/turkish"
 )
 
-// Lang is a language as analysis knows it: one whose text it cuts with
+// Lang is a language as analysis knows it: one whose text it analyses with
 // rules of its own (a stemmer, stop words, elision), or Neutral for text
 // analysed by script alone. The numbers are stored in index snapshots:
 // append new languages, never renumber.
 type Lang uint8
 
 // The languages. Chinese, Japanese and Korean are analysed like Neutral
-// (their scripts are cut into character bigrams whatever the language), but
+// (their scripts are split into character bigrams whatever the language), but
 // are told apart so that an owner's languages can be reported.
 const (
 	Neutral Lang = iota

@@ -12,9 +12,9 @@ import (
 // at a terminal mark that sentenceEndsAt accepts, with the closing quotes
 // and brackets after it.
 //
-// Chunking and extractive answers both cut text here, so that a chunk
+// Chunking and extractive answers both split text here, so that a chunk
 // never ends where an answer's quote would go on, nor the other way
-// round. The rules err on the side of going on: a sentence cut in two
+// round. The rules err on the side of going on: a sentence split in two
 // loses its fact ("…bis zum 31." for "bis zum 31. Juli"), two sentences
 // taken as one only make a longer quote.
 func Sentences(text string, fn func(start, end int)) {
@@ -200,7 +200,7 @@ func sentenceEndsAt(text string, i int) bool {
 		// them so) or a list's number ("1. Install it"), unless a list's
 		// next item follows ("…page 19. 2. If the name…"). An English
 		// sentence that ends in such a number runs on into the next,
-		// which costs less than a date cut from its month.
+		// which costs less than a date split from its month.
 		return listItem(next)
 	}
 	return ordinary(word)

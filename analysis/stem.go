@@ -15,7 +15,7 @@ import (
 // hold more words than fit (a million chunks of real text, with its names
 // and typos, can alone), and a cache that kept the first words it met for
 // good stemmed each later one at every occurrence, taking the cache's
-// lock to find it full (a passage took 3.3 times as long to cut,
+// lock to find it full (a passage took 3.3 times as long to analyse,
 // BenchmarkAnalyzePassageAfterVocabulary, and an extractive answer 2.5).
 const stemCacheMax = 1 << 19
 
@@ -32,9 +32,9 @@ type stemCaches struct {
 
 // stemCache is one language's stems. Most words are found in hot, a map
 // never written once published, read without a lock: every upload and
-// query cuts its text through this cache, and a read lock shared by all
+// query analyses its text through this cache, and a read lock shared by all
 // of them (two atomic writes to one word a lookup) let two processors
-// cut passages 1.6 times as fast as one, not twice: a passage every 1.87
+// analyse passages 1.6 times as fast as one, not twice: a passage every 1.87
 // µs on two against 2.97 on one (BenchmarkAnalyzePassageParallel and
 // BenchmarkAnalyzePassage), 1.55 with hot. The words stemmed since hot
 // was made wait in fresh, under the lock, until there are enough of them

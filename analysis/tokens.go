@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// Cutting text into words and runs of CJK text (see the package doc).
+// Splitting text into words and runs of CJK text (see the package doc).
 
 // Character classes.
 const (
@@ -208,7 +208,7 @@ func set(words string) map[string]bool {
 }
 
 // clean drops the invisible characters of a segment and handles its
-// apostrophes: an elided article is cut off, and any other apostrophe is
+// apostrophes: an elided article is removed, and any other apostrophe is
 // dropped, so "don't" and "dont" (and the same word with a curly quote)
 // match.
 func (a *analyzer) clean(s string) string {
@@ -249,20 +249,20 @@ func appendCaseParts(dst []string, w string) []string {
 			continue // a mark belongs to the letter before it
 		}
 		k := runeKind(r)
-		cut := -1
+		split := -1
 		switch {
 		case prev == kindLower && k == kindUpper,
 			prev == kindDigit && (k == kindLower || k == kindUpper),
 			(prev == kindLower || prev == kindUpper) && k == kindDigit:
-			cut = i
+			split = i
 		case prev2 == kindUpper && prev == kindUpper && k == kindLower && lowerFollows(w[i:]):
 			// "XMLParser": the P starts the next part; but "CPUs" and
 			// "URLs" are plurals, not an acronym and a word.
-			cut = prevAt
+			split = prevAt
 		}
-		if cut > start {
-			dst = append(dst, w[start:cut])
-			start = cut
+		if split > start {
+			dst = append(dst, w[start:split])
+			start = split
 		}
 		prev2, prev, prevAt = prev, k, i
 	}
@@ -409,7 +409,7 @@ func (a *analyzer) emitRaw(t string) { a.fn(Term{Text: t}) }
 
 // Spaced reports whether w is a word of a script written with spaces
 // between words, as opposed to a run of CJK (or Thai, …) text, which
-// analysis cuts into character bigrams.
+// analysis splits into character bigrams.
 func Spaced(w string) bool {
 	r, _ := utf8.DecodeRuneInString(w)
 	return classify(r) != classBigram

@@ -189,7 +189,7 @@ func TestBenchScaleCorpus(t *testing.T) {
 
 // TestScaleTextEnglish checks that the synthetic documents are what they
 // claim: deterministic, of the words asked for, and read as English, so
-// that the index cuts them by one language's rules as it would a real
+// that the index analyses them by one language's rules as it would a real
 // owner's text.
 func TestScaleTextEnglish(t *testing.T) {
 	gen := newScaleText(1)

@@ -480,9 +480,9 @@ func onNode(t *testing.T, url string, p *process) string {
 }
 
 // Upload sessions, subpages and webhooks work whichever node a request
-// lands on: a session made on one node is served by another, a subpage cut
-// through one is downloaded from another, and a webhook registered through
-// one hears of a job that ran on whichever node held its owner.
+// lands on: a session made on one node is served by another, a subpage
+// sliced through one is downloaded from another, and a webhook registered
+// through one hears of a job that ran on whichever node held its owner.
 func TestClusterSessionsSubpagesWebhooksOnAnyNode(t *testing.T) {
 	c := startCluster(t, 3, "--webhook-allow-cidr", "127.0.0.1") // the receiver is on loopback
 	a, b, d := c.nodes[0], c.nodes[1], c.nodes[2]
@@ -536,7 +536,7 @@ func TestClusterSessionsSubpagesWebhooksOnAnyNode(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("%PDF")) {
-		t.Fatalf("subpage cut on one node, fetched from another: %d, %d bytes", resp.StatusCode, len(body))
+		t.Fatalf("subpage sliced on one node, fetched from another: %d, %d bytes", resp.StatusCode, len(body))
 	}
 }
 

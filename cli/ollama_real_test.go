@@ -257,9 +257,9 @@ func TestRealOllamaServePDFAndStreamedQuery(t *testing.T) {
 	if err := json.Unmarshal(events[len(events)-1].Data, &done); err != nil {
 		t.Fatal(err)
 	}
-	// tinychat never stops before num_predict: its answer is reported cut.
+	// tinychat never stops before num_predict: its answer is reported truncated.
 	if done.AnswerModel != "ollama:"+ollamareal.TinyChat.Name || len(done.Warnings) != 1 || !strings.Contains(done.Warnings[0], "truncated at its limit") {
-		t.Errorf("done: answer_model %q, warnings %q; want ollama:%s and the cut answer's warning", done.AnswerModel, done.Warnings, ollamareal.TinyChat.Name)
+		t.Errorf("done: answer_model %q, warnings %q; want ollama:%s and the truncated answer's warning", done.AnswerModel, done.Warnings, ollamareal.TinyChat.Name)
 	}
 	if done.Answer == "" || done.Answer != strings.TrimSpace(deltas.String()) && done.Answer != deltas.String() {
 		t.Errorf("done's answer (%d bytes) is not the answer events' (%d bytes)", len(done.Answer), deltas.Len())

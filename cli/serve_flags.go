@@ -99,7 +99,7 @@ func (o *serveOptions) register(f *pflag.FlagSet) {
 	f.IntVar(&o.maxConnsPerClient, "max-connections-per-client", server.DefaultMaxConnsPerClient, "open connections from one client at most: an IPv4 address, or an IPv6 /64 network (what one host is commonly given)")
 	f.DurationVar(&o.writeStall, "write-stall", server.DefaultWriteStall, "longest a write of an answer may wait on a client that does not read it before the connection is cut (an answer may take longer in all, as long as its client keeps reading)")
 	o.subpageBudget = server.DefaultSubpageBudget
-	f.Var(&o.subpageBudget, "subpage-budget", "disk the live subpages of one owner (a project or a customer) may take: a size such as 1GiB; a cut past it is answered 429 until older subpages expire")
+	f.Var(&o.subpageBudget, "subpage-budget", "disk the live subpages of one owner (a project or a customer) may take: a size such as 1GiB; a new subpage past it is answered 429 until older subpages expire")
 	f.IntVar(&o.maxSubpages, "max-subpages-per-project", server.DefaultMaxSubpagesPerProject, "live subpages one project may keep; more are answered 429 until older ones expire")
 	f.IntVar(&o.maxCustomers, "max-customers-per-project", server.DefaultMaxCustomersPerProject, "customers one project may have (0: no quota); more are answered 403. Each customer with documents is an index the server keeps loaded, with a memory map of its own")
 	f.IntVar(&o.maxDocuments, "max-documents-per-project", server.DefaultMaxDocumentsPerProject, "documents one project and its customers may keep, whatever their status (0: no quota); more are answered 403 until some are deleted")

@@ -10,7 +10,7 @@ import (
 
 // cpuProfileSlice is how long each file of a CPU profile covers. A server
 // killed with SIGKILL (as `docsift bench scale` does) never writes a
-// profile it holds open, so the profile is cut into slices that are each
+// profile it holds open, so the profile is split into slices that are each
 // complete on disk, short enough that the one lost is a small part of a
 // benchmark of seconds; `go tool pprof` merges them.
 const cpuProfileSlice = time.Second

@@ -55,7 +55,7 @@ var (
 )
 
 // TooLargeError is a file over the caller's limit. Size is what Drive
-// reports, or -1 when the file was cut off while downloading (exports have
+// reports, or -1 when the file was stopped while downloading (exports have
 // no size until made).
 type TooLargeError struct {
 	Size, Limit int64

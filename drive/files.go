@@ -190,7 +190,7 @@ func (c *Client) Download(ctx context.Context, key string, f *File, limit int64)
 	return &download{body: resp.Body, ctx: ctx, id: f.ID, left: limit, limit: limit}, nil
 }
 
-// download is a file's content as it arrives, cut past its limit.
+// download is a file's content as it arrives, stopped past its limit.
 type download struct {
 	body  io.ReadCloser
 	ctx   context.Context

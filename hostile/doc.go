@@ -3,7 +3,7 @@
 // public routes, each attack a hostile run found against it (issue 58):
 // documents that unfold into gigabytes, webhooks into the operator's
 // network and webhooks that never answer, one tenant's backlog of scans,
-// subpages cut without end and read by clients that stop reading, filters
+// subpages sliced without end and read by clients that stop reading, filters
 // that cost quadratic time, uploads past a session's cap, the extraction
 // child's environment, thousands of owners, connection floods, and
 // requests that should be bounded. Each test states its bounds (the

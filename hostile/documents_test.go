@@ -68,7 +68,7 @@ func TestDocumentBombs(t *testing.T) {
 		at := time.Now()
 		r := up()
 		if r.status != http.StatusOK {
-			t.Fatalf("%s: upload refused with %d %s; the attack needs it taken", what, r.status, cut(r.body, 300))
+			t.Fatalf("%s: upload refused with %d %s; the attack needs it taken", what, r.status, truncated(r.body, 300))
 		}
 		bombs = append(bombs, bomb{what, at, r})
 	}

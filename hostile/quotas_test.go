@@ -43,13 +43,13 @@ func TestQuotas(t *testing.T) {
 			r := call(i)
 			switch {
 			case i < n && r.status != http.StatusOK:
-				t.Errorf("%s %d of a quota of %d: %d %s", what, i+1, n, r.status, cut(r.body, 300))
+				t.Errorf("%s %d of a quota of %d: %d %s", what, i+1, n, r.status, truncated(r.body, 300))
 				return
 			case i == n && r.status == http.StatusOK:
 				t.Errorf("%s %d was taken over a quota of %d", what, i+1, n)
 				return
 			case i == n && (r.status != status || !clearQuota.MatchString(r.str("error")) || len(r.body) > maxErrorBytes):
-				t.Errorf("%s over a quota of %d: %d %s; want %d saying what the quota is", what, n, r.status, cut(r.body, 300), status)
+				t.Errorf("%s over a quota of %d: %d %s; want %d saying what the quota is", what, n, r.status, truncated(r.body, 300), status)
 				return
 			case i == n:
 				figure(t, "%s over a quota of %d: %d %s", what, n, r.status, r.str("error"))

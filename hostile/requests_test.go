@@ -192,7 +192,7 @@ func TestHugeFilter(t *testing.T) {
 	r := <-answered
 	ratio := float64(r.took) / float64(median)
 	figure(t, "a filter of %d keys (%d bytes) answered %d in %s, %.0f times a normal query's %s (bound %d times), with an error of %d bytes: %s",
-		filterKeys, f.Len(), r.status, r.took.Round(time.Millisecond), ratio, median.Round(10*time.Microsecond), filterRatio, len(r.body), cut(r.body, 200))
+		filterKeys, f.Len(), r.status, r.took.Round(time.Millisecond), ratio, median.Round(10*time.Microsecond), filterRatio, len(r.body), truncated(r.body, 200))
 	if r.status != http.StatusBadRequest {
 		t.Errorf("the filter was answered %d; want 400", r.status)
 	}

@@ -45,7 +45,7 @@ func TestFairIndexing(t *testing.T) {
 		}
 		r := s.uploadFile(t, key, project, fmt.Sprintf("scan%d.pdf", i), p.pagesPDF(288, 288, pages))
 		if r.status != http.StatusOK {
-			t.Fatalf("scan %d: %d %s", i, r.status, cut(r.body, 300))
+			t.Fatalf("scan %d: %d %s", i, r.status, truncated(r.body, 300))
 		}
 		jobs = append(jobs, r.str("job_id"))
 	}
@@ -57,7 +57,7 @@ func TestFairIndexing(t *testing.T) {
 	start := time.Now()
 	pdf := s.uploadFile(t, b.key, b.project, "note.pdf", testpdf.Pages([]string{"A one-page note of the other tenant about lighthouses."}))
 	if pdf.status != http.StatusOK {
-		t.Fatalf("the other tenant's PDF: %d %s", pdf.status, cut(pdf.body, 300))
+		t.Fatalf("the other tenant's PDF: %d %s", pdf.status, truncated(pdf.body, 300))
 	}
 	if j, _ := s.waitJob(t, b.key, pdf.str("job_id"), tenantJobBound, ended); j["status"] != "SUCCEEDED" {
 		t.Fatalf("the other tenant's PDF: %v", j)
@@ -192,13 +192,13 @@ func TestManyOwners(t *testing.T) {
 			for i := range next {
 				cr, err := s.try("POST", "/customer/create", s.key, map[string]any{"project_id": s.project, "name": fmt.Sprintf("customer %d", i)})
 				if err != nil || cr.status != http.StatusOK {
-					t.Errorf("customer %d: %d %s %v", i, cr.status, cut(cr.body, 200), err)
+					t.Errorf("customer %d: %d %s %v", i, cr.status, truncated(cr.body, 200), err)
 					continue
 				}
 				c := cr.str("customer_id")
 				r, err := s.try("POST", "/upload/text", s.key, map[string]any{"owner_id": c, "text": fmt.Sprintf("Customer %d keeps one note about its own harbour and tides.", i)})
 				if err != nil || r.status != http.StatusOK {
-					t.Errorf("upload for customer %d: %d %s %v", i, r.status, cut(r.body, 200), err)
+					t.Errorf("upload for customer %d: %d %s %v", i, r.status, truncated(r.body, 200), err)
 					continue
 				}
 				s.ack(s.key, r)

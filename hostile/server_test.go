@@ -215,7 +215,7 @@ func (s *server) log() string {
 	return string(b)
 }
 
-// logTail is the log's last n lines, each cut at 400 bytes.
+// logTail is the log's last n lines, each truncated at 400 bytes.
 func (s *server) logTail(n int) string {
 	lines := strings.Split(strings.TrimRight(s.log(), "\n"), "\n")
 	lines = lines[max(0, len(lines)-n):]
@@ -311,13 +311,13 @@ func (s *server) must(t *testing.T, method, path, key string, body any) reply {
 	t.Helper()
 	r := s.do(t, method, path, key, body)
 	if r.status != http.StatusOK {
-		t.Fatalf("%s %s: %d %s", method, path, r.status, cut(r.body, 300))
+		t.Fatalf("%s %s: %d %s", method, path, r.status, truncated(r.body, 300))
 	}
 	return r
 }
 
-// cut is the start of b, for messages.
-func cut(b []byte, n int) string {
+// truncated is the start of b, for messages.
+func truncated(b []byte, n int) string {
 	if len(b) > n {
 		return string(b[:n]) + "…"
 	}
@@ -438,10 +438,10 @@ func (s *server) checkAcknowledged(t *testing.T) {
 	s.mu.Unlock()
 	for _, a := range all {
 		if r := s.do(t, "GET", "/documents/"+a.document, a.key, nil); r.status != http.StatusOK {
-			t.Errorf("acknowledged document %s: %d %s", a.document, r.status, cut(r.body, 200))
+			t.Errorf("acknowledged document %s: %d %s", a.document, r.status, truncated(r.body, 200))
 		}
 		if r := s.do(t, "GET", "/jobs/"+a.job, a.key, nil); r.status != http.StatusOK {
-			t.Errorf("acknowledged job %s: %d %s", a.job, r.status, cut(r.body, 200))
+			t.Errorf("acknowledged job %s: %d %s", a.job, r.status, truncated(r.body, 200))
 		}
 	}
 	t.Logf("%d acknowledged uploads all found", len(all))

@@ -16,7 +16,7 @@ import (
 )
 
 // The subpage attack's sizes: ten pages drawing one shared image of
-// imageSide² bytes of noise (20 MB), so that every cut holds the whole
+// imageSide² bytes of noise (20 MB), so that every slice holds the whole
 // image; the shared server's --subpage-budget (sharedFlags).
 const (
 	subpagePages  = 10
@@ -31,7 +31,7 @@ const (
 
 // Finding 5: subpages fill the disk and pin memory. A subpage of every
 // chunk at several variences grows the data dir by at most the owner's
-// budget (and the cuts under way when it was reached), runs of pages asked
+// budget (and the slices under way when it was reached), runs of pages asked
 // for again share one file, and 40 clients that fetch a subpage and stop
 // reading hold the server's memory under its bound and are cut after
 // --write-stall.
@@ -47,7 +47,7 @@ func TestSubpages(t *testing.T) {
 	doc := p.pagesPDF(400, 400, pages)
 	up := s.uploadFile(t, key, project, "charts.pdf", doc)
 	if up.status != http.StatusOK {
-		t.Fatalf("upload: %d %s", up.status, cut(up.body, 300))
+		t.Fatalf("upload: %d %s", up.status, truncated(up.body, 300))
 	}
 	if j, _ := s.waitJob(t, key, up.str("job_id"), time.Minute, ended); j["status"] != "SUCCEEDED" {
 		t.Fatalf("the PDF of shared images: %v", j)
@@ -69,7 +69,7 @@ func TestSubpages(t *testing.T) {
 		return s.do(t, "POST", "/subpage", key, map[string]any{"chunk_id": chunkOf[page], "owner_id": project, "varience": varience})
 	}
 
-	// Two cuts at once, as two clients would ask: pages 1-3 (page 1 with
+	// Two slices at once, as two clients would ask: pages 1-3 (page 1 with
 	// varience 2) and 4-6 (page 5 with varience 1).
 	var a, d reply
 	var wg sync.WaitGroup
@@ -84,25 +84,25 @@ func TestSubpages(t *testing.T) {
 	}()
 	wg.Wait()
 	if a.status != http.StatusOK || d.status != http.StatusOK {
-		t.Fatalf("the first subpages: %d %s; %d %s", a.status, cut(a.body, 200), d.status, cut(d.body, 200))
+		t.Fatalf("the first subpages: %d %s; %d %s", a.status, truncated(a.body, 200), d.status, truncated(d.body, 200))
 	}
-	figure(t, "two cuts at once of a %s PDF took the server's resident memory to %s; %s on disk",
+	figure(t, "two slices at once of a %s PDF took the server's resident memory to %s; %s on disk",
 		mib(int64(len(doc))), mib(m.peak()), mib(dirSize(t, s.dir)-before))
-	// Page 2 with varience 1 is pages 1-3 again: the same cut, the same
+	// Page 2 with varience 1 is pages 1-3 again: the same slice, the same
 	// file.
 	c := subpage(2, 1)
 	if c.status != http.StatusOK {
-		t.Fatalf("pages 1-3 again: %d %s", c.status, cut(c.body, 200))
+		t.Fatalf("pages 1-3 again: %d %s", c.status, truncated(c.body, 200))
 	}
 	if a.str("subpage_url") != c.str("subpage_url") {
-		t.Errorf("pages 1-3 cut twice: %s and %s", a.str("subpage_url"), c.str("subpage_url"))
+		t.Errorf("pages 1-3 sliced twice: %s and %s", a.str("subpage_url"), c.str("subpage_url"))
 	}
 
 	// Then every chunk at variences 0-3, until the budget refuses.
 	bound := subpageBudget + 2*int64(len(doc))
 	var made, refused, shared int
 	seen := map[string]bool{a.str("subpage_url"): true, d.str("subpage_url"): true}
-cuts:
+slices:
 	for v := range 4 {
 		for page := 1; page <= subpagePages; page++ {
 			r := subpage(page, v)
@@ -110,7 +110,7 @@ cuts:
 			case r.status == http.StatusTooManyRequests:
 				refused++
 			case r.status != http.StatusOK:
-				t.Fatalf("subpage of page %d varience %d: %d %s", page, v, r.status, cut(r.body, 300))
+				t.Fatalf("subpage of page %d varience %d: %d %s", page, v, r.status, truncated(r.body, 300))
 			case seen[r.str("subpage_url")]:
 				shared++
 			default:
@@ -119,13 +119,13 @@ cuts:
 			}
 			if grown := dirSize(t, s.dir) - before; grown > bound {
 				// The readers below are another attack: on to them.
-				t.Errorf("after %d cuts the data dir grew by %s, over the budget and two cuts (%s)", made+1, mib(grown), mib(bound))
-				break cuts
+				t.Errorf("after %d slices the data dir grew by %s, over the budget and two slices (%s)", made+1, mib(grown), mib(bound))
+				break slices
 			}
 		}
 	}
 	grown := dirSize(t, s.dir) - before
-	figure(t, "40 subpage requests: %d new cuts, %d shared an earlier cut, %d refused with 429; the data dir grew by %s (bound %s: the budget and two cuts)",
+	figure(t, "40 subpage requests: %d new slices, %d shared an earlier slice, %d refused with 429; the data dir grew by %s (bound %s: the budget and two slices)",
 		made, shared, refused, mib(grown), mib(bound))
 	if refused == 0 && !t.Failed() {
 		t.Errorf("no subpage was refused: the budget of %s was not reached", mib(subpageBudget))

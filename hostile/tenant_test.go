@@ -116,7 +116,7 @@ func (ten *tenant) served(t *testing.T, s *server, when string) (job, hook time.
 	start := time.Now()
 	r := s.uploadText(t, ten.key, ten.project, "A short note for the other tenant, to be found by its word "+word+" among harbour tides.")
 	if r.status != http.StatusOK {
-		return 0, 0, fmt.Errorf("%s: the other tenant's upload %s: %d %s", when, ten.name, r.status, cut(r.body, 300))
+		return 0, 0, fmt.Errorf("%s: the other tenant's upload %s: %d %s", when, ten.name, r.status, truncated(r.body, 300))
 	}
 	id := r.str("job_id")
 	for {
@@ -147,7 +147,7 @@ func (ten *tenant) served(t *testing.T, s *server, when string) (job, hook time.
 	}
 	q := s.must(t, "POST", "/query/project", ten.key, map[string]any{"project_id": ten.project, "query": word, "top_k": 3})
 	if !strings.Contains(string(q.body), r.str("document_id")) {
-		return 0, 0, fmt.Errorf("%s: the other tenant's query for %s did not find its document %s: %s", when, word, r.str("document_id"), cut(q.body, 300))
+		return 0, 0, fmt.Errorf("%s: the other tenant's query for %s did not find its document %s: %s", when, word, r.str("document_id"), truncated(q.body, 300))
 	}
 	figure(t, "%s: the other tenant's text SUCCEEDED within %s of its upload (bound %s), its webhook came %s after the upload (bound %s)",
 		when, job.Round(10*time.Millisecond), tenantJobBound, hook.Round(10*time.Millisecond), tenantWebhookBound)

@@ -44,7 +44,7 @@ func TestWebhookSSRF(t *testing.T) {
 	} {
 		r := s.do(t, "POST", "/webhooks", key, map[string]any{"url": u})
 		if r.status != http.StatusBadRequest {
-			t.Errorf("registering %s: %d %s; want 400", u, r.status, cut(r.body, 300))
+			t.Errorf("registering %s: %d %s; want 400", u, r.status, truncated(r.body, 300))
 			continue
 		}
 		figure(t, "%s refused: %s", u, r.str("error"))
@@ -55,7 +55,7 @@ func TestWebhookSSRF(t *testing.T) {
 	hook := s.must(t, "POST", "/webhooks", key, map[string]any{"url": allowed.url}).str("webhook_id")
 	up := s.uploadText(t, key, project, "A note whose indexing sends a webhook to a receiver that answers with a secret.")
 	if up.status != http.StatusOK {
-		t.Fatalf("upload: %d %s", up.status, cut(up.body, 300))
+		t.Fatalf("upload: %d %s", up.status, truncated(up.body, 300))
 	}
 	s.waitJob(t, key, up.str("job_id"), tenantJobBound, ended)
 	b.works(t, s, "while the receiver answers 500")
@@ -70,12 +70,12 @@ func TestWebhookSSRF(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the allowed receiver was not called twice within 30s (%d calls): %s", allowed.hits.Load(), cut(deliveries.body, 500))
+			t.Fatalf("the allowed receiver was not called twice within 30s (%d calls): %s", allowed.hits.Load(), truncated(deliveries.body, 500))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if strings.Contains(string(deliveries.body), "SECRET") || strings.Contains(string(deliveries.body), "hunter2") {
-		t.Errorf("the deliveries show the receiver's answer: %s", cut(deliveries.body, 500))
+		t.Errorf("the deliveries show the receiver's answer: %s", truncated(deliveries.body, 500))
 	} else {
 		figure(t, "deliveries to a receiver answering 500 with a secret show: %s", lastError(deliveries))
 	}
@@ -176,7 +176,7 @@ func TestWebhookTarpits(t *testing.T) {
 	for i := range 60 {
 		r := s.uploadText(t, key, project, fmt.Sprintf("Tarpit project note number %d about slow receivers and queues.", i))
 		if r.status != http.StatusOK {
-			t.Fatalf("upload %d: %d %s", i, r.status, cut(r.body, 300))
+			t.Fatalf("upload %d: %d %s", i, r.status, truncated(r.body, 300))
 		}
 		jobs = append(jobs, r.str("job_id"))
 	}

@@ -109,7 +109,7 @@ func (g *generation) setLex(s uint32, lang analysis.Lang, headLen uint32) {
 // analysed in, those slots in order. A term of one language's analysis
 // counts only in that language's docs, and an owner of one main language
 // usually has a few docs that detection put in others; their lists let a
-// search cut those docs out of a long posting list by a search each
+// search skip those docs in a long posting list by a search each
 // (see view.bodyRuns) rather than ask every posting its language. Lists
 // are views' to read: the writer only appends past a published length.
 type langSlots struct {
@@ -119,7 +119,7 @@ type langSlots struct {
 
 // listedLangMax is the most slots a language is listed with: beyond it
 // the language is a main one of the owner, and its docs are too many to
-// cut out one by one.
+// skip one by one.
 const listedLangMax = 1 << 16
 
 func (l *langSlots) add(s uint32, lang analysis.Lang) {
@@ -133,8 +133,8 @@ func (l *langSlots) add(s uint32, lang analysis.Lang) {
 	}
 }
 
-// analyse cuts an entry into its fields' terms: the language of its name
-// and text is detected, and text, name and title are all cut by that
+// analyse turns an entry into its fields' terms: the language of its name
+// and text is detected, and text, name and title are all analysed by that
 // language's rules, as the query will be for this entry (see queryTerms).
 // The name goes first, as in the text embedders are given (ingest's
 // entryText), so that a built-in embedding of the same chunk finds its
@@ -189,9 +189,9 @@ func (v *view) docFreq(term string) int {
 }
 
 // queryTerms analyses a query once for every language the view's entries
-// were analysed in, so that each entry is matched by the query cut exactly
-// as its own text was: a word the query shares with a chunk matches it,
-// whatever language detection makes of a three-word query. The stop words
+// were analysed in, so that each entry is matched by the query analysed
+// exactly as its own text was: a word the query shares with a chunk
+// matches it, whatever language detection makes of a three-word query. The stop words
 // of the languages the query is likely written in are dropped from every
 // analysis: its own when detection is sure of it, and the owner's dominant
 // language's. A word no entry holds is also matched by the compound parts

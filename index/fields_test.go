@@ -82,10 +82,10 @@ func TestNameAndTitleAreSearched(t *testing.T) {
 	}
 }
 
-// TestQueryIsCutAsEachEntryWas checks that a query matches a chunk in
+// TestQueryIsAnalysedAsEachEntryWas checks that a query matches a chunk in
 // another language by the words they share, and chunks of its own
 // language through their stems.
-func TestQueryIsCutAsEachEntryWas(t *testing.T) {
+func TestQueryIsAnalysedAsEachEntryWas(t *testing.T) {
 	x := entryIndex(t,
 		Entry{ID: 1, Text: "Die Katzen schlafen den ganzen Tag auf dem Sofa und spielen in der Nacht mit ihren Spielzeugen im Garten."},
 		Entry{ID: 2, Text: "The cats are sleeping all day long on the sofa, and at night they play with their toys in the garden."},
@@ -117,7 +117,7 @@ func TestQueryIsCutAsEachEntryWas(t *testing.T) {
 	}
 	for _, h := range sofa {
 		if want := []analysis.Lang{1: analysis.German, 2: analysis.English}[h.ID]; h.Lang != want {
-			t.Errorf("hit %d says its text was cut in %v, want %v", h.ID, h.Lang, want)
+			t.Errorf("hit %d says its text was analysed in %v, want %v", h.ID, h.Lang, want)
 		}
 	}
 	if got := x.Language(); got != analysis.English {
@@ -148,7 +148,7 @@ func TestSnapshotKeepsLanguagesAndHeads(t *testing.T) {
 }
 
 // TestSnapshotOfOtherRulesIsRefused checks that an index whose terms were
-// cut by other analysis rules, or of another format, is rebuilt rather
+// analysed by other analysis rules, or of another format, is rebuilt rather
 // than searched with queries it cannot match, and said to be of another
 // version, not corrupt.
 func TestSnapshotOfOtherRulesIsRefused(t *testing.T) {
@@ -241,7 +241,7 @@ func TestSeparateQueryWordsFindCompound(t *testing.T) {
 	}
 }
 
-// TestAnalyseTakesCut checks that an entry's Cut stands in for detecting
+// TestAnalyseTakesAnalyzed checks that an entry's Analyzed stands in for detecting
 // and analysing its text: entries analysed beforehand as Analyse would
 // analyse them (analysis.AnalyzeUnder) analyse alike, and an Analyzed that
 // says otherwise is what the entry gets.

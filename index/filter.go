@@ -204,7 +204,7 @@ func (s *lexScores) topAllowed(k int, a *allowed) []scored {
 // to q, alive in v, from a walk that keeps the max(ef, k) best it meets
 // (ef 0: the graph's efSearch, else efSearchFor its size).
 // The walk goes through every node, allowed or not (dropping the others
-// would cut the graph into islands), but keeps only allowed ones; since
+// would break the graph into islands), but keeps only allowed ones; since
 // its result list fills with allowed nodes only, it walks until it holds
 // ef of them, which widens the search by itself as the filter narrows.
 func (g *hnsw) searchWithin(v *view, q []float32, k, ef int, allow slotSet) []scored {

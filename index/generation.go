@@ -135,7 +135,7 @@ type view struct {
 	lex      lexStats  // head lengths and languages, for BM25F and queries
 	langs    langSlots // the generation's, as published
 	deleted  []uint32  // the slots deleted, in order, when len(deleted) == dead
-	cuts     sync.Map  // cutKey -> the docs cutOut cuts, merged (see cutOut)
+	skips    sync.Map  // skipKey -> the docs skipped lists, merged (see skipped)
 
 	// The graph's entry point and top layer when the view was published:
 	// the writer moves them when a new node rises above the top.
@@ -146,7 +146,7 @@ type view struct {
 }
 
 // deadSlots lists a generation's deleted slots while they are few, so that
-// a search can cut them out of a long posting list by a search each
+// a search can skip them in a long posting list by a search each
 // (see view.bodyRuns) rather than ask every posting whether its doc lives:
 // one deletion would otherwise slow every search until compaction.
 type deadSlots struct {

@@ -82,7 +82,7 @@ const (
 // published; a search on an older view just steps over it.
 //
 // Deletes are tombstones: a deleted node still routes searches (removing it
-// would cut paths) but is never returned. The owner rebuilds the graph when
+// would break paths) but is never returned. The owner rebuilds the graph when
 // tombstones reach half the slots.
 type hnsw struct {
 	// entryMu guards the writer's entry point during a parallel insert;

@@ -67,8 +67,8 @@ type Query struct {
 type Hit struct {
 	ID    uint64
 	Score float64
-	// Lang is the language the chunk's text was cut in (detected as it
-	// was added), so that what reads it next cuts it alike without
+	// Lang is the language the chunk's text was analysed in (detected as
+	// it was added), so that what reads it next analyses it alike without
 	// detecting it again.
 	Lang analysis.Lang
 }
@@ -187,8 +187,8 @@ func (x *OwnerIndex) Model() string { return x.model }
 // Dim is the length of every vector in the index.
 func (x *OwnerIndex) Dim() int { return x.dim }
 
-// analysed is an entry with its text already cut into terms, so that the
-// costly analysis happens outside the writer lock.
+// analysed is an entry with its text already turned into terms, so that
+// the costly analysis happens outside the writer lock.
 type analysed struct {
 	Entry
 	counts  []tally[termKey]
@@ -207,7 +207,7 @@ func (x *OwnerIndex) Add(entries ...Entry) error {
 	return x.AddAnalysed(a)
 }
 
-// Analysed is entries cut into terms by Analyse, to be added by
+// Analysed is entries analysed into terms by Analyse, to be added by
 // AddAnalysed.
 type Analysed struct {
 	entries []analysed
@@ -216,7 +216,7 @@ type Analysed struct {
 
 // Analyse does the part of Add that needs no lock and no state of the
 // index, and is most of its work for short texts: checking the vectors'
-// length and cutting the texts into terms. A writer that adds in turn
+// length and analysing the texts into terms. A writer that adds in turn
 // with others (ingest's groups of documents, a catch-up reading batches
 // ahead) analyses beside them, and only AddAnalysed takes turns.
 func (x *OwnerIndex) Analyse(entries ...Entry) (Analysed, error) {

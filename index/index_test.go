@@ -297,8 +297,8 @@ func TestConcurrentAddSearch(t *testing.T) {
 				for j := range es {
 					es[j].Text = fmt.Sprintf("word%d shared", j)
 					if j%5 == 0 {
-						// Another language: searches cut its docs
-						// out of lists the writer appends to.
+						// Another language: searches skip its docs
+						// in lists the writer appends to.
 						es[j].Text = fmt.Sprintf("die katzen spielen im garten word%d shared", j)
 					}
 				}

@@ -15,7 +15,7 @@ import (
 )
 
 // BM25 parameters. docsift scores chunks, not whole documents: chunks are
-// cut to a similar size, so length says little about topicality and b is
+// split to a similar size, so length says little about topicality and b is
 // lower than the classic 0.75; k1 saturates repeated words sooner, as short
 // passages need. These are the values Anserini settled on for passage
 // collections (k1=0.9, b=0.4), fixed rather than tuned per owner.
@@ -132,8 +132,8 @@ func count[T comparable](at *map[T]int, xs []T) []tally[T] {
 // Searches read it without locks. Terms are found through termTable, an
 // open-addressing hash table that only the writer inserts into; each term's
 // postings are a slice published through an atomic pointer. Postings are
-// appended in slot order, so a search cuts a list at its view's slot count
-// and ignores what the writer has appended since.
+// appended in slot order, so a search reads a list up to its view's slot
+// count and ignores what the writer has appended since.
 type lexicon struct {
 	// base, when set, holds the postings of the slots below base.n, read
 	// in place from a snapshot (see frozen.go); table then holds only
@@ -372,8 +372,8 @@ func (l *lexicon) stage(t *termPostings, p posting) {
 	t.staged++
 }
 
-// flush publishes every staged posting. Searches still cut each list at
-// their view's slot count, so flushing ahead of a view is harmless.
+// flush publishes every staged posting. Searches still read each list up
+// to their view's slot count, so flushing ahead of a view is harmless.
 func (l *lexicon) flush() {
 	if l.logging {
 		l.log = append(l.log, l.dirty...)
@@ -447,7 +447,7 @@ type lexScores struct {
 	touched []uint32
 	kept    []posting   // a term's postings that count, when some do not
 	runs    [][]posting // the same, as runs of its lists (see bodyRuns)
-	cuts    cuts        // the docs cut out of them
+	skips   skips       // the docs skipped in them
 }
 
 var lexScoresPool = sync.Pool{New: func() any { return new(lexScores) }}
@@ -672,29 +672,29 @@ func (f postingFilter) keepsAt(v *view, pg *page, o uint32) bool {
 	return (!f.dead || v.aliveAt(pg, o)) && (f.langs == 0 || f.langs.has(analysis.Lang(pg.lang[o])))
 }
 
-// defaultCutCost is what cutting one doc out of a posting list costs (a
-// galloping search from the last cut) in postings asked one at a time, as
+// defaultSkipCost is what skipping one doc of a posting list costs (a
+// galloping search from the last skipped) in postings asked one at a time, as
 // measured on a million-chunk owner with 1,000 deletions and 600 docs in
 // other languages (BenchmarkSearchSnapshot/lexical-deleted).
-const defaultCutCost = 4
+const defaultSkipCost = 4
 
 // bodyRuns returns the postings of a term's body lists that f keeps: the
 // lists themselves when every posting counts, else the runs between the
-// docs that do not (see cutOut), else the postings copied one by one into
+// docs that do not (see skipped), else the postings copied one by one into
 // s.
 func (v *view) bodyRuns(s *lexScores, f postingFilter, lists ...[]posting) [][]posting {
 	s.runs = s.runs[:0]
 	if !f.any() {
 		return append(s.runs, lists...)
 	}
-	cut, ok := v.cutOut(&s.cuts, f, lists)
+	skip, ok := v.skipped(&s.skips, f, lists)
 	if !ok {
 		s.kept = f.keep(v, lists, s.kept[:0])
 		return append(s.runs, s.kept)
 	}
 	for _, list := range lists {
 		run := 0 // where the current run starts
-		cutAt(list, cut, func(i int) {
+		skipAt(list, skip, func(i int) {
 			s.runs = append(s.runs, list[run:i])
 			run = i + 1
 		})
@@ -703,25 +703,25 @@ func (v *view) bodyRuns(s *lexScores, f postingFilter, lists ...[]posting) [][]p
 	return s.runs
 }
 
-// keptCount is how many postings of lists f keeps, where cutOut lists the
+// keptCount is how many postings of lists f keeps, where skipped lists the
 // docs they drop: their number less those docs found among them.
-func (v *view) keptCount(c *cuts, f postingFilter, lists [2][]posting) (int, bool) {
-	cut, ok := v.cutOut(c, f, lists[:])
+func (v *view) keptCount(c *skips, f postingFilter, lists [2][]posting) (int, bool) {
+	skip, ok := v.skipped(c, f, lists[:])
 	if !ok {
 		return 0, false
 	}
 	n := len(lists[0]) + len(lists[1])
 	for _, list := range lists {
-		cutAt(list, cut, func(int) { n-- })
+		skipAt(list, skip, func(int) { n-- })
 	}
 	return n, true
 }
 
-// cutAt calls found, in order, with the index of each posting of list
-// whose doc is in cut (in order too).
-func cutAt(list []posting, cut []uint32, found func(i int)) {
+// skipAt calls found, in order, with the index of each posting of list
+// whose doc is in skip (in order too).
+func skipAt(list []posting, skip []uint32, found func(i int)) {
 	from := 0 // where the search goes on
-	for _, d := range cut {
+	for _, d := range skip {
 		if from == len(list) {
 			return
 		}
@@ -733,14 +733,14 @@ func cutAt(list []posting, cut []uint32, found func(i int)) {
 	}
 }
 
-// cuts is scratch for the docs cut out of a term's lists.
-type cuts struct{ cut, merged []uint32 }
+// skips is scratch for the docs skipped in a term's lists.
+type skips struct{ skip, merged []uint32 }
 
-// cutOut returns, in order, the docs whose postings f drops from lists,
+// skipped returns, in order, the docs whose postings f drops from lists,
 // where those docs are listed (the deleted ones, those of the languages
 // that do not count) and few beside the postings; ok is false where the
 // postings are better asked one by one.
-func (v *view) cutOut(c *cuts, f postingFilter, lists [][]posting) (cut []uint32, ok bool) {
+func (v *view) skipped(c *skips, f postingFilter, lists [][]posting) (skip []uint32, ok bool) {
 	postings, n := 0, 0
 	for _, list := range lists {
 		postings += len(list)
@@ -760,7 +760,7 @@ func (v *view) cutOut(c *cuts, f postingFilter, lists [][]posting) (cut []uint32
 			}
 		}
 	}
-	if !listed || n*v.tuning.cutCost > postings {
+	if !listed || n*v.tuning.skipCost > postings {
 		return nil, false
 	}
 	switch {
@@ -769,39 +769,39 @@ func (v *view) cutOut(c *cuts, f postingFilter, lists [][]posting) (cut []uint32
 	case !f.dead && out&(out-1) == 0:
 		return v.langs.slots[bits.TrailingZeros64(uint64(out))], true
 	}
-	// Merged once per view: every term of every query on it cuts the
-	// same docs out, and at a million chunks merging them again for each
+	// Merged once per view: every term of every query on it skips the
+	// same docs, and at a million chunks merging them again for each
 	// was a tenth of a search.
-	key := cutKey{f.dead, out}
-	if cut, ok := v.cuts.Load(key); ok {
-		return cut.([]uint32), true
+	key := skipKey{f.dead, out}
+	if skip, ok := v.skips.Load(key); ok {
+		return skip.([]uint32), true
 	}
-	cut = c.cut[:0]
+	skip = c.skip[:0]
 	if f.dead {
-		cut = append(cut, v.deleted...)
+		skip = append(skip, v.deleted...)
 	}
 	for l := range analysis.NumLangs {
 		if out.has(l) {
 			// Each list is in order: merged, not sorted again.
-			c.merged = mergeSorted(c.merged[:0], cut, v.langs.slots[l])
-			cut, c.merged = c.merged, cut
+			c.merged = mergeSorted(c.merged[:0], skip, v.langs.slots[l])
+			skip, c.merged = c.merged, skip
 		}
 	}
-	c.cut = cut
-	cut = slices.Clone(cut)
-	v.cuts.Store(key, cut)
-	return cut, true
+	c.skip = skip
+	skip = slices.Clone(skip)
+	v.skips.Store(key, skip)
+	return skip, true
 }
 
-// cutKey names a list of docs cut out of posting lists (see cutOut).
-type cutKey struct {
+// skipKey names a list of docs skipped in posting lists (see skipped).
+type skipKey struct {
 	dead bool
 	out  langMask
 }
 
 // seek returns the index of the first posting of list at or past doc d:
 // a galloping search, which reads only near the start of the list when d
-// is near, as the next doc to cut out usually is.
+// is near, as the next doc to skip usually is.
 func seek(list []posting, d uint32) int {
 	lo, hi := 0, 1
 	for hi < len(list) && list[hi].doc < d {

@@ -230,18 +230,18 @@ func TestBodyOnlyScoresAsFieldPass(t *testing.T) {
 				defer func() { v.tuning.fieldPass = false }()
 				return scores(v, query)
 			}()
-			// Filtered postings cut out of the lists, and asked one
+			// Filtered postings skipped in the lists, and asked one
 			// by one.
 			for _, cost := range []int{0, math.MaxInt32} {
-				v.tuning.cutCost = cost
+				v.tuning.skipCost = cost
 				got := scores(v, query)
-				v.tuning.cutCost = defaultCutCost
+				v.tuning.skipCost = defaultSkipCost
 				if len(got) != len(want) {
-					t.Fatalf("query %v, cut cost %d: %d docs scored on the fast path, %d on the field pass", query, cost, len(got), len(want))
+					t.Fatalf("query %v, skip cost %d: %d docs scored on the fast path, %d on the field pass", query, cost, len(got), len(want))
 				}
 				for d, w := range want {
 					if g, ok := got[d]; !ok || math.Abs(float64(g-w)) > 4e-7*float64(w) {
-						t.Fatalf("query %v, cut cost %d: doc %d scores %v on the fast path, %v on the field pass", query, cost, d, g, w)
+						t.Fatalf("query %v, skip cost %d: doc %d scores %v on the fast path, %v on the field pass", query, cost, d, g, w)
 					}
 				}
 			}

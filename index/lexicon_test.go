@@ -169,8 +169,8 @@ func BenchmarkFrozenFind(b *testing.B) {
 }
 
 // TestDocTermsKeyAsQueryTerms checks that an entry's terms, keyed as they
-// are cut (docTerms), have the keys of the strings a query's terms are
-// cut into (pairing): a word pair of a query finds the same pair in a
+// are analysed (docTerms), have the keys of the strings a query's terms
+// are analysed into (pairing): a word pair of a query finds the same pair in a
 // chunk only so. Body and head, words, pairs and compounds' joined forms.
 func TestDocTermsKeyAsQueryTerms(t *testing.T) {
 	texts := []string{

@@ -221,7 +221,7 @@ func (o Options) loadMapped(m *mapping, file io.ReaderAt, more int, checked bool
 		return nil, 0, fmt.Errorf("unsupported version %d", v)
 	}
 	if rules := d.str(); d.err == nil && rules != analysis.Version {
-		return nil, 0, fmt.Errorf("%w: terms cut by analysis rules %q, not the current %q", ErrOtherVersion, rules, analysis.Version)
+		return nil, 0, fmt.Errorf("%w: terms analysed by analysis rules %q, not the current %q", ErrOtherVersion, rules, analysis.Version)
 	}
 	model := d.str()
 	dim := int(d.u32())
@@ -276,9 +276,9 @@ func (o Options) loadMapped(m *mapping, file io.ReaderAt, more int, checked bool
 	if graph {
 		links0 = mappedArray[uint32](d, n*(hnswM0+1))
 	}
-	// The upper graph layers, as one block (each node's lists are cut
-	// from it below), then the lexicon: known now, its check runs beside
-	// the rest of the load's.
+	// The upper graph layers, as one block (each node's lists are read
+	// out of it below), then the lexicon: known now, its check runs
+	// beside the rest of the load's.
 	var upper []byte
 	if graph && d.err == nil {
 		words := 0

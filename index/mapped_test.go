@@ -460,7 +460,7 @@ func TestFrozenLexiconCheckReadsTheFile(t *testing.T) {
 		"a slot out of range in the last block":        put32(len(file)-8, slots),
 		"no frequency in a middle block":               put32(postingsAt+8*(2*perBlock+1)+4, 0),
 		"a list out of order across blocks":            put32(postingsAt+8*cross, 0),
-		"cut short":                                    func(b []byte) []byte { return b[:len(b)-1] },
+		"truncated":                                    func(b []byte) []byte { return b[:len(b)-1] },
 	} {
 		// The mapping good, the file faulty: the file is what is checked.
 		if err := mapped.check(slots, bytes.NewReader(alter(slices.Clone(file)))); err == nil {

@@ -52,7 +52,7 @@ type lexSide struct {
 	terms           []lexTerm
 	avgLen, avgHead float64
 	oneLang         bool
-	cuts            cuts // scratch for docFreq
+	skips           skips // scratch for docFreq
 }
 
 // lexical returns the lexical side of a search for query on v, its pool
@@ -228,11 +228,11 @@ func (l *lexSide) counts(t *lexTerm, d uint32) bool {
 // docFreq is the number of docs that count for t and hold it in either
 // field. With no deleted docs in an owner of one language that is the
 // body list's length plus the head's docs without a body posting;
-// otherwise the body list's length less the docs cut out of it (see
-// view.cutOut), or, where those are not listed, every posting is asked
+// otherwise the body list's length less the docs skipped in it (see
+// view.skipped), or, where those are not listed, every posting is asked
 // whether it counts; either count of a long list is kept for the view's
 // version (a common word's list is counted so by every query that holds
-// it, and cutting out a million-chunk owner's docs of other languages was
+// it, and skipping a million-chunk owner's docs of other languages was
 // a twentieth of a search).
 func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
 	v := l.v
@@ -257,7 +257,7 @@ func (l *lexSide) docFreq(t *lexTerm, k termKey) int {
 			}
 		}
 	}
-	df, ok := v.keptCount(&l.cuts, v.filterFor(t.q.langs, l.oneLang), t.body)
+	df, ok := v.keptCount(&l.skips, v.filterFor(t.q.langs, l.oneLang), t.body)
 	if !ok {
 		df = 0
 		for _, list := range t.body {

@@ -19,11 +19,11 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 		x.Delete(uint64(i))
 	}
 	checkPruned(t, x, rng, zipf, "after deletes: ")
-	// Deleted docs cut out of every list (see view.cutOut), not only of
+	// Deleted docs skipped in every list (see view.skipped), not only of
 	// long ones.
-	x.tuning.cutCost = 0
-	checkPruned(t, x, rng, zipf, "after deletes, every list cut: ")
-	x.tuning.cutCost = defaultCutCost
+	x.tuning.skipCost = 0
+	checkPruned(t, x, rng, zipf, "after deletes, skipped in every list: ")
+	x.tuning.skipCost = defaultSkipCost
 
 	// An owner of two languages: a term counts only in its languages'
 	// docs, for its IDF as for scores.
@@ -43,8 +43,8 @@ func TestPrunedLexicalMatchesExhaustive(t *testing.T) {
 		y.Delete(uint64(i))
 	}
 	checkPruned(t, y, rng, zipf, "two languages, after deletes: ")
-	y.tuning.cutCost = 0
-	checkPruned(t, y, rng, zipf, "two languages, after deletes, every list cut: ")
+	y.tuning.skipCost = 0
+	checkPruned(t, y, rng, zipf, "two languages, after deletes, skipped in every list: ")
 }
 
 func checkPruned(t *testing.T, x *OwnerIndex, rng *rand.Rand, zipf *rand.Zipf, stage string) {

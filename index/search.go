@@ -64,10 +64,10 @@ type tuning struct {
 	// in the server; the evaluations (MS MARCO, pdfqa) gave the same
 	// figures with either. BenchmarkSearchSnapshot widens it.
 	hashedWalk int
-	// cutCost is what cutting one doc out of a posting list costs, in
-	// postings asked one at a time (see defaultCutCost); tests set it to
+	// skipCost is what skipping one doc of a posting list costs, in
+	// postings asked one at a time (see defaultSkipCost); tests set it to
 	// take one way or the other.
-	cutCost int
+	skipCost int
 	// fieldPass makes scoreTerms score every term by the field pass,
 	// never by scoreBody's fast path: tests check that both give the
 	// same scores.
@@ -76,7 +76,7 @@ type tuning struct {
 
 // defaultTuning is the paths a search takes.
 func defaultTuning() *tuning {
-	return &tuning{hashedWalk: hashedCandidates, cutCost: defaultCutCost}
+	return &tuning{hashedWalk: hashedCandidates, skipCost: defaultSkipCost}
 }
 
 // hashed reports whether model's vectors are the built-in embedder's.

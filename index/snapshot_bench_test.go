@@ -90,7 +90,7 @@ func BenchmarkSearchSnapshot(b *testing.B) {
 	}
 	b.Run("lexical", lexical)
 	// An owner with a few deletions since its last compaction, as most
-	// have: its searches cut the deleted docs out of every list.
+	// have: its searches skip the deleted docs in every list.
 	for range 1000 {
 		x.Delete(v.pages.id(uint32(rng.IntN(int(v.n)))))
 	}

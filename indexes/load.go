@@ -327,7 +327,7 @@ func (r *Set) ownerModel(owner string) (string, int, error) {
 const catchUpBatch = 512
 
 func (r *Set) addFromStore(owner string, x *index.OwnerIndex, seqs []uint64) (int, error) {
-	// The next batch is read from the store and cut into terms while the
+	// The next batch is read from the store and analysed into terms while the
 	// index adds this one: on two cores, catching up took the time of
 	// both, one after the other.
 	batches := make(chan storeBatch, 1)

@@ -56,7 +56,7 @@ type span struct {
 	words      int
 }
 
-// ChunkPages cuts pages into chunks. Chunks never straddle pages: each keeps
+// ChunkPages splits pages into chunks. Chunks never straddle pages: each keeps
 // its page's number and sections, and its offsets are character (rune)
 // offsets into that page's text. Positions run from 0 across the whole
 // document.
@@ -189,7 +189,7 @@ func isCJKPunct(r rune) bool {
 	return r >= 0x3000 && unicode.IsPunct(r)
 }
 
-// splitLong measures the sentence text[from:to] and cuts it into pieces
+// splitLong measures the sentence text[from:to] and splits it into pieces
 // within chunkMaxWords and chunkMaxBytes: tables and code listings
 // extracted from PDFs are often one "sentence" pages long, and text
 // without spaces (a long URL, base64, a language written without them) one
@@ -199,7 +199,7 @@ func splitLong(text string, from, to int) []span {
 	var out []span
 	start, words, inWord := from, 0, false
 	lastWord, wordsBefore := -1, 0 // last word start inside the piece, and the piece's words before it
-	cut := func(at, n int) {
+	splitAt := func(at, n int) {
 		out = append(out, span{start, at, n})
 		start, words, lastWord = at, words-n, -1
 	}
@@ -208,20 +208,20 @@ func splitLong(text string, from, to int) []span {
 		var starts bool
 		starts, inWord = wordStep(r, inWord)
 		if starts && words == chunkMaxWords {
-			cut(at, words)
+			splitAt(at, words)
 		}
 		_, size := utf8.DecodeRuneInString(text[at:to])
 		if at+size-start > chunkMaxBytes {
 			switch {
 			case starts:
-				cut(at, words)
+				splitAt(at, words)
 			case lastWord > start:
-				cut(lastWord, wordsBefore)
+				splitAt(lastWord, wordsBefore)
 			}
 			if at+size-start > chunkMaxBytes {
-				// One word over the limit: cut it here; its rest is a
+				// One word over the limit: split it here; its rest is a
 				// word of the next piece.
-				cut(at, words)
+				splitAt(at, words)
 				if inWord && !starts {
 					words = 1
 				}

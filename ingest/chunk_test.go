@@ -177,16 +177,16 @@ func TestChunkPagesCJK(t *testing.T) {
 }
 
 // TestChunkPagesByteLimit checks the hard byte limit on text the word
-// count cannot cut: one enormous word, words of many bytes, and runes of
+// count cannot split: one enormous word, words of many bytes, and runes of
 // several bytes, which must never be split. Each of these texts is one
-// sentence cut into pieces, so its chunks follow each other without gap
+// sentence split into pieces, so its chunks follow each other without gap
 // or overlap.
 func TestChunkPagesByteLimit(t *testing.T) {
 	cases := []struct {
 		name string
 		text string
-		// atSpaces says every cut must fall after a space: the text has
-		// word boundaries close enough to cut at.
+		// atSpaces says every split must fall after a space: the text
+		// has word boundaries close enough to split at.
 		atSpaces bool
 		// words, when not 0, is the word count of every chunk but the last.
 		words int

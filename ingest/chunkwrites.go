@@ -81,7 +81,7 @@ func (q *chunkWrites) commit(owner string, group []*chunkWrite) {
 	e := q.engine
 	err := e.indexes.Update(owner, func(x *index.OwnerIndex) (uint64, error) {
 		// The writes go at once, so that the store commits them together,
-		// and each document's chunks are cut into terms beside the others:
+		// and each document's chunks are analysed into terms beside the others:
 		// only adding them to the index takes turns.
 		zero := zeroVector(x.Dim()) // the index copies it
 		var wg sync.WaitGroup

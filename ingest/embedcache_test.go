@@ -264,7 +264,7 @@ type inProcess struct{ renamed }
 
 func (inProcess) InProcess() bool { return true }
 
-// TestReindexResumes cuts a reindex short after its first step has staged
+// TestReindexResumes interrupts a reindex after its first step has staged
 // vectors, as a crash would: the next reindex embeds only what the first
 // did not, whether the owner's chunks were embedded by a model server (and
 // are in the embedding cache) or in process (and are not: the built-in

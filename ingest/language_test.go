@@ -72,7 +72,7 @@ func TestDocumentsFoundInTheirLanguage(t *testing.T) {
 	})
 	for _, c := range []struct {
 		query, want string
-		lang        analysis.Lang // the language the index cut the chunk in
+		lang        analysis.Lang // the language the index analysed the chunk in
 	}{
 		{"Mietverträge kündigen", "mietrecht.txt", analysis.German},  // plural, infinitive
 		{"Kundigungsfrist Mieter", "mietrecht.txt", analysis.German}, // umlaut left out
@@ -91,13 +91,13 @@ func TestDocumentsFoundInTheirLanguage(t *testing.T) {
 			t.Errorf("%q: first is %q, want %q", c.query, got, c.want)
 		}
 		if got := res[0].Lang; got != c.lang {
-			t.Errorf("%q: first result says it was cut in %v, want %v", c.query, got, c.lang)
+			t.Errorf("%q: first result says it was analysed in %v, want %v", c.query, got, c.lang)
 		}
 	}
 }
 
 // TestFileFoundByItsName checks that a document's name is searched as a
-// field of its own: cut on its separators, and worth more than the same
+// field of its own: split on its separators, and worth more than the same
 // words in another document's text.
 func TestFileFoundByItsName(t *testing.T) {
 	e, _ := upload(t, llm.NewBuiltin(), "cus_a", map[string]string{
@@ -214,8 +214,8 @@ func TestOldAnalyzerOwnerIsReindexed(t *testing.T) {
 	}
 }
 
-// markSnapshotOfOtherRules rewrites a snapshot as one whose terms were cut
-// by other analysis rules: the version of the rules, the string after the
+// markSnapshotOfOtherRules rewrites a snapshot as one whose terms were
+// analysed by other analysis rules: the version of the rules, the string after the
 // magic and the format version, is changed, and the checksum fixed.
 func markSnapshotOfOtherRules(t *testing.T, path string) {
 	t.Helper()

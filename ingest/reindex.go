@@ -101,7 +101,7 @@ func (e *Engine) Reindex(ctx context.Context, owner string, progress func(done, 
 
 // reembed embeds the chunks of seqs with the engine's embedder, stages their
 // vectors in the store and adds them to x. Vectors an earlier run that did
-// not finish staged are kept, so a reindex cut short by a crash resumes
+// not finish staged are kept, so a reindex interrupted by a crash resumes
 // rather than starts over; the embedding cache then spares the model the
 // texts other chunks already gave it.
 func (e *Engine) reembed(ctx context.Context, owner string, x *index.OwnerIndex, seqs []uint64) error {

@@ -18,7 +18,7 @@ import (
 // second, so a long PDF takes minutes.
 //
 //  1. Its chunks are written and added to the owner's index as soon as they
-//     are cut, with the vectors the embedding cache already holds and none
+//     are split, with the vectors the embedding cache already holds and none
 //     for the rest: a chunk without a vector is found by its words (the
 //     index holds a zero vector for it, which no vector search ranks).
 //  2. The rest are embedded batch by batch, and each batch's vectors are
@@ -46,7 +46,7 @@ type docRun struct {
 }
 
 // pendingText is a text still to embed and the chunks (indexes in
-// docRun.chunks) cut to it: a text repeated in a document is embedded once.
+// docRun.chunks) whose text it is: a text repeated in a document is embedded once.
 type pendingText struct {
 	text   string
 	chunks []int

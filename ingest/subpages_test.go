@@ -30,7 +30,7 @@ func TestExpiredSubpagesAndOrphansAreCollected(t *testing.T) {
 	if _, err := st.CreateDocument(d, store.Bytes([]byte("%PDF-")), store.ProjectLimits{}); err != nil {
 		t.Fatal(err)
 	}
-	cut := func(first int, ttl time.Duration) string {
+	slice := func(first int, ttl time.Duration) string {
 		t.Helper()
 		sp, err := st.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: "prj_p", OwnerID: "cus_a", DocumentID: d.ID,
 			FirstPage: first, LastPage: first}, []byte("%PDF-subpage"), ttl, store.SubpageLimits{})
@@ -50,7 +50,7 @@ func TestExpiredSubpagesAndOrphansAreCollected(t *testing.T) {
 	}
 	// Left by the last run: one expired while the server was down, a file
 	// whose record a crash never committed, a temporary file cut short.
-	downExpired, later, kept := cut(1, time.Minute), cut(2, time.Hour), cut(3, 3*time.Hour)
+	downExpired, later, kept := slice(1, time.Minute), slice(2, time.Hour), slice(3, 3*time.Hour)
 	orphan := store.NewSubpageID() + ".pdf"
 	for _, name := range []string{orphan, ".tmp-42"} {
 		if err := os.WriteFile(filepath.Join(subpages, name), []byte("%PDF-"), 0o600); err != nil {

@@ -41,7 +41,7 @@ func TestExtractiveAnswer(t *testing.T) {
 			want:    NoMatchAnswer,
 		},
 		{
-			// Sentences are cut where chunking cuts them: not after an
+			// Sentences are split where chunking splits them: not after an
 			// ordinal, an abbreviation or before a number.
 			name:    "a date's day is not a sentence end",
 			query:   "Wann muss ich die Steuererklärung abgeben?",
@@ -87,7 +87,7 @@ func TestExtractiveAnswer(t *testing.T) {
 			want:    "Certificate: MIIBIjANBgkqhkiG9w0BAQEF… expires on 2026-05-01. [1]",
 		},
 		{
-			// Too short to tell its language, the query is cut in the
+			// Too short to tell its language, the query is analysed in the
 			// first source's (Japanese), but "the" is still a stop word
 			// of the language most sources are in, as in search.
 			name:  "stop words of the sources' language",
@@ -281,7 +281,7 @@ func TestExtractiveSplitSentences(t *testing.T) {
 		{"Intro:\n- first item\n- second item", []string{"Intro:", "- first item", "- second item"}},
 		{"para one\n\npara two", []string{"para one", "para two"}},
 		// Words apart by more than one space, or other spaces, are joined
-		// by one; the cut does not move.
+		// by one; the split does not move.
 		{"Tabs\tand  two spaces.\u00a0Then\u2003wide ones. End .", []string{"Tabs and two spaces.", "Then wide ones.", "End ."}},
 		{"  Leading and trailing.  ", []string{"Leading and trailing."}},
 		{"Bad \xff byte. Next", []string{"Bad \xff byte.", "Next"}},
@@ -332,9 +332,9 @@ func TestExtractiveNeverEmptyOnSharedTerm(t *testing.T) {
 	}
 }
 
-// TestAnswerLanguage checks which language an answer cuts words in: the
-// query's when detection is sure of it, else the first source's as the
-// index cut it, else the first source's as detected.
+// TestAnswerLanguage checks which language an answer analyses words in:
+// the query's when detection is sure of it, else the first source's as the
+// index analysed it, else the first source's as detected.
 func TestAnswerLanguage(t *testing.T) {
 	english := "The cats are sleeping all day long on the sofa, and at night they play with their toys in the garden."
 	for _, c := range []struct {
@@ -367,7 +367,7 @@ func BenchmarkExtractive(b *testing.B) {
 // BenchmarkExtractiveSourceLanguage answers a query too short to tell its
 // language from five German passages, each new to detection's memo as
 // most retrieved chunks are: "detected" detects the first passage's
-// language, "indexed" takes the one the index cut it in.
+// language, "indexed" takes the one the index analysed it in.
 func BenchmarkExtractiveSourceLanguage(b *testing.B) {
 	const passage = "Die Stadtverwaltung hat am Montag die neuen Regeln für die Abfallentsorgung vorgestellt. Künftig werden Biotonnen wöchentlich geleert, während der Restmüll nur noch alle zwei Wochen abgeholt wird. Bürgerinnen und Bürger können sich im Rathaus über die Änderungen informieren. Die Gebühren steigen leicht, weil die Kosten für Personal und Fahrzeuge gestiegen sind."
 	for _, c := range []struct {

@@ -32,12 +32,13 @@ type Response struct {
 }
 
 // ErrAnswerBroken means the answer model failed after part of its answer was
-// streamed: the client has the beginning and should be told it is cut.
+// streamed: the client has the beginning and should be told it is
+// incomplete.
 var ErrAnswerBroken = errors.New("the answer model failed mid-answer")
 
 // brokenAnswer is ErrAnswerBroken for one model's failure, with the
 // failure itself, for the log: the client is told only that the answer is
-// cut (the server says ErrAnswerBroken in its own words).
+// incomplete (the server says ErrAnswerBroken in its own words).
 type brokenAnswer struct {
 	model string
 	err   error
@@ -81,8 +82,8 @@ func (s *Service) answer(ctx context.Context, query string, sources []llm.Source
 	start := time.Now()
 	text, err := s.answerer.Answer(ctx, query, sources, relay)
 	model := s.answerer.Model()
-	if cut := (*llm.TruncatedAnswerError)(nil); errors.As(err, &cut) {
-		warnings, err = append(warnings, cut.Error()), nil // usable, but incomplete
+	if truncated := (*llm.TruncatedAnswerError)(nil); errors.As(err, &truncated) {
+		warnings, err = append(warnings, truncated.Error()), nil // usable, but incomplete
 	}
 	if err == nil {
 		s.metrics.Answered(model, time.Since(start))

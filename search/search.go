@@ -120,7 +120,7 @@ type Result struct {
 	Chunk        store.Chunk
 	DocumentName string
 	Score        float64
-	Lang         analysis.Lang // the language the index cut the chunk's text in
+	Lang         analysis.Lang // the language the index analysed the chunk's text in
 }
 
 // Search returns an owner's k best chunks for query, best first. When the
@@ -263,7 +263,7 @@ func (s *Service) awaitNext(ctx context.Context, ver index.Version) bool {
 	return false
 }
 
-// errEmbedderBusy is a query embedding cut off by the time bound.
+// errEmbedderBusy is a query embedding stopped by the time bound.
 var errEmbedderBusy = errors.New("the embedding model did not answer in time")
 
 // embedQueryWithin is embedQuery bounded by the query embedding timeout.
@@ -280,7 +280,7 @@ func (s *Service) embedQueryWithin(ctx context.Context, em llm.Embedder, query s
 }
 
 // embedQuery embeds a query the way the embedder's model wants queries,
-// and, for an embedder that cuts text by language, in the language of the
+// and, for an embedder that analyses text by language, in the language of the
 // owner's chunks when the query is too short to tell its own.
 func (s *Service) embedQuery(ctx context.Context, em llm.Embedder, query string, x *index.OwnerIndex) ([]float32, error) {
 	start := time.Now()

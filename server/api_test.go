@@ -545,7 +545,7 @@ func TestUploadFile(t *testing.T) {
 		{"type by content, not by name", []part{filePart("photo.png", markdown), dataPart(map[string]any{"owner_id": a.projectID})}, a.projectID, "photo.png", "markdown"},
 		{"file at the limit", []part{filePart("big.txt", bytes.Repeat([]byte("pier "), testMaxFileBytes/5)), dataPart(map[string]any{"owner_id": a.projectID})}, a.projectID, "big.txt", "text"},
 		{"a blank name is the file's", []part{filePart("ferry.txt", plain), dataPart(map[string]any{"owner_id": a.projectID, "name": "   "})}, a.projectID, "ferry.txt", "text"},
-		{"a long file name cut", []part{filePart(strings.Repeat("é", 250)+".txt", plain), dataPart(map[string]any{"owner_id": a.projectID})}, a.projectID, strings.Repeat("é", 200), "text"},
+		{"a long file name truncated", []part{filePart(strings.Repeat("é", 250)+".txt", plain), dataPart(map[string]any{"owner_id": a.projectID})}, a.projectID, strings.Repeat("é", 200), "text"},
 	}
 	for _, c := range success {
 		t.Run("ok/"+c.name, func(t *testing.T) {

@@ -108,7 +108,7 @@ func (s *Server) explain(c echo.Context, err error) (int, string) {
 		status, msg, world = ae.status, ae.msg, true
 	case errors.Is(err, search.ErrAnswerBroken):
 		// Only a stream has sent part of an answer: the client has it,
-		// and should know it is cut.
+		// and should know it is incomplete.
 		status, msg, world = http.StatusBadGateway, "the answer model failed mid-answer: the answer is incomplete; ask again", true
 	case errors.Is(err, syscall.ENOSPC):
 		// Not a bug, and nothing was changed: say so, so the caller

@@ -59,7 +59,7 @@ func chunkOnPage(q apiQuery, page int, phrase string) *apiChunk {
 
 // TestScannedPDFQueryByPageAndSubpage uploads two pages of the Bash manual
 // scanned at 300 dpi: a query for a phrase of the second finds that page,
-// and its subpage is cut from the scan.
+// and its subpage is sliced from the scan.
 func TestScannedPDFQueryByPageAndSubpage(t *testing.T) {
 	requireTesseract(t)
 	const phrase = "not treated specially and do not" // bashref.pdf page 70

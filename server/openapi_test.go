@@ -590,7 +590,7 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 	call("POST", "/s/{token}/close", "/s/"+token+"/close?how=done", nil, 204)
 	call("GET", "/s/{token}/jobs", "/s/"+token+"/jobs", nil, 410)
 
-	// A PDF of the project's own, cut into a subpage.
+	// A PDF of the project's own, sliced into a subpage.
 	pdfUp := call("POST", "/upload/file", "/upload/file", newMultipartBody(t, "harbour.pdf", testpdf.Pages([]string{
 		"Harbour report. The pier was repaired in March.",
 		"Tide gauge. A new tide gauge records the water level every minute.",

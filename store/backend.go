@@ -2,7 +2,7 @@ package store
 
 import "time"
 
-// The store's seam is cut by what its callers need: each interface below
+// The store's seam is split by what its callers need: each interface below
 // is one kind of record and the operations on it, so that a caller names
 // the few it uses (the webhook sender a DeliveryQueue, search a
 // ChunkStore's reads) and a test stands in for those alone.

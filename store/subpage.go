@@ -8,7 +8,7 @@ import (
 
 // Subpage is a small PDF of a run of a document's pages. Every request
 // for the same pages of a document, whatever chunk and varience named
-// them, shares one subpage: a cut is made once. Its id is the capability
+// them, shares one subpage: a slice is made once. Its id is the capability
 // in its URL, so it is a secret-sized random value.
 type Subpage struct {
 	ID         string    `json:"subpage_id"`

@@ -2,7 +2,7 @@
 // register: JSON bodies signed with HMAC-SHA256 over a timestamp and the
 // body, retried with exponential back-off for three days, from a durable
 // outbox in the store (a delivery is queued in the same transaction as the
-// job outcome it reports, so a crash loses none; one cut mid-attempt is sent
+// job outcome it reports, so a crash loses none; one interrupted mid-attempt is sent
 // again, so receivers should deduplicate by event id).
 //
 // Endpoints are chosen by tenants, so deliveries connect through an
@@ -402,7 +402,7 @@ func statusMessage(status int) string {
 }
 
 // replyMarker comes before the excerpt of an answer in a delivery's
-// record; ShownError cuts there.
+// record; ShownError truncates there.
 const replyMarker = "; its answer began: "
 
 // excerpt is the start of a receiver's answer, as one line of printable
@@ -419,11 +419,11 @@ func excerpt(answer []byte) string {
 	if len(text) <= maxExcerptBytes {
 		return text
 	}
-	cut := maxExcerptBytes
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
+	end := maxExcerptBytes
+	for end > 0 && !utf8.RuneStart(text[end]) {
+		end--
 	}
-	return text[:cut] + "…"
+	return text[:end] + "…"
 }
 
 // ShownError is what the record of delivery d says of its last attempt

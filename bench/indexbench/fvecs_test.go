@@ -27,11 +27,11 @@ func TestVecsFilesRoundTrip(t *testing.T) {
 		t.Errorf("ivecs read back %v, %v", gotI, err)
 	}
 
-	// A cut file and one whose rows change dimension are errors.
+	// A truncated file and one whose rows change dimension are errors.
 	b, _ := os.ReadFile(filepath.Join(dir, "v.fvecs"))
-	os.WriteFile(filepath.Join(dir, "cut.fvecs"), b[:len(b)-3], 0o600)
-	if _, err := ReadFvecs(filepath.Join(dir, "cut.fvecs")); err == nil {
-		t.Error("a cut file was read")
+	os.WriteFile(filepath.Join(dir, "truncated.fvecs"), b[:len(b)-3], 0o600)
+	if _, err := ReadFvecs(filepath.Join(dir, "truncated.fvecs")); err == nil {
+		t.Error("a truncated file was read")
 	}
 	WriteFvecs(filepath.Join(dir, "ragged.fvecs"), [][]float32{{1, 2}, {1, 2, 3}})
 	if _, err := ReadFvecs(filepath.Join(dir, "ragged.fvecs")); err == nil {

@@ -13,25 +13,25 @@ import (
 // recognise a field name, an id or the start of a value.
 const Max = 64
 
-// String is s cut to at most Max bytes, at a character's start, and
-// followed by "…" when it was cut.
+// String is s truncated to at most Max bytes, at a character's start,
+// and followed by "…" when it was truncated.
 func String(s string) string { return To(s, Max) }
 
-// To is s cut to at most n bytes, as String cuts it to Max.
+// To is s truncated to at most n bytes, as String truncates it to Max.
 func To(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:cut(s, n)] + "…"
+	return s[:truncateAt(s, n)] + "…"
 }
 
 // Quote is s quoted as Go's %q quotes it, in at most Max bytes between the
 // quotes (a control character takes four, \x01), with "…" after the
-// closing quote when s was cut, so that it is not read as part of s.
+// closing quote when s was truncated, so that it is not read as part of s.
 func Quote(s string) string {
 	n := min(len(s), Max)
 	for {
-		n = cut(s, n)
+		n = truncateAt(s, n)
 		q := strconv.Quote(s[:n])
 		over := len(q) - 2 - Max
 		switch {
@@ -44,8 +44,9 @@ func Quote(s string) string {
 	}
 }
 
-// cut is where s is cut to at most n bytes: not inside a UTF-8 character.
-func cut(s string, n int) int {
+// truncateAt is where s is truncated to at most n bytes: not inside a
+// UTF-8 character.
+func truncateAt(s string, n int) int {
 	if n >= len(s) {
 		return len(s)
 	}

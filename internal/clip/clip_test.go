@@ -7,7 +7,7 @@ import (
 )
 
 func TestClip(t *testing.T) {
-	long := strings.Repeat("é", 1000) // two bytes each: a cut may fall inside one
+	long := strings.Repeat("é", 1000) // two bytes each: a truncation may fall inside one
 	for _, c := range []struct{ in, str, quote string }{
 		{"", "", `""`},
 		{"owner_id", "owner_id", `"owner_id"`},

@@ -130,7 +130,7 @@ func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	if dim == 0 {
 		dim = chatModelDim
 	}
-	// The real server cuts at the smaller of the model's context and
+	// The real server truncates at the smaller of the model's context and
 	// num_ctx: the request's, else the Modelfile's. It truncates unless
 	// told not to.
 	ctx := m.context()
@@ -235,7 +235,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 
 	// One piece stands for one generated token. Like the real server, the
 	// answer stops at num_predict tokens with done_reason "length", and a
-	// prompt longer than num_ctx is cut silently: prompt_eval_count is at
+	// prompt longer than num_ctx is truncated silently: prompt_eval_count is at
 	// most num_ctx.
 	pieces := split(text, chatPieceRunes)
 	doneReason := "stop"
@@ -363,7 +363,7 @@ func writeLine(w http.ResponseWriter, v any) {
 	}
 }
 
-// split cuts s into pieces of n runes.
+// split breaks s into pieces of n runes.
 func split(s string, n int) []string {
 	var out []string
 	runes := []rune(s)

@@ -34,7 +34,7 @@ type Model struct {
 	// tokens: see countTokens); 0 means defaultContext.
 	Context int
 	// NumCtx is a num_ctx parameter of the model's Modelfile, 0 for none;
-	// like the real server, inputs are cut at the smaller of it and
+	// like the real server, inputs are truncated at the smaller of it and
 	// Context.
 	NumCtx int
 	// Digest is what /api/tags reports; "" means one derived from the

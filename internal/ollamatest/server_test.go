@@ -196,17 +196,17 @@ func TestBehavesAsTheRealServer(t *testing.T) {
 		t.Errorf("token count = %v, %v; want 9", r, err)
 	}
 
-	// Over the context (16): cut unless truncate is false; refused when the
+	// Over the context (16): truncated unless truncate is false; refused when the
 	// kept part holds an unknown token.
 	long := strings.Repeat("word ", 40)
 	no, yes := false, true
 	r, err = c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: long})
 	if err != nil || r.PromptEvalCount != 16 {
-		t.Errorf("over-long input: %v, %v; want cut at 16", r, err)
+		t.Errorf("over-long input: %v, %v; want truncated at 16", r, err)
 	}
-	cut, _ := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: strings.Repeat("word ", 14)})
-	if cut == nil || fmt.Sprint(cut.Embeddings[0]) != fmt.Sprint(r.Embeddings[0]) {
-		t.Error("the cut input's vector is not that of its first tokens")
+	truncated, _ := c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: strings.Repeat("word ", 14)})
+	if truncated == nil || fmt.Sprint(truncated.Embeddings[0]) != fmt.Sprint(r.Embeddings[0]) {
+		t.Error("the truncated input's vector is not that of its first tokens")
 	}
 	r, err = c.Embed(ctx, &api.EmbedRequest{Model: "emb", Input: long, Options: map[string]any{"num_ctx": 8}})
 	if err != nil || r.PromptEvalCount != 8 {
@@ -224,15 +224,15 @@ func TestBehavesAsTheRealServer(t *testing.T) {
 		t.Errorf("an unknown token within the context: %v", err)
 	}
 
-	// num_predict cuts the answer: done_reason "length".
+	// num_predict truncates the answer: done_reason "length".
 	noStream := false
 	var got api.ChatResponse
 	err = c.Chat(ctx, &api.ChatRequest{Model: "chat", Stream: &noStream, Messages: []api.Message{{Role: "user", Content: "hi"}},
 		Options: map[string]any{"num_predict": 2}}, func(r api.ChatResponse) error { got = r; return nil })
 	if err != nil || got.DoneReason != "length" || got.EvalCount != 2 || got.Message.Content != DefaultReply[:2*chatPieceRunes] {
-		t.Errorf("cut answer = %+v, %v", got, err)
+		t.Errorf("truncated answer = %+v, %v", got, err)
 	}
-	// A prompt over num_ctx is cut silently.
+	// A prompt over num_ctx is truncated silently.
 	err = c.Chat(ctx, &api.ChatRequest{Model: "chat", Stream: &noStream, Messages: []api.Message{{Role: "user", Content: long}},
 		Options: map[string]any{"num_ctx": 10}}, func(r api.ChatResponse) error { got = r; return nil })
 	if err != nil || got.PromptEvalCount != 10 || got.DoneReason != "stop" {

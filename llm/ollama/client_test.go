@@ -128,7 +128,7 @@ func TestOllamaEmbedBatchesAndNormalizes(t *testing.T) {
 	}
 	for _, req := range srv.EmbedRequests() {
 		if req.Truncate == nil || *req.Truncate {
-			t.Error("embed request without truncate=false: an input over the context must be refused, to be split, not cut")
+			t.Error("embed request without truncate=false: an input over the context must be refused, to be split, not truncated")
 		}
 	}
 
@@ -657,17 +657,17 @@ func TestOllamaThinkFilter(t *testing.T) {
 		{"x </think> y", "x </think> y"},
 	}
 	for _, tt := range tests {
-		// Every way of cutting the input into two pieces, and one rune a piece.
-		cuts := [][]string{{tt.in}}
+		// Every way of splitting the input into two pieces, and one rune a piece.
+		splits := [][]string{{tt.in}}
 		for i := 1; i < len(tt.in); i++ {
-			cuts = append(cuts, []string{tt.in[:i], tt.in[i:]})
+			splits = append(splits, []string{tt.in[:i], tt.in[i:]})
 		}
 		var runes []string
 		for _, r := range tt.in {
 			runes = append(runes, string(r))
 		}
-		cuts = append(cuts, runes)
-		for _, pieces := range cuts {
+		splits = append(splits, runes)
+		for _, pieces := range splits {
 			var f thinkFilter
 			var b strings.Builder
 			for _, p := range pieces {

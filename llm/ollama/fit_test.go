@@ -12,7 +12,7 @@ import (
 // TestOllamaEmbedSplitsOverContext: a text longer than the model's context
 // is embedded in parts whose vectors are combined, so that its end counts
 // as much as its start, while the rest of its batch is embedded as it is.
-// With the context learnt (Check) the parts are cut before sending; without
+// With the context learnt (Check) the parts are split before sending; without
 // it the server's refusal splits them; either way no input is truncated.
 func TestOllamaEmbedSplitsOverContext(t *testing.T) {
 	for _, checked := range []bool{true, false} {
@@ -60,7 +60,7 @@ func TestOllamaEmbedSplitsOverContext(t *testing.T) {
 }
 
 // TestOllamaEmbedSplitsSeldomWhenChecked: with the context known, an
-// over-long chunk is cut before it is sent, so the server refuses nothing.
+// over-long chunk is split before it is sent, so the server refuses nothing.
 func TestOllamaEmbedSplitsSeldomWhenChecked(t *testing.T) {
 	ol := ollamatest.New(t, ollamatest.Model{Name: "fit", Dim: 16, Context: 100, NumCtx: 60})
 	e, err := NewEmbedder(Config{URL: ol.URL, EmbedModel: "fit"})
@@ -153,7 +153,7 @@ func TestSplitToFit(t *testing.T) {
 		t.Errorf("the parts hold %d words, want all 1,000", words)
 	}
 	if got := splitToFit("short", 100, roughTokens); len(got) != 1 || got[0] != "short" {
-		t.Errorf("a text that fits was cut: %q", got)
+		t.Errorf("a text that fits was split: %q", got)
 	}
 }
 

@@ -28,8 +28,8 @@ func TestRealOllamaAnswerStreams(t *testing.T) {
 		[]llm.Source{{Title: "readme", Text: "docsift is a search service."}},
 		func(d string) { deltas = append(deltas, d) })
 	// tinychat never emits a stop token: every answer runs to num_predict.
-	var cut *llm.TruncatedAnswerError
-	if !errors.As(err, &cut) {
+	var truncated *llm.TruncatedAnswerError
+	if !errors.As(err, &truncated) {
 		t.Fatalf("an answer run to num_predict: %v, want a llm.TruncatedAnswerError", err)
 	}
 	if strings.TrimSpace(got) == "" {
@@ -64,7 +64,7 @@ func TestRealOllamaChatNotStreamed(t *testing.T) {
 		t.Fatalf("unstreamed chat = %+v", one)
 	}
 	if one[0].DoneReason != "length" || one[0].EvalCount != 7 {
-		t.Errorf("cut by num_predict 7: done_reason %q, eval_count %d", one[0].DoneReason, one[0].EvalCount)
+		t.Errorf("truncated by num_predict 7: done_reason %q, eval_count %d", one[0].DoneReason, one[0].EvalCount)
 	}
 
 	var many []api.ChatResponse
@@ -120,9 +120,9 @@ func TestRealOllamaAnswerCancel(t *testing.T) {
 // TestRealOllamaPromptOverContext builds docsift's own grounded prompt from
 // Chinese sources that, at ~4 characters a token, would fit num_ctx twice
 // over but do not: the token budget leaves out the lowest-ranked sources
-// so that the server does not cut the prompt (which it does silently,
+// so that the server does not truncate the prompt (which it does silently,
 // losing the instructions). The tiny model always stops at num_predict,
-// which the answerer reports as a cut answer.
+// which the answerer reports as a truncated answer.
 func TestRealOllamaPromptOverContext(t *testing.T) {
 	srv, cfg := newRealOllama(t)
 	ctx := realCtx(t)
@@ -149,9 +149,9 @@ func TestRealOllamaPromptOverContext(t *testing.T) {
 	if resp.DoneReason != "length" {
 		t.Errorf("done_reason %q after num_predict 4, want length", resp.DoneReason)
 	}
-	var cut *llm.TruncatedAnswerError
+	var truncated *llm.TruncatedAnswerError
 	text, err := mustAnswerer(t, cfg).Answer(ctx, "这是什么？", sources, nil)
-	if !errors.As(err, &cut) || text == "" || cut.Tokens != ollamaMaxAnswerTokens {
+	if !errors.As(err, &truncated) || text == "" || truncated.Tokens != ollamaMaxAnswerTokens {
 		t.Errorf("Answer that ran to num_predict: %q, %v; want the text and a llm.TruncatedAnswerError", text, err)
 	}
 }
@@ -212,11 +212,11 @@ func TestRealOllamaRunnerKilled(t *testing.T) {
 	t.Logf("next answer after %s", time.Since(start))
 }
 
-// answered is err unless it only says the answer was cut at its length
+// answered is err unless it only says the answer was truncated at its length
 // limit, as every answer of tinychat is.
 func answered(err error) error {
-	var cut *llm.TruncatedAnswerError
-	if errors.As(err, &cut) {
+	var truncated *llm.TruncatedAnswerError
+	if errors.As(err, &truncated) {
 		return nil
 	}
 	return err

@@ -64,7 +64,7 @@ func BenchmarkRealOllamaEmbedModels(b *testing.B) {
 		len(models), time.Since(start).Round(time.Second), ollamareal.CorpusPath())
 	ctx := context.Background()
 	c := srv.Client()
-	// Refused rather than cut: every model must embed the whole chunk for
+	// Refused rather than truncated: every model must embed the whole chunk for
 	// the speeds to compare.
 	noTruncate := false
 	embed := func(model string, texts []string) (*api.EmbedResponse, error) {

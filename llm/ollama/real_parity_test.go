@@ -119,7 +119,7 @@ func TestRealOllamaStandInParity(t *testing.T) {
 		}
 	}
 	hi := []api.Message{{Role: "user", Content: "hi"}}
-	cut := map[string]any{"num_predict": 3}
+	truncate := map[string]any{"num_predict": 3}
 
 	probes := []probe{
 		{name: "show bare name", run: show("tinyembed")},
@@ -158,12 +158,12 @@ func TestRealOllamaStandInParity(t *testing.T) {
 		{name: "over num_ctx", run: embedCount(api.EmbedRequest{Model: realEmbedModel, Input: long, Options: map[string]any{"num_ctx": 64}})},
 		{name: "over context, no truncate", run: embedCount(api.EmbedRequest{Model: realEmbedModel, Input: long, Truncate: &no})},
 		{name: "over context, unknown token", run: embedCount(api.EmbedRequest{Model: realEmbedModel, Input: "🙂 " + long, Truncate: &yes})},
-		{name: "chat streamed, cut", run: chat(api.ChatRequest{Model: realChatModel, Messages: hi, Options: cut})},
-		{name: "chat whole, cut", run: chat(api.ChatRequest{Model: realChatModel, Messages: hi, Options: cut, Stream: &no})},
+		{name: "chat streamed, truncated", run: chat(api.ChatRequest{Model: realChatModel, Messages: hi, Options: truncate})},
+		{name: "chat whole, truncated", run: chat(api.ChatRequest{Model: realChatModel, Messages: hi, Options: truncate, Stream: &no})},
 		{name: "chat missing model", run: chat(api.ChatRequest{Model: "nope", Messages: hi})},
 		{name: "chat with an embedding model", run: chat(api.ChatRequest{Model: realEmbedModel, Messages: hi})},
 		{name: "chat thinking", run: chat(api.ChatRequest{Model: realChatModel, Messages: hi, Think: &api.ThinkValue{Value: true}})},
-		{name: "chat not thinking", run: chat(api.ChatRequest{Model: realChatModel, Messages: hi, Options: cut, Think: &api.ThinkValue{Value: false}})},
+		{name: "chat not thinking", run: chat(api.ChatRequest{Model: realChatModel, Messages: hi, Options: truncate, Think: &api.ThinkValue{Value: false}})},
 		{
 			name: "pull unknown",
 			run: func(ctx context.Context, c *api.Client) (string, error) {

@@ -227,13 +227,13 @@ func TestRealOllamaEmbedOverContext(t *testing.T) {
 		t.Fatalf("over-long English input: %v", err)
 	}
 	if a, b := cosine(vecs[0], vecs[2]), cosine(vecs[1], vecs[2]); b <= a {
-		t.Errorf("the longer text is no closer to its tail (cosine %f) than the long one (%f): its end was cut", b, a)
+		t.Errorf("the longer text is no closer to its tail (cosine %f) than the long one (%f): its end was truncated", b, a)
 	}
 	resp, err := raw.Embed(ctx, &api.EmbedRequest{Model: realEmbedModel, Input: long})
 	if err != nil || resp.PromptEvalCount != realEmbedCtx {
-		t.Errorf("truncate unset: prompt_eval_count %v, %v; want the cut at %d", resp, err, realEmbedCtx)
+		t.Errorf("truncate unset: prompt_eval_count %v, %v; want the truncation at %d", resp, err, realEmbedCtx)
 	}
-	// The cut is at the smaller of num_ctx and the model's context.
+	// The truncation is at the smaller of num_ctx and the model's context.
 	resp, err = raw.Embed(ctx, &api.EmbedRequest{Model: realEmbedModel, Input: long, Options: map[string]any{"num_ctx": 64}})
 	if err != nil || resp.PromptEvalCount != 64 {
 		t.Errorf("num_ctx 64: %v, %v; want 64 tokens", resp, err)
@@ -247,7 +247,7 @@ func TestRealOllamaEmbedOverContext(t *testing.T) {
 		t.Errorf("truncate=false: %#v", err)
 	}
 
-	// With unknown tokens the truncation fails too: the server cuts the
+	// With unknown tokens the truncation fails too: the server truncates the
 	// tokens, turns them back into text ("[UNK]" for each unknown one),
 	// and that text is longer in tokens than the context. tinyembed's
 	// vocabulary has no CJK, so a long Chinese text (one chunk, no spaces)
@@ -320,7 +320,7 @@ func TestRealOllamaPromptEvalCount(t *testing.T) {
 	if short < 5 || long <= short+300 {
 		t.Errorf("chat prompt_eval_count: %d for \"hi\", %d for 400 words", short, long)
 	}
-	// A prompt over num_ctx is cut silently: no error, the count is num_ctx.
+	// A prompt over num_ctx is truncated silently: no error, the count is num_ctx.
 	if n := chat(ollamareal.Text(0, 400), 128); n != 128 {
 		t.Errorf("400 words with num_ctx 128: prompt_eval_count %d, want 128", n)
 	}

@@ -85,7 +85,7 @@ var (
 	bucketFileRefs         = []byte("filerefs")         // owner \x00 sha256 hex → reference count
 	bucketOriginals        = []byte("originals")        // owner \x00 document id (or, from older versions, sha256 hex) → a small original's bytes (see files.go)
 	bucketSubpages         = []byte("subpages")         // subpage id → Subpage
-	bucketSubpageCuts      = []byte("subpagecuts")      // document \x00 first, last pages subpage id → nil (see subpages.go)
+	bucketSubpageSlices    = []byte("subpagecuts")      // document \x00 first, last pages subpage id → nil (see subpages.go; named when a slice was a cut)
 	bucketProjectSubpages  = []byte("projectsubpages")  // project \x00 owner \x00 subpage id → expiry, size
 	bucketWebhooks         = []byte("webhooks")         // webhook id → Webhook
 	bucketDeliveries       = []byte("deliveries")       // delivery id → Delivery
@@ -99,7 +99,7 @@ var (
 		bucketSubpages, bucketOwners, bucketWebhooks, bucketDeliveries, bucketOutbox, bucketWebhookLog,
 		bucketEmbedCache, bucketExternalIDs, bucketOriginals, bucketSessionDocs, bucketProjectCustomers,
 		bucketProjectOutbox, bucketReadyJobs, bucketReadyOwners, bucketReadyProjects, bucketFairTags,
-		bucketSubpageCuts, bucketProjectSubpages, bucketProjectUsage, bucketProjectSessions}
+		bucketSubpageSlices, bucketProjectSubpages, bucketProjectUsage, bucketProjectSessions}
 
 	keySchemaVersion = []byte("schema_version")
 )

@@ -83,7 +83,7 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 		}
 		return names
 	}
-	cut := func(first int, ttl time.Duration) *store.Subpage {
+	slice := func(first int, ttl time.Duration) *store.Subpage {
 		t.Helper()
 		sp, err := s.CreateSubpage(store.Subpage{ID: store.NewSubpageID(), ProjectID: "prj_a", OwnerID: "cus_a", DocumentID: d.ID, FirstPage: first, LastPage: first}, []byte("%PDF-a"), ttl, store.SubpageLimits{})
 		if err != nil {
@@ -91,11 +91,11 @@ func TestSubpageFilesFollowRecords(t *testing.T) {
 		}
 		return sp
 	}
-	sp := cut(1, time.Hour)
-	if again := cut(1, time.Hour); again.ID != sp.ID {
+	sp := slice(1, time.Hour)
+	if again := slice(1, time.Hour); again.ID != sp.ID {
 		t.Fatalf("second create = %s; want the first %s", again.ID, sp.ID)
 	}
-	live := cut(2, 3*time.Hour)
+	live := slice(2, 3*time.Hour)
 	if got := files(); len(got) != 2 {
 		t.Fatalf("subpage files %v, want 2 (the duplicate's dropped)", got)
 	}

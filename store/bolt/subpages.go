@@ -30,7 +30,7 @@ func subpageRange(documentID string, first, last int) []byte {
 	return binary.BigEndian.AppendUint32(k, uint32(last))
 }
 
-func subpageCutKey(sp *store.Subpage) []byte {
+func subpageSliceKey(sp *store.Subpage) []byte {
 	return append(subpageRange(sp.DocumentID, sp.FirstPage, sp.LastPage), sp.ID...)
 }
 
@@ -48,7 +48,7 @@ func putSubpage(tx *bbolt.Tx, sp *store.Subpage) error {
 	if err := put(tx.Bucket(bucketSubpages), sp.ID, sp); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketSubpageCuts).Put(subpageCutKey(sp), nil); err != nil {
+	if err := tx.Bucket(bucketSubpageSlices).Put(subpageSliceKey(sp), nil); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketProjectSubpages).Put(projectSubpageKey(sp), projectSubpageValue(sp))
@@ -60,7 +60,7 @@ func deleteSubpage(tx *bbolt.Tx, sp *store.Subpage) error {
 	if err := tx.Bucket(bucketSubpages).Delete([]byte(sp.ID)); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketSubpageCuts).Delete(subpageCutKey(sp)); err != nil {
+	if err := tx.Bucket(bucketSubpageSlices).Delete(subpageSliceKey(sp)); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketProjectSubpages).Delete(projectSubpageKey(sp))
@@ -70,7 +70,7 @@ func deleteSubpage(tx *bbolt.Tx, sp *store.Subpage) error {
 // Expired ones of the same pages wait for the sweep beside it.
 func liveSubpage(tx *bbolt.Tx, documentID string, first, last int, now time.Time) (*store.Subpage, error) {
 	prefix := subpageRange(documentID, first, last)
-	c := tx.Bucket(bucketSubpageCuts).Cursor()
+	c := tx.Bucket(bucketSubpageSlices).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		sp, err := get[store.Subpage](tx.Bucket(bucketSubpages), string(k[len(prefix):]))
 		if err != nil {
@@ -170,7 +170,7 @@ func (s *Store) CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration, 
 
 // ExtendSubpage makes a live subpage valid for ttl from now, so that its
 // URL, handed out again, lasts as a new one would. A subpage that is gone
-// or expired is ErrNotFound: the caller cuts a new one.
+// or expired is ErrNotFound: the caller slices a new one.
 func (s *Store) ExtendSubpage(id string, ttl time.Duration) (*store.Subpage, error) {
 	var sp *store.Subpage
 	err := s.db.Update(func(tx *bbolt.Tx) (err error) {
@@ -291,11 +291,11 @@ func (s *Store) sweepSubpageFiles() (int, error) {
 // dropSubpagesOf deletes the subpages of d's pages, records and files, as
 // d is deleted: its pages are then neither served nor kept. The files go
 // before the transaction commits; should it fail, a subpage whose file is
-// gone answers "not found" and is cut again when asked for.
+// gone answers "not found" and is sliced again when asked for.
 func (s *Store) dropSubpagesOf(tx *bbolt.Tx, d *store.Document) error {
 	prefix := ownerKey(d.ID, nil)
 	var ids []string
-	c := tx.Bucket(bucketSubpageCuts).Cursor()
+	c := tx.Bucket(bucketSubpageSlices).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		ids = append(ids, string(k[len(prefix)+8:]))
 	}

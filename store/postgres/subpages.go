@@ -14,7 +14,9 @@ import (
 
 // Subpages are rows with their PDF in them, so any node serves any
 // subpage. subpage_cuts names the one subpage of a document's pages that
-// requests share, as the bbolt store's subpagecuts bucket does.
+// requests share, as the bbolt store's subpagecuts bucket does (both
+// named when slicing a subpage was called cutting one; kept, as existing
+// databases hold them).
 
 // subpagePiece is how much of a subpage's PDF one query reads: the memory
 // a download holds, whatever the file's size, for a round trip per piece
@@ -108,8 +110,9 @@ func (s *Store) CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration, 
 			return err
 		}
 		// Take the pages unless a live subpage holds them. A creator
-		// racing this one waits here on the cut's row, then finds ours
-		// live. The cut's reference to its subpage is checked at commit,
+		// racing this one waits here on the pages' subpage_cuts row, then
+		// finds ours live. The row's reference to its subpage is checked at
+		// commit,
 		// so the PDF is written only by the creator that won.
 		var taken string
 		err := tx.QueryRow(ctx, `INSERT INTO subpage_cuts AS c (document_id, first_page, last_page, subpage_id, expires_at)
@@ -150,7 +153,7 @@ func (s *Store) CreateSubpage(sp store.Subpage, data []byte, ttl time.Duration, 
 
 // ExtendSubpage makes a live subpage valid for ttl from now, so that its
 // URL, handed out again, lasts as a new one would. A subpage that is gone
-// or expired is store.ErrNotFound: the caller cuts a new one.
+// or expired is store.ErrNotFound: the caller slices a new one.
 func (s *Store) ExtendSubpage(id string, ttl time.Duration) (*store.Subpage, error) {
 	ctx, cancel := opContext()
 	defer cancel()

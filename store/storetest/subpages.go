@@ -13,8 +13,8 @@ import (
 	"github.com/docsift/docsift/store"
 )
 
-// Subpages is the slice of small PDFs cut from a document's pages, on top
-// of Chunks: a subpage is cut from a document that exists, and goes with
+// Subpages is the slice of small PDFs sliced from a document's pages, on
+// top of Chunks: a subpage is sliced from a document that exists, and goes with
 // it.
 type Subpages interface {
 	Chunks
@@ -25,7 +25,7 @@ type Subpages interface {
 func RunSubpages(t *testing.T, open func(t *testing.T) Subpages) {
 	t.Run("SubpagesReuseAndSweep", func(t *testing.T) { subpagesReuseAndSweep(t, open(t)) })
 	t.Run("ExpiredSubpageReplaced", func(t *testing.T) { expiredSubpageReplaced(t, open(t)) })
-	t.Run("ConcurrentCutsShareOneSubpage", func(t *testing.T) { concurrentCutsShareOne(t, open(t)) })
+	t.Run("ConcurrentSlicesShareOneSubpage", func(t *testing.T) { concurrentSlicesShareOne(t, open(t)) })
 	t.Run("NoSubpageOfADeletedDocument", func(t *testing.T) { noSubpageOfADeletedDocument(t, open(t)) })
 	t.Run("DeletedDocumentTakesEverySubpage", func(t *testing.T) { deletedDocumentTakesEverySubpage(t, open(t)) })
 	t.Run("ExtendedSubpageLastsAsNew", func(t *testing.T) { extendedSubpageLastsAsNew(t, open(t)) })
@@ -84,7 +84,7 @@ func subpagesReuseAndSweep(t *testing.T, s Subpages) {
 		!sp.CreatedAt.Equal(c.Now()) || !sp.ExpiresAt.Equal(c.Now().Add(time.Hour)) {
 		t.Fatalf("created subpage = %+v from %+v", sp, in)
 	}
-	// A second cut of the same pages keeps the first.
+	// A second slice of the same pages keeps the first.
 	c.Advance(time.Minute)
 	again, err := s.CreateSubpage(pages(docA, 3, 5), []byte("%PDF-b"), time.Hour, store.SubpageLimits{})
 	if err != nil || !sameSubpage(again, sp) {
@@ -110,7 +110,7 @@ func subpagesReuseAndSweep(t *testing.T, s Subpages) {
 	}
 	for _, r := range [][2]int{{3, 4}, {4, 5}, {3, 6}} {
 		if _, err := s.SubpageFor(docA, r[0], r[1]); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("SubpageFor(pages %d-%d, never cut): err = %v, want ErrNotFound", r[0], r[1], err)
+			t.Fatalf("SubpageFor(pages %d-%d, never sliced): err = %v, want ErrNotFound", r[0], r[1], err)
 		}
 	}
 	if _, err := s.Subpage("sub_nope"); !errors.Is(err, store.ErrNotFound) {
@@ -152,7 +152,7 @@ func expiredSubpageReplaced(t *testing.T, s Subpages) {
 	c.Advance(2 * time.Hour)
 	fresh := mustCreateSubpage(t, s, pages(docA, 1, 3), "%PDF-new", time.Hour)
 	if fresh.ID == old.ID || !fresh.CreatedAt.Equal(c.Now()) {
-		t.Fatalf("cut of an expired subpage's pages = %+v; want a new one", fresh)
+		t.Fatalf("slice of an expired subpage's pages = %+v; want a new one", fresh)
 	}
 	if got, err := s.SubpageFor(docA, 1, 3); err != nil || got.ID != fresh.ID {
 		t.Fatalf("SubpageFor = %+v, %v; want the new %s", got, err, fresh.ID)
@@ -171,17 +171,17 @@ func expiredSubpageReplaced(t *testing.T, s Subpages) {
 	}
 }
 
-// Cuts of the same pages asked for at once, as by requests on several
+// Slices of the same pages asked for at once, as by requests on several
 // nodes, all get the same subpage and its PDF.
-func concurrentCutsShareOne(t *testing.T, s Subpages) {
+func concurrentSlicesShareOne(t *testing.T, s Subpages) {
 	docA, _ := twoDocuments(t, s)
 	newClock(s)
-	const cutters = 8
-	in := make([]store.Subpage, cutters)
-	got := make([]*store.Subpage, cutters)
-	errs := make([]error, cutters)
+	const slicers = 8
+	in := make([]store.Subpage, slicers)
+	got := make([]*store.Subpage, slicers)
+	errs := make([]error, slicers)
 	var wg sync.WaitGroup
-	for i := range cutters {
+	for i := range slicers {
 		in[i] = pages(docA, 2, 4)
 		wg.Add(1)
 		go func() {
@@ -191,31 +191,31 @@ func concurrentCutsShareOne(t *testing.T, s Subpages) {
 	}
 	wg.Wait()
 	winner := -1
-	for i := range cutters {
+	for i := range slicers {
 		if errs[i] != nil {
-			t.Fatalf("cutter %d: %v", i, errs[i])
+			t.Fatalf("slicer %d: %v", i, errs[i])
 		}
 		if got[i].ID != got[0].ID {
-			t.Fatalf("cutters 0 and %d got subpages %s and %s; want one", i, got[0].ID, got[i].ID)
+			t.Fatalf("slicers 0 and %d got subpages %s and %s; want one", i, got[0].ID, got[i].ID)
 		}
 		if in[i].ID == got[0].ID {
 			winner = i
 		} else if _, err := s.Subpage(in[i].ID); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("cutter %d's dropped subpage was kept: err = %v", i, err)
+			t.Fatalf("slicer %d's dropped subpage was kept: err = %v", i, err)
 		}
 	}
 	if winner < 0 {
-		t.Fatalf("subpage %s is none of the cutters'", got[0].ID)
+		t.Fatalf("subpage %s is none of the slicers'", got[0].ID)
 	}
 	if data, err := readSubpage(s, got[0].ID); err != nil || data != fmt.Sprint("%PDF-", winner) {
-		t.Fatalf("read subpage = %q, %v; want cutter %d's PDF", data, err, winner)
+		t.Fatalf("read subpage = %q, %v; want slicer %d's PDF", data, err, winner)
 	}
 }
 
 // A subpage is never kept for a document deleted before it was stored,
-// nor while it was: the PDF cut from a deleted document's pages would be
-// served, without a key, until it expired. Cuts and deletes race here as
-// a delete during a cut does.
+// nor while it was: the PDF sliced from a deleted document's pages would
+// be served, without a key, until it expired. Slices and deletes race here
+// as a delete during a slice does.
 func noSubpageOfADeletedDocument(t *testing.T, s Subpages) {
 	newClock(s)
 	doc, _ := twoDocuments(t, s)
@@ -234,23 +234,23 @@ func noSubpageOfADeletedDocument(t *testing.T, s Subpages) {
 		doc, _ := twoDocuments(t, s)
 		in := pages(doc, 1, 2)
 		var sp *store.Subpage
-		var cutErr, deleteErr error
+		var sliceErr, deleteErr error
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			sp, cutErr = s.CreateSubpage(in, []byte("%PDF-raced"), time.Hour, store.SubpageLimits{})
+			sp, sliceErr = s.CreateSubpage(in, []byte("%PDF-raced"), time.Hour, store.SubpageLimits{})
 		}()
 		go func() { defer wg.Done(); _, deleteErr = s.DeleteDocument(doc) }()
 		wg.Wait()
 		if deleteErr != nil {
 			t.Fatalf("round %d: DeleteDocument: %v", round, deleteErr)
 		}
-		if cutErr != nil && !errors.Is(cutErr, store.ErrNotFound) {
-			t.Fatalf("round %d: CreateSubpage: %v", round, cutErr)
+		if sliceErr != nil && !errors.Is(sliceErr, store.ErrNotFound) {
+			t.Fatalf("round %d: CreateSubpage: %v", round, sliceErr)
 		}
 		if got, err := s.Subpage(in.ID); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("round %d: subpage %+v of a deleted document kept (cut returned %+v, %v)", round, got, sp, cutErr)
+			t.Fatalf("round %d: subpage %+v of a deleted document kept (slice returned %+v, %v)", round, got, sp, sliceErr)
 		}
 		if _, err := s.OpenSubpage(in.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("round %d: a deleted document's subpage PDF kept: err = %v", round, err)
@@ -259,7 +259,7 @@ func noSubpageOfADeletedDocument(t *testing.T, s Subpages) {
 }
 
 // A deleted document takes every subpage of its pages with it, the
-// expired ones a new cut replaced included, and no other document's.
+// expired ones a new slice replaced included, and no other document's.
 func deletedDocumentTakesEverySubpage(t *testing.T, s Subpages) {
 	c := newClock(s)
 	docA, docB := twoDocuments(t, s)
@@ -318,7 +318,7 @@ func extendedSubpageLastsAsNew(t *testing.T, s Subpages) {
 	if n, err := s.SweepSubpages(); n != 0 || err != nil {
 		t.Fatalf("SweepSubpages of an extended subpage = %d, %v; want 0", n, err)
 	}
-	// Another cut of the pages still takes the extended one.
+	// Another slice of the pages still takes the extended one.
 	if again, err := s.CreateSubpage(pages(doc, 1, 3), []byte("%PDF-b"), time.Hour, store.SubpageLimits{}); err != nil || again.ID != sp.ID {
 		t.Fatalf("CreateSubpage over an extended subpage = %+v, %v; want %s", again, err, sp.ID)
 	}
@@ -382,27 +382,27 @@ func subpageLimits(t *testing.T, s Subpages) {
 	c := newClock(s)
 	doc, _ := twoDocuments(t, s)
 	limits := store.SubpageLimits{OwnerBytes: 10, ProjectSubpages: 3}
-	cut := func(owner, project string, first int, data string) (*store.Subpage, error) {
+	slice := func(owner, project string, first int, data string) (*store.Subpage, error) {
 		sp := pages(doc, first, first)
 		sp.OwnerID, sp.ProjectID = owner, project
 		return s.CreateSubpage(sp, []byte(data), time.Hour, limits)
 	}
-	first, err := cut("alice", "prj_test", 1, "123456")
+	first, err := slice("alice", "prj_test", 1, "123456")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(time.Minute)
-	if _, err := cut("alice", "prj_test", 2, "1234"); err != nil { // 10 bytes: at the budget, not over
+	if _, err := slice("alice", "prj_test", 2, "1234"); err != nil { // 10 bytes: at the budget, not over
 		t.Fatal(err)
 	}
-	if sp, err := cut("alice", "prj_test", 3, "1"); !errors.Is(err, store.ErrSubpageBudget) {
-		t.Fatalf("a cut over the owner's budget = %+v, %v; want ErrSubpageBudget", sp, err)
+	if sp, err := slice("alice", "prj_test", 3, "1"); !errors.Is(err, store.ErrSubpageBudget) {
+		t.Fatalf("a slice over the owner's budget = %+v, %v; want ErrSubpageBudget", sp, err)
 	}
 	if _, err := s.SubpageFor(doc, 3, 3); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("a refused cut was kept: %v", err)
+		t.Fatalf("a refused slice was kept: %v", err)
 	}
 	// The same pages again take the subpage there is, over budget or not.
-	if again, err := cut("alice", "prj_test", 1, "123456"); err != nil || again.ID != first.ID {
+	if again, err := slice("alice", "prj_test", 1, "123456"); err != nil || again.ID != first.ID {
 		t.Fatalf("the pages of a live subpage, at the budget = %+v, %v; want %s", again, err, first.ID)
 	}
 	u, err := s.SubpageUsage("prj_test", "alice")
@@ -411,23 +411,23 @@ func subpageLimits(t *testing.T, s Subpages) {
 	}
 	// Another owner of the project has a budget of its own, but shares
 	// the project's count.
-	if _, err := cut("bob", "prj_test", 4, "123456789"); err != nil {
-		t.Fatalf("another owner's cut: %v", err)
+	if _, err := slice("bob", "prj_test", 4, "123456789"); err != nil {
+		t.Fatalf("another owner's slice: %v", err)
 	}
-	if sp, err := cut("carol", "prj_test", 5, "1"); !errors.Is(err, store.ErrSubpageQuota) {
-		t.Fatalf("a cut over the project's count = %+v, %v; want ErrSubpageQuota", sp, err)
+	if sp, err := slice("carol", "prj_test", 5, "1"); !errors.Is(err, store.ErrSubpageQuota) {
+		t.Fatalf("a slice over the project's count = %+v, %v; want ErrSubpageQuota", sp, err)
 	}
 	if u, err := s.SubpageUsage("prj_test", "carol"); err != nil || u.ProjectSubpages != 3 || u.OwnerBytes != 0 || !u.NextOwnerExpiry.IsZero() {
 		t.Fatalf("usage of an owner with none = %+v, %v", u, err)
 	}
 	// Another project has a count of its own.
-	if _, err := cut("dave", "prj_other", 6, "1"); err != nil {
-		t.Fatalf("another project's cut: %v", err)
+	if _, err := slice("dave", "prj_other", 6, "1"); err != nil {
+		t.Fatalf("another project's slice: %v", err)
 	}
 	// Expired, a subpage frees its room before it is swept.
 	c.t = first.ExpiresAt
-	if _, err := cut("alice", "prj_test", 3, "123456"); err != nil {
-		t.Fatalf("a cut once a subpage expired: %v", err)
+	if _, err := slice("alice", "prj_test", 3, "123456"); err != nil {
+		t.Fatalf("a slice once a subpage expired: %v", err)
 	}
 	if u, err := s.SubpageUsage("prj_test", "alice"); err != nil || u.ProjectSubpages != 3 || u.OwnerBytes != 10 {
 		t.Fatalf("usage after an expiry = %+v, %v; want 3 subpages, 10 bytes of alice's", u, err)

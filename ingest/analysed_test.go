@@ -11,11 +11,11 @@ import (
 	"github.com/docsift/docsift/store/bolt"
 )
 
-// TestDocumentsCutEitherWayAreFound uploads a small text, whose chunks the
-// index takes analysed from the built-in embedder, and one of more than
-// analysedTextMax, whose chunks it analyses again itself, and finds each by a word
-// of its last chunk and by its name.
-func TestDocumentsCutEitherWayAreFound(t *testing.T) {
+// TestDocumentsAnalysedEitherWayAreFound uploads a small text, whose
+// chunks the index takes analysed from the built-in embedder, and one of
+// more than analysedTextMax, whose chunks it analyses again itself, and
+// finds each by a word of its last chunk and by its name.
+func TestDocumentsAnalysedEitherWayAreFound(t *testing.T) {
 	dir := t.TempDir()
 	st, err := bolt.Open(dir)
 	if err != nil {
