@@ -243,8 +243,8 @@ func setLinks(list []uint32, sel []scored) {
 //
 // Searches run meanwhile and need CPU, not locks: so an insert leaves one P
 // to them (on two cores it links at half the speed, but nothing waits for
-// it). Inserters no longer yield after each node: that measured no better
-// for searches during commits (see runtimepolicy).
+// it). Inserters do not yield after each node: a yield there measured no
+// better for searches during commits (internal/runtimepolicy's doc).
 func (g *hnsw) insert(sc *scope, slots []uint32) {
 	if len(slots) == 0 {
 		return

@@ -151,8 +151,9 @@ func (j *Job) AfterInterruption(maxInterrupted int) (failed bool) {
 var ErrSuperseded = errors.New("a newer upload with the same external_id holds it")
 
 // OtherHolder applies the rule above to d, a candidate for its external
-// id: it returns the document d takes the id over from, or nil when d has none, holds it already, or it is free. A
-// holder created after d wins: the result is then ErrSuperseded. holder
+// id: it returns the document d takes the id over from, or nil when d
+// has none, holds it already, or it is free. A holder created after d
+// wins: the result is then ErrSuperseded. holder
 // returns the document holding d's external id (d itself when d holds
 // it), or ErrNotFound when none does or the entry dangles.
 func OtherHolder(d *Document, holder func() (*Document, error)) (*Document, error) {
